@@ -1,0 +1,712 @@
+//! The decorated object model of an XAIF document.
+//!
+//! One [`CallGraph`] owns everything: the scope hierarchy and its symbols, the alias, du-ud and
+//! DO maps, and one [`Routine`] per call-graph vertex (a control flow graph, or after the adjoint
+//! transformation a replacement list). Storage is arenas with typed indices; every reference the
+//! XML spells as strings (`symbol_id` + `scope_id`, `alias`, `du_ud`, `do_chain`, edge endpoints)
+//! is resolved into an index when the document is read, so passes never look names up again.
+//!
+//! Invariants that hold for any `CallGraph` produced by [`crate::xaif::read`]:
+//! - every `SymbolId`, `ScopeId`, `RoutineId`, alias/du-ud/DO set index points into its arena;
+//! - edge endpoints of every graph (scope, call, control flow, expression, variable reference)
+//!   index vertices of that same graph;
+//! - the original XML ids (`vertex_id`, `edge_id`, `statement_id`) are kept as [`Name`]s, because
+//!   the back end and the du-ud map refer to them.
+//!
+//! This module knows nothing of XML.
+
+pub mod names;
+
+use la_arena::{Arena, Idx};
+use rustc_hash::FxHashMap;
+
+pub use names::{Name, Names};
+
+pub type ScopeId = Idx<Scope>;
+pub type SymbolId = Idx<Symbol>;
+pub type RoutineId = Idx<Routine>;
+pub type CfgVertexId = Idx<CfgVertex>;
+pub type ExprVertexId = Idx<ExprVertex>;
+
+/// Index of an [`AliasSet`] in [`CallGraph::alias_sets`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct AliasSetId(pub u32);
+/// Index of a du-ud [`StmtIdSet`] in [`CallGraph::duud_sets`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct DuUdSetId(pub u32);
+/// Index of a DO [`StmtIdSet`] in [`CallGraph::do_sets`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct DoSetId(pub u32);
+
+/// The root: a whole program's numerical core.
+#[derive(Clone, Debug, Default)]
+pub struct CallGraph {
+    pub names: Names,
+    pub program_name: Option<Name>,
+    /// Prefix for every name the engine invents (`<prefix>aux_N`, …); the schema's default
+    /// is `GetRidOfThisDefault`, which the reference engine also writes out.
+    pub prefix: Name,
+    pub scopes: Arena<Scope>,
+    pub scope_edges: Vec<ScopeEdge>,
+    pub symbols: Arena<Symbol>,
+    pub alias_sets: Vec<AliasSet>,
+    pub duud_sets: Vec<StmtIdSet>,
+    pub do_sets: Vec<StmtIdSet>,
+    pub routines: Arena<Routine>,
+    pub call_edges: Vec<CallGraphEdge>,
+    /// `(scope, symbol name) → symbol`, kept in step with `symbols` by [`CallGraph::add_symbol`].
+    pub symbol_index: FxHashMap<(ScopeId, Name), SymbolId>,
+}
+
+impl CallGraph {
+    /// Adds a symbol to its scope's table; returns the existing one if the name is taken.
+    pub fn add_symbol(&mut self, symbol: Symbol) -> SymbolId {
+        let key = (symbol.scope, symbol.name);
+        if let Some(&existing) = self.symbol_index.get(&key) {
+            return existing;
+        }
+        let scope = symbol.scope;
+        let id = self.symbols.alloc(symbol);
+        self.scopes[scope].symbols.push(id);
+        self.symbol_index.insert(key, id);
+        id
+    }
+
+    pub fn lookup_symbol(&self, scope: ScopeId, name: Name) -> Option<SymbolId> {
+        self.symbol_index.get(&(scope, name)).copied()
+    }
+
+    pub fn name(&self, name: Name) -> &str {
+        self.names.get(name)
+    }
+
+    pub fn symbol_name(&self, symbol: SymbolId) -> &str {
+        self.names.get(self.symbols[symbol].name)
+    }
+
+    pub fn alias_key(&self, id: AliasSetId) -> u64 {
+        self.alias_sets[id.0 as usize].key
+    }
+
+    pub fn duud_key(&self, id: DuUdSetId) -> u64 {
+        self.duud_sets[id.0 as usize].key
+    }
+
+    pub fn do_key(&self, id: DoSetId) -> u64 {
+        self.do_sets[id.0 as usize].key
+    }
+
+    /// The control flow graphs, in document order.
+    pub fn cfgs(&self) -> impl Iterator<Item = (RoutineId, &ControlFlowGraph)> {
+        self.routines.iter().filter_map(|(id, r)| match r {
+            Routine::ControlFlowGraph(cfg) => Some((id, cfg)),
+            Routine::ReplacementList(_) => None,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub id: Name,
+    pub annotation: Name,
+    /// In document order; the writer sorts by name as the reference engine does.
+    pub symbols: Vec<SymbolId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScopeEdge {
+    pub id: Name,
+    pub annotation: Name,
+    pub source: ScopeId,
+    pub target: ScopeId,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum SymbolKind {
+    Subroutine,
+    #[default]
+    Variable,
+    Pointer,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum SymbolType {
+    Void,
+    Integer,
+    #[default]
+    Real,
+    Complex,
+    Bool,
+    Char,
+    String,
+    Opaque,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
+pub enum Shape {
+    Void,
+    #[default]
+    Scalar,
+    Vector,
+    Matrix,
+    ThreeTensor,
+    FourTensor,
+    FiveTensor,
+    SixTensor,
+    SevenTensor,
+}
+
+impl Shape {
+    /// Number of array dimensions; `Void` and `Scalar` have none.
+    pub fn rank(self) -> usize {
+        match self {
+            Shape::Void | Shape::Scalar => 0,
+            Shape::Vector => 1,
+            Shape::Matrix => 2,
+            Shape::ThreeTensor => 3,
+            Shape::FourTensor => 4,
+            Shape::FiveTensor => 5,
+            Shape::SixTensor => 6,
+            Shape::SevenTensor => 7,
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct DimensionBounds {
+    pub lower: i64,
+    pub upper: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Symbol {
+    pub scope: ScopeId,
+    pub name: Name,
+    pub kind: SymbolKind,
+    pub ty: SymbolType,
+    pub fe_type: Name,
+    pub shape: Shape,
+    pub annotation: Name,
+    pub active: bool,
+    /// Created by the engine rather than the front end.
+    pub temp: bool,
+    pub pointer: bool,
+    pub dimensions: Vec<DimensionBounds>,
+}
+
+impl Symbol {
+    /// A plain scalar real variable with the schema's defaults.
+    pub fn new(scope: ScopeId, name: Name) -> Symbol {
+        Symbol {
+            scope,
+            name,
+            kind: SymbolKind::Variable,
+            ty: SymbolType::Real,
+            fe_type: Name::EMPTY,
+            shape: Shape::Scalar,
+            annotation: Name::EMPTY,
+            active: true,
+            temp: false,
+            pointer: false,
+            dimensions: Vec::new(),
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct AliasRange {
+    pub from: u64,
+    pub to: u64,
+    pub partial: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct AliasSet {
+    pub key: u64,
+    pub ranges: Vec<AliasRange>,
+}
+
+/// An entry of the du-ud map or the DO map: the statements a key stands for.
+#[derive(Clone, Debug)]
+pub struct StmtIdSet {
+    pub key: u64,
+    /// `statement_id`s; the validator checks that each names a statement of the document.
+    pub statements: Vec<Name>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CallGraphEdge {
+    pub id: Name,
+    pub annotation: Name,
+    pub source: RoutineId,
+    pub target: RoutineId,
+}
+
+/// A vertex of the call graph.
+#[derive(Clone, Debug)]
+pub enum Routine {
+    ControlFlowGraph(ControlFlowGraph),
+    /// Output of the adjoint transformation: code fragments for a reversal template.
+    ReplacementList(ReplacementList),
+}
+
+impl Routine {
+    pub fn id(&self) -> Name {
+        match self {
+            Routine::ControlFlowGraph(cfg) => cfg.id,
+            Routine::ReplacementList(list) => list.id,
+        }
+    }
+
+    pub fn symbol(&self) -> SymbolId {
+        match self {
+            Routine::ControlFlowGraph(cfg) => cfg.symbol,
+            Routine::ReplacementList(list) => list.symbol,
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum Intent {
+    In,
+    Out,
+    #[default]
+    InOut,
+}
+
+#[derive(Clone, Debug)]
+pub struct ArgumentSymbolReference {
+    pub position: u32,
+    pub symbol: SymbolId,
+    pub annotation: Name,
+    pub deriv: bool,
+    pub intent: Intent,
+}
+
+/// The side-effect lists a front end computed for one routine. `None` means the element was
+/// absent, which differs from an empty list for the back end.
+#[derive(Clone, Debug, Default)]
+pub struct SideEffects {
+    pub mod_local: Option<Vec<VariableReference>>,
+    pub modified: Option<Vec<VariableReference>>,
+    pub read_local: Option<Vec<VariableReference>>,
+    pub read: Option<Vec<VariableReference>>,
+    pub on_entry: Option<Vec<VariableReference>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ControlFlowGraph {
+    pub id: Name,
+    pub annotation: Name,
+    pub symbol: SymbolId,
+    /// The scope holding the routine's own symbol.
+    pub scope: ScopeId,
+    /// The scope of the routine's body.
+    pub body_scope: ScopeId,
+    pub active: bool,
+    pub structured: bool,
+    pub arguments: Option<Vec<ArgumentSymbolReference>>,
+    pub side_effects: SideEffects,
+    pub graph: FlowGraph,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplacementList {
+    pub id: Name,
+    pub annotation: Name,
+    pub symbol: SymbolId,
+    pub scope: ScopeId,
+    pub body_scope: ScopeId,
+    pub template_name: Name,
+    pub arguments: Option<Vec<ArgumentSymbolReference>>,
+    pub replacements: Vec<Replacement>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Replacement {
+    /// The template placeholder number this fragment fills (`"1"` … `"13"`).
+    pub placeholder: Name,
+    pub structured: bool,
+    pub graph: FlowGraph,
+}
+
+/// Vertices and edges of one control flow graph (a routine's body or a replacement).
+#[derive(Clone, Debug, Default)]
+pub struct FlowGraph {
+    pub vertices: Arena<CfgVertex>,
+    pub edges: Vec<CfgEdge>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CfgVertex {
+    pub id: Name,
+    pub annotation: Name,
+    pub kind: CfgVertexKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum CfgVertexKind {
+    Entry,
+    Exit,
+    BasicBlock(BasicBlock),
+    /// Two-way branch without a matching `EndBranch` in unstructured code.
+    If(Conditional),
+    ForLoop(ForLoop),
+    PreLoop(Conditional),
+    PostLoop(Conditional),
+    Branch(Conditional),
+    EndBranch,
+    EndLoop,
+    Label,
+    Goto,
+}
+
+impl CfgVertexKind {
+    pub fn element_name(&self) -> &'static str {
+        match self {
+            CfgVertexKind::Entry => "Entry",
+            CfgVertexKind::Exit => "Exit",
+            CfgVertexKind::BasicBlock(_) => "BasicBlock",
+            CfgVertexKind::If(_) => "If",
+            CfgVertexKind::ForLoop(_) => "ForLoop",
+            CfgVertexKind::PreLoop(_) => "PreLoop",
+            CfgVertexKind::PostLoop(_) => "PostLoop",
+            CfgVertexKind::Branch(_) => "Branch",
+            CfgVertexKind::EndBranch => "EndBranch",
+            CfgVertexKind::EndLoop => "EndLoop",
+            CfgVertexKind::Label => "Label",
+            CfgVertexKind::Goto => "Goto",
+        }
+    }
+}
+
+/// The payload of `If`, `Branch`, `PreLoop` and `PostLoop`.
+#[derive(Clone, Debug, Default)]
+pub struct Conditional {
+    pub condition: Option<Expression>,
+    pub line: u64,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum LoopReversal {
+    Explicit,
+    #[default]
+    Anonymous,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ForLoop {
+    pub initialization: Option<Assignment>,
+    pub condition: Option<Expression>,
+    pub update: Option<Assignment>,
+    pub reversal: LoopReversal,
+    pub line: u64,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct CfgEdge {
+    pub id: Name,
+    pub annotation: Name,
+    pub source: CfgVertexId,
+    pub target: CfgVertexId,
+    /// Branch edges carry the value of the condition that selects them.
+    pub condition_value: Option<i64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct BasicBlock {
+    pub scope: ScopeId,
+    pub statements: Vec<Statement>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Statement {
+    Assignment(Assignment),
+    SubroutineCall(SubroutineCall),
+    Marker(Marker),
+    DerivativePropagator(DerivativePropagator),
+    InlinableSubroutineCall(InlinableSubroutineCall),
+}
+
+impl Statement {
+    /// The `statement_id`, where the element has one.
+    pub fn id(&self) -> Option<Name> {
+        match self {
+            Statement::Assignment(a) => Some(a.id),
+            Statement::SubroutineCall(c) => Some(c.id),
+            Statement::Marker(m) => Some(m.id),
+            Statement::DerivativePropagator(_) => None,
+            Statement::InlinableSubroutineCall(c) => Some(c.id),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Assignment {
+    pub id: Name,
+    pub do_chain: Option<DoSetId>,
+    pub line: u64,
+    pub lhs: VariableReference,
+    /// `live="false"` marks a left-hand side the front end knows is dead.
+    pub lhs_live: bool,
+    pub rhs: Expression,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum ActiveUse {
+    #[default]
+    Undefined,
+    True,
+    False,
+}
+
+#[derive(Clone, Debug)]
+pub struct SubroutineCall {
+    pub id: Name,
+    pub symbol: Option<SymbolId>,
+    pub active: ActiveUse,
+    pub line: u64,
+    /// Required by the schema; older front ends omit it and lenient reading infers it.
+    pub formal_arg_count: u32,
+    pub arguments: Vec<Argument>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Argument {
+    pub position: u32,
+    pub annotation: Name,
+    pub value: ArgumentValue,
+}
+
+#[derive(Clone, Debug)]
+pub enum ArgumentValue {
+    Variable(VariableReference),
+    Constant(Constant),
+}
+
+#[derive(Clone, Debug)]
+pub struct Marker {
+    pub id: Name,
+    pub annotation: Name,
+}
+
+/// A call the back end inlines from the runtime (`push_s0`, `pop_i_s0`, `setderiv`, …).
+#[derive(Clone, Debug)]
+pub struct InlinableSubroutineCall {
+    pub id: Name,
+    pub subroutine_name: Name,
+    pub arguments: Vec<Argument>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DerivativePropagator {
+    pub entries: Vec<PropagatorEntry>,
+}
+
+/// One entry of a derivative propagator, acting on derivative components.
+#[derive(Clone, Debug)]
+pub enum PropagatorEntry {
+    /// `tgt.d = src.d`
+    SetDeriv { target: VariableReference, source: VariableReference },
+    /// `tgt.d = -src.d`
+    SetNegDeriv { target: VariableReference, source: VariableReference },
+    /// `tgt.d += src.d`
+    IncDeriv { target: VariableReference, source: VariableReference },
+    /// `tgt.d -= src.d`
+    DecDeriv { target: VariableReference, source: VariableReference },
+    /// `y.d = Σ a·x.d`
+    Sax { terms: Vec<ScaledTerm>, y: VariableReference },
+    /// `y.d += Σ a·x.d`
+    Saxpy { terms: Vec<ScaledTerm>, y: VariableReference },
+    /// `x.d = 0`
+    ZeroDeriv(VariableReference),
+}
+
+#[derive(Clone, Debug)]
+pub struct ScaledTerm {
+    pub a: Expression,
+    pub x: VariableReference,
+}
+
+/// An expression graph: operands point to their operators by positioned edges.
+#[derive(Clone, Debug, Default)]
+pub struct Expression {
+    pub vertices: Arena<ExprVertex>,
+    pub edges: Vec<ExprEdge>,
+}
+
+impl Expression {
+    /// The vertex no edge leaves: the value of the whole expression.
+    pub fn root(&self) -> Option<ExprVertexId> {
+        let mut has_out = vec![false; self.vertices.len()];
+        for edge in &self.edges {
+            has_out[edge.source.into_raw().into_u32() as usize] = true;
+        }
+        self.vertices.iter().map(|(id, _)| id).find(|id| !has_out[id.into_raw().into_u32() as usize])
+    }
+
+    /// The operands of `vertex` ordered by edge position.
+    pub fn operands(&self, vertex: ExprVertexId) -> Vec<ExprVertexId> {
+        let mut ins: Vec<&ExprEdge> = self.edges.iter().filter(|e| e.target == vertex).collect();
+        ins.sort_by_key(|e| e.position);
+        ins.into_iter().map(|e| e.source).collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ExprEdge {
+    pub id: Name,
+    pub annotation: Name,
+    pub source: ExprVertexId,
+    pub target: ExprVertexId,
+    pub position: i64,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprVertex {
+    Variable(VariableReference),
+    Constant(Constant),
+    Intrinsic(Intrinsic),
+    BooleanOperation(BooleanOperation),
+    FunctionCall(FunctionCall),
+}
+
+impl ExprVertex {
+    pub fn id(&self) -> Name {
+        match self {
+            ExprVertex::Variable(v) => v.id,
+            ExprVertex::Constant(c) => c.id,
+            ExprVertex::Intrinsic(i) => i.id,
+            ExprVertex::BooleanOperation(b) => b.id,
+            ExprVertex::FunctionCall(f) => f.id,
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ConstantType {
+    Real,
+    Double,
+    Integer,
+    Bool,
+    Char,
+    String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Constant {
+    pub id: Name,
+    pub annotation: Name,
+    pub ty: ConstantType,
+    pub fe_type: Name,
+    pub value: Name,
+}
+
+#[derive(Clone, Debug)]
+pub struct Intrinsic {
+    pub id: Name,
+    pub annotation: Name,
+    pub name: Name,
+    /// The schema's `type` attribute (`inlinable` unless said otherwise).
+    pub call_type: Name,
+    pub result_type: SymbolType,
+    pub result_shape: Shape,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum BooleanOp {
+    LessThan,
+    LessOrEqual,
+    GreaterThan,
+    GreaterOrEqual,
+    Equal,
+    NotEqual,
+    And,
+    Or,
+    Not,
+    Xor,
+}
+
+#[derive(Clone, Debug)]
+pub struct BooleanOperation {
+    pub id: Name,
+    pub annotation: Name,
+    pub op: BooleanOp,
+}
+
+#[derive(Clone, Debug)]
+pub struct FunctionCall {
+    pub id: Name,
+    pub annotation: Name,
+    pub symbol: Option<SymbolId>,
+    pub arguments: Vec<VariableReference>,
+}
+
+/// A reference to a variable or a part of it: a small graph of a symbol reference followed by
+/// array element selections (`a(i)%b(j)` style chains).
+#[derive(Clone, Debug)]
+pub struct VariableReference {
+    pub id: Name,
+    pub annotation: Name,
+    pub active: ActiveUse,
+    pub alias: Option<AliasSetId>,
+    pub du_ud: Option<DuUdSetId>,
+    /// Refers to the derivative component, not the value (propagator operands).
+    pub deriv: bool,
+    pub constant: bool,
+    pub vertices: Vec<VarRefVertex>,
+    pub edges: Vec<VarRefEdge>,
+}
+
+impl VariableReference {
+    /// The symbol the reference starts from (the source of the chain).
+    pub fn base_symbol(&self) -> Option<SymbolId> {
+        let mut is_target = vec![false; self.vertices.len()];
+        for edge in &self.edges {
+            is_target[edge.target as usize] = true;
+        }
+        self.vertices.iter().zip(is_target).find_map(|(v, t)| match v {
+            VarRefVertex::Symbol(s) if !t => Some(s.symbol),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct VarRefEdge {
+    pub id: Name,
+    pub annotation: Name,
+    /// Index into [`VariableReference::vertices`].
+    pub source: u32,
+    pub target: u32,
+}
+
+#[derive(Clone, Debug)]
+pub enum VarRefVertex {
+    Symbol(SymbolReference),
+    ArrayElement(ArrayElementReference),
+}
+
+#[derive(Clone, Debug)]
+pub struct SymbolReference {
+    pub id: Name,
+    pub annotation: Name,
+    pub symbol: SymbolId,
+    /// Front-end `SymbolReferenceProperty` name/value pairs, carried through untouched.
+    pub properties: Vec<(Name, Name)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ArrayElementReference {
+    pub id: Name,
+    pub annotation: Name,
+    pub indices: Vec<IndexTriplet>,
+}
+
+/// One subscript: a single index, or a section `index:bound:stride`.
+#[derive(Clone, Debug, Default)]
+pub struct IndexTriplet {
+    pub index: Option<Expression>,
+    pub bound: Option<Expression>,
+    pub stride: Option<Expression>,
+}

@@ -1,0 +1,9 @@
+//! The XML boundary: everything that knows XAIF is XML lives here.
+
+pub mod diagnostic;
+pub mod read;
+pub mod write;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use read::{ReadError, ReadOptions, ReadOutput, read};
+pub use write::{WriteOptions, write};

@@ -1,0 +1,1607 @@
+//! Streaming XAIF reader: quick-xml events lowered straight into the [`crate::ir`] model.
+//!
+//! One pass over the bytes, no DOM. Names are interned as they are met; references to scopes,
+//! symbols and map keys are resolved on the spot (the schema puts the scope hierarchy and the
+//! maps before any routine), while graph edges, whose endpoints may come later in the
+//! document, are resolved when their graph closes. Every error carries the position of the
+//! element it is about.
+
+use std::borrow::Cow;
+
+use quick_xml::{Reader, XmlVersion};
+use quick_xml::events::attributes::Attributes;
+use quick_xml::events::{BytesStart, Event};
+use rustc_hash::FxHashMap;
+
+use super::diagnostic::{Diagnostic, Severity, line_column};
+use crate::ir::*;
+
+/// The XAIF namespace URI.
+pub const XAIF_NAMESPACE: &str = "http://www.mcs.anl.gov/XAIF";
+
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Refuse what older front ends wrote and the reference toolchain tolerated
+    /// (a `SubroutineCall` without `formalArgCount`, attributes the schema does not know).
+    pub strict: bool,
+}
+
+#[derive(Debug)]
+pub struct ReadOutput {
+    pub call_graph: CallGraph,
+    /// What lenient reading forgave, located like errors.
+    pub warnings: Vec<Diagnostic>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReadError(pub Box<Diagnostic>);
+
+impl ReadError {
+    pub fn diagnostic(&self) -> &Diagnostic {
+        &self.0
+    }
+}
+
+type Result<T> = std::result::Result<T, ReadError>;
+
+/// Reads one XAIF document. `file` is only used to locate messages.
+pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutput> {
+    let text = std::str::from_utf8(input).map_err(|e| {
+        let offset = e.valid_up_to();
+        let (line, column) = line_column(input, offset);
+        ReadError(Box::new(Diagnostic {
+            severity: Severity::Error,
+            file: file.to_owned(),
+            line,
+            column,
+            element: "document".into(),
+            message: "the input is not valid UTF-8".into(),
+        }))
+    })?;
+    let mut reader = Reader::from_reader(input);
+    let config = reader.config_mut();
+    config.trim_text(true);
+    config.check_end_names = true;
+    config.expand_empty_elements = false;
+    let mut lower = Lower {
+        reader,
+        input,
+        text,
+        file,
+        strict: options.strict,
+        prefix: Vec::new(),
+        cg: CallGraph::default(),
+        warnings: Vec::new(),
+        scope_ids: FxHashMap::default(),
+        alias_keys: FxHashMap::default(),
+        duud_keys: FxHashMap::default(),
+        do_keys: FxHashMap::default(),
+        routine_ids: FxHashMap::default(),
+        calls_without_count: Vec::new(),
+    };
+    lower.document()?;
+    Ok(ReadOutput { call_graph: lower.cg, warnings: lower.warnings })
+}
+
+/// A start tag with where it began.
+struct Elem<'a> {
+    /// The tag's text between `<` and `>` (without a closing `/`), borrowed from the input.
+    raw: &'a str,
+    name_len: usize,
+    empty: bool,
+    offset: usize,
+    /// Local name (prefix stripped), borrowed from the input.
+    name: &'a str,
+}
+
+struct Lower<'a> {
+    reader: Reader<&'a [u8]>,
+    input: &'a [u8],
+    text: &'a str,
+    file: &'a str,
+    strict: bool,
+    /// The prefix bound to the XAIF namespace, with its colon (`b"xaif:"`), or empty when the
+    /// namespace is the default one.
+    prefix: Vec<u8>,
+    cg: CallGraph,
+    warnings: Vec<Diagnostic>,
+    scope_ids: FxHashMap<Name, ScopeId>,
+    alias_keys: FxHashMap<u64, AliasSetId>,
+    duud_keys: FxHashMap<u64, DuUdSetId>,
+    do_keys: FxHashMap<u64, DoSetId>,
+    routine_ids: FxHashMap<Name, RoutineId>,
+    /// Calls whose `formalArgCount` must be inferred once all routines are known:
+    /// (routine, offset) — the call is found again by offset order.
+    calls_without_count: Vec<usize>,
+}
+
+/// A graph edge whose endpoints are resolved when its graph closes.
+struct PendingEdge<'a> {
+    offset: usize,
+    element: &'a str,
+    source: Name,
+    target: Name,
+}
+
+impl<'a> Lower<'a> {
+    // ---------------------------------------------------------------- errors and positions
+
+    fn diagnostic(&self, severity: Severity, offset: usize, element: &str, message: String) -> Diagnostic {
+        let (line, column) = line_column(self.input, offset);
+        Diagnostic { severity, file: self.file.to_owned(), line, column, element: element.to_owned(), message }
+    }
+
+    fn error(&self, offset: usize, element: &str, message: impl Into<String>) -> ReadError {
+        ReadError(Box::new(self.diagnostic(Severity::Error, offset, element, message.into())))
+    }
+
+    /// A finding that is an error when strict and a warning otherwise.
+    fn lenient(&mut self, offset: usize, element: &str, message: String) -> Result<()> {
+        if self.strict {
+            return Err(self.error(offset, element, message));
+        }
+        let warning = self.diagnostic(Severity::Warning, offset, element, message);
+        self.warnings.push(warning);
+        Ok(())
+    }
+
+    /// Edge ids are never referenced, so a repeated one loses nothing; older front ends wrote
+    /// them (the reference engine accepts them too).
+    fn duplicate_edge(&mut self, offset: usize, element: &str, id: Name, parent: &str) -> Result<()> {
+        let message = format!("duplicate edge_id '{}' in {parent}", self.cg.names.get(id));
+        self.lenient(offset, element, message)
+    }
+
+    fn position(&self) -> usize {
+        self.reader.buffer_position() as usize
+    }
+
+    // ---------------------------------------------------------------- event plumbing
+
+    /// Next child element of `parent`, or `None` at the parent's end tag.
+    fn next_child(&mut self, parent: &str, parent_offset: usize) -> Result<Option<Elem<'a>>> {
+        loop {
+            let before = self.position();
+            let event = match self.reader.read_event() {
+                Ok(event) => event,
+                Err(e) => {
+                    let at = self.position().max(before);
+                    return Err(self.error(at, parent, format!("malformed XML: {e}")));
+                }
+            };
+            match event {
+                Event::Start(start) => return self.elem(start, false).map(Some),
+                Event::Empty(start) => return self.elem(start, true).map(Some),
+                Event::End(_) => return Ok(None),
+                Event::Text(text) => {
+                    if !text.trim_ascii().is_empty() {
+                        return Err(self.error(before, parent, "unexpected text content"));
+                    }
+                }
+                Event::CData(_) => return Err(self.error(before, parent, "unexpected CDATA content")),
+                Event::GeneralRef(r) => {
+                    let name: &str = &r;
+                    return Err(self.error(before, parent, format!("unexpected entity reference '&{name};' in content")));
+                }
+                Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
+                Event::DocType(_) => {
+                    return Err(self.error(before, parent, "DOCTYPE declarations are refused (no entity expansion)"));
+                }
+                Event::Eof => {
+                    return Err(self.error(self.input.len(), parent, format!(
+                        "unexpected end of file: element opened at {} is not closed",
+                        self.describe_offset(parent_offset)
+                    )));
+                }
+            }
+        }
+    }
+
+    fn describe_offset(&self, offset: usize) -> String {
+        let (line, column) = line_column(self.input, offset);
+        format!("{line}:{column}")
+    }
+
+    fn elem(&self, start: BytesStart<'a>, empty: bool) -> Result<Elem<'a>> {
+        // The tag spans `<` + content + (`/`) + `>`; `BytesStart` holds the content only.
+        let end = self.position();
+        let len = start.len() + if empty { 3 } else { 2 };
+        let offset = end.saturating_sub(len);
+        // Re-slice the tag from the input so that it lives for 'a, not for the event.
+        let raw: &'a str = &self.text[offset + 1..offset + 1 + start.len()];
+        let name_len = start.name().into_inner().len();
+        let qname: &'a [u8] = &raw.as_bytes()[..name_len];
+        let local = if self.prefix.is_empty() {
+            if qname.contains(&b':') { None } else { Some(qname) }
+        } else {
+            qname.strip_prefix(self.prefix.as_slice())
+        };
+        let full = std::str::from_utf8(qname).unwrap_or("?");
+        let Some(local) = local else {
+            return Err(self.error(offset, full, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}")));
+        };
+        let name = std::str::from_utf8(local).map_err(|_| self.error(offset, full, "element name is not UTF-8"))?;
+        Ok(Elem { raw, name_len, empty, offset, name })
+    }
+
+    /// Consumes the rest of an element that may not have children.
+    fn leaf(&mut self, elem: &Elem<'a>) -> Result<()> {
+        if elem.empty {
+            return Ok(());
+        }
+        if let Some(child) = self.next_child(elem.name, elem.offset)? {
+            return Err(self.unexpected(&child, elem.name));
+        }
+        Ok(())
+    }
+
+    fn unexpected(&self, child: &Elem<'a>, parent: &str) -> ReadError {
+        self.error(child.offset, child.name, format!("unexpected element in {parent}"))
+    }
+
+    /// Skips the whole content of an element already opened.
+    fn children(&mut self, elem: &Elem<'a>) -> Result<Option<Elem<'a>>> {
+        if elem.empty { Ok(None) } else { self.next_child(elem.name, elem.offset) }
+    }
+
+    // ---------------------------------------------------------------- attributes
+
+    /// Collects the attributes named in `known`; anything else is reported (leniently).
+    fn attrs<const N: usize>(&mut self, elem: &Elem<'a>, known: [&str; N]) -> Result<[Option<Cow<'a, str>>; N]> {
+        let mut values: [Option<Cow<'a, str>>; N] = std::array::from_fn(|_| None);
+        for attr in Attributes::new(elem.raw, elem.name_len) {
+            let attr = attr.map_err(|e| self.error(elem.offset, elem.name, format!("malformed attribute: {e}")))?;
+            let key = attr.key.into_inner();
+            let Some(slot) = known.iter().position(|k| *k == key) else {
+                if key.starts_with("xmlns") || key.starts_with("xsi:") {
+                    continue;
+                }
+                self.lenient(elem.offset, elem.name, format!("unknown attribute '{key}' (dropped)"))?;
+                continue;
+            };
+            let value = attr.normalized_value(XmlVersion::Implicit1_0).map_err(|e| {
+                self.error(elem.offset, elem.name, format!("attribute '{}': {e}", known[slot]))
+            })?;
+            values[slot] = Some(value);
+        }
+        Ok(values)
+    }
+
+    fn required<'v>(&self, elem: &Elem<'a>, name: &str, value: &'v Option<Cow<'a, str>>) -> Result<&'v str> {
+        value
+            .as_deref()
+            .ok_or_else(|| self.error(elem.offset, elem.name, format!("missing required attribute '{name}'")))
+    }
+
+    fn intern(&mut self, value: &Option<Cow<'a, str>>) -> Name {
+        match value {
+            Some(v) => self.cg.names.intern(v),
+            None => Name::EMPTY,
+        }
+    }
+
+    fn intern_required(&mut self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<Name> {
+        let v = self.required(elem, name, value)?;
+        Ok(self.cg.names.intern(v))
+    }
+
+    fn bad_value(&self, elem: &Elem<'a>, name: &str, value: &str, expected: &str) -> ReadError {
+        self.error(elem.offset, elem.name, format!("attribute '{name}' has value '{value}', expected {expected}"))
+    }
+
+    fn boolean(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>, default: bool) -> Result<bool> {
+        match value.as_deref() {
+            None => Ok(default),
+            Some("true" | "1") => Ok(true),
+            Some("false" | "0") => Ok(false),
+            Some(v) => Err(self.bad_value(elem, name, v, "a boolean (true, false, 1, 0)")),
+        }
+    }
+
+    fn integer(&self, elem: &Elem<'a>, name: &str, value: &str) -> Result<i64> {
+        value.trim().parse::<i64>().map_err(|_| self.bad_value(elem, name, value, "an integer"))
+    }
+
+    fn non_negative(&self, elem: &Elem<'a>, name: &str, value: &str) -> Result<u64> {
+        value.trim().parse::<u64>().map_err(|_| self.bad_value(elem, name, value, "a non-negative integer"))
+    }
+
+    fn positive(&self, elem: &Elem<'a>, name: &str, value: &str) -> Result<u64> {
+        match value.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(self.bad_value(elem, name, value, "a positive integer")),
+        }
+    }
+
+    fn opt_non_negative(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<u64> {
+        value.as_deref().map_or(Ok(0), |v| self.non_negative(elem, name, v))
+    }
+
+    fn enumerated<T: Copy>(
+        &self,
+        elem: &Elem<'a>,
+        name: &str,
+        value: &Option<Cow<'a, str>>,
+        default: T,
+        table: &[(&str, T)],
+    ) -> Result<T> {
+        let Some(v) = value.as_deref() else { return Ok(default) };
+        table.iter().find(|(k, _)| *k == v).map(|(_, t)| *t).ok_or_else(|| {
+            let allowed: Vec<&str> = table.iter().map(|(k, _)| *k).collect();
+            self.bad_value(elem, name, v, &format!("one of {}", allowed.join(", ")))
+        })
+    }
+
+    // ---------------------------------------------------------------- references
+
+    fn scope_ref(&mut self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<ScopeId> {
+        let v = self.required(elem, name, value)?;
+        self.positive(elem, name, v)?;
+        let key = self.cg.names.intern(v);
+        self.scope_ids
+            .get(&key)
+            .copied()
+            .ok_or_else(|| self.error(elem.offset, elem.name, format!("{name} '{v}' names no scope")))
+    }
+
+    /// Resolves `symbol_id` in the scope named by `scope_id`.
+    fn symbol_ref(
+        &mut self,
+        elem: &Elem<'a>,
+        symbol: &Option<Cow<'a, str>>,
+        scope: &Option<Cow<'a, str>>,
+    ) -> Result<SymbolId> {
+        let scope_id = self.scope_ref(elem, "scope_id", scope)?;
+        let name_str = self.required(elem, "symbol_id", symbol)?;
+        let name = self.cg.names.intern(name_str);
+        self.cg.lookup_symbol(scope_id, name).ok_or_else(|| {
+            let scope_name = self.cg.names.get(self.cg.scopes[scope_id].id);
+            self.error(elem.offset, elem.name, format!("symbol '{name_str}' is not declared in scope {scope_name}"))
+        })
+    }
+
+    fn alias_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<AliasSetId>> {
+        let Some(v) = value.as_deref() else { return Ok(None) };
+        let key = self.integer(elem, "alias", v)?;
+        if key == 0 {
+            return Ok(self.alias_keys.get(&0).copied());
+        }
+        u64::try_from(key)
+            .ok()
+            .and_then(|k| self.alias_keys.get(&k).copied())
+            .map(Some)
+            .ok_or_else(|| self.error(elem.offset, elem.name, format!("alias key {v} is not in the AliasSetMap")))
+    }
+
+    fn duud_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<DuUdSetId>> {
+        let Some(v) = value.as_deref() else { return Ok(None) };
+        let key = self.integer(elem, "du_ud", v)?;
+        if key == 0 {
+            return Ok(self.duud_keys.get(&0).copied());
+        }
+        u64::try_from(key)
+            .ok()
+            .and_then(|k| self.duud_keys.get(&k).copied())
+            .map(Some)
+            .ok_or_else(|| self.error(elem.offset, elem.name, format!("du_ud key {v} is not in the DUUDSetMap")))
+    }
+
+    fn do_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<DoSetId>> {
+        let Some(v) = value.as_deref() else { return Ok(None) };
+        let key = self.integer(elem, "do_chain", v)?;
+        if key == 0 {
+            return Ok(self.do_keys.get(&0).copied());
+        }
+        u64::try_from(key)
+            .ok()
+            .and_then(|k| self.do_keys.get(&k).copied())
+            .map(Some)
+            .ok_or_else(|| self.error(elem.offset, elem.name, format!("do_chain key {v} is not in the DOSetMap")))
+    }
+
+    // ---------------------------------------------------------------- document structure
+
+    fn document(&mut self) -> Result<()> {
+        // Find the root element, refusing DTDs on the way.
+        let root = loop {
+            let before = self.position();
+            let event = self
+                .reader
+                .read_event()
+                .map_err(|e| self.error(self.position().max(before), "document", format!("malformed XML: {e}")))?;
+            match event {
+                Event::Start(start) => break (start, false),
+                Event::Empty(start) => break (start, true),
+                Event::DocType(_) => {
+                    return Err(self.error(before, "document", "DOCTYPE declarations are refused (no entity expansion)"));
+                }
+                Event::Eof => return Err(self.error(before, "document", "no root element")),
+                Event::Text(text) if !text.trim_ascii().is_empty() => {
+                    return Err(self.error(before, "document", "text before the root element"));
+                }
+                Event::Text(_) | Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
+                Event::CData(_) | Event::GeneralRef(_) | Event::End(_) => {
+                    return Err(self.error(before, "document", "content before the root element"));
+                }
+            }
+        };
+        let (start, empty) = root;
+        self.bind_namespace(&start, empty)?;
+        let root = self.elem(start, empty)?;
+        if root.name != "CallGraph" {
+            return Err(self.error(root.offset, root.name, "the root element must be CallGraph"));
+        }
+        self.call_graph(root)?;
+        // Only comments, processing instructions and white space may follow.
+        loop {
+            let before = self.position();
+            match self.reader.read_event() {
+                Ok(Event::Eof) => break,
+                Ok(Event::Comment(_) | Event::PI(_)) => {}
+                Ok(Event::Text(t)) if t.trim_ascii().is_empty() => {}
+                Ok(_) => return Err(self.error(before, "document", "content after the root element")),
+                Err(e) => return Err(self.error(before, "document", format!("malformed XML: {e}"))),
+            }
+        }
+        self.infer_formal_arg_counts()
+    }
+
+    fn bind_namespace(&mut self, start: &BytesStart<'a>, empty: bool) -> Result<()> {
+        let end = self.position();
+        let offset = end.saturating_sub(start.len() + if empty { 3 } else { 2 });
+        let qname = start.name().into_inner().as_bytes().to_vec();
+        let prefix: &[u8] = match qname.iter().position(|b| *b == b':') {
+            Some(colon) => &qname[..colon],
+            None => b"",
+        };
+        let wanted: Vec<u8> = if prefix.is_empty() { b"xmlns".to_vec() } else { [b"xmlns:", prefix].concat() };
+        let mut uri = None;
+        for attr in start.attributes().flatten() {
+            if attr.key.into_inner().as_bytes() == wanted.as_slice() {
+                uri = Some(attr.value.clone().into_owned());
+            }
+        }
+        let element = String::from_utf8_lossy(&qname).into_owned();
+        match uri {
+            Some(uri) if uri == XAIF_NAMESPACE => {}
+            Some(uri) => {
+                return Err(self.error(offset, &element, format!(
+                    "element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"
+                )));
+            }
+            None => {
+                return Err(self.error(offset, &element, format!(
+                    "element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"
+                )));
+            }
+        }
+        self.prefix = if prefix.is_empty() { Vec::new() } else { [prefix, b":"].concat() };
+        Ok(())
+    }
+
+    fn call_graph(&mut self, root: Elem<'a>) -> Result<()> {
+        let [program_name, prefix] = self.attrs(&root, ["program_name", "prefix"])?;
+        self.cg.program_name = program_name.as_ref().map(|p| self.cg.names.intern(p));
+        self.cg.prefix = match &prefix {
+            Some(p) => self.cg.names.intern(p),
+            None => self.cg.names.intern("GetRidOfThisDefault"),
+        };
+        let mut seen = [false; 4];
+        const SECTIONS: [&str; 4] = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
+        let mut pending_call_edges = Vec::new();
+        while let Some(child) = self.children(&root)? {
+            let section = SECTIONS.iter().position(|s| *s == child.name);
+            if let Some(i) = section {
+                if seen[i] {
+                    return Err(self.error(child.offset, child.name, "appears twice in CallGraph"));
+                }
+                if let Some(missing) = SECTIONS[..i].iter().zip(&seen[..i]).find(|(_, s)| !**s) {
+                    return Err(self.error(child.offset, child.name, format!("must come after {}", missing.0)));
+                }
+                if !self.cg.routines.is_empty() {
+                    return Err(self.error(child.offset, child.name, "must come before the call graph vertices"));
+                }
+                seen[i] = true;
+            } else if !seen.iter().all(|s| *s) {
+                let missing = SECTIONS.iter().zip(&seen).find(|(_, s)| !**s).map(|(n, _)| *n).unwrap_or("");
+                return Err(self.error(child.offset, child.name, format!("unexpected here: CallGraph needs {missing} first")));
+            }
+            match child.name {
+                "ScopeHierarchy" => self.scope_hierarchy(child)?,
+                "AliasSetMap" => self.alias_set_map(child)?,
+                "DUUDSetMap" => {
+                    let sets = self.stmt_id_set_map(&child)?;
+                    for (i, set) in sets.iter().enumerate() {
+                        self.duud_keys.insert(set.key, DuUdSetId(i as u32));
+                    }
+                    self.cg.duud_sets = sets;
+                }
+                "DOSetMap" => {
+                    let sets = self.stmt_id_set_map(&child)?;
+                    for (i, set) in sets.iter().enumerate() {
+                        self.do_keys.insert(set.key, DoSetId(i as u32));
+                    }
+                    self.cg.do_sets = sets;
+                }
+                "ControlFlowGraph" => {
+                    let cfg = self.control_flow_graph(child)?;
+                    self.add_routine(Routine::ControlFlowGraph(cfg.0), cfg.1)?;
+                }
+                "ReplacementList" => {
+                    let list = self.replacement_list(child)?;
+                    self.add_routine(Routine::ReplacementList(list.0), list.1)?;
+                }
+                "CallGraphEdge" => {
+                    let [id, annotation, source, target] =
+                        self.attrs(&child, ["edge_id", "annotation", "source", "target"])?;
+                    let id = self.intern_required(&child, "edge_id", &id)?;
+                    let annotation = self.intern(&annotation);
+                    let source = self.intern_required(&child, "source", &source)?;
+                    let target = self.intern_required(&child, "target", &target)?;
+                    self.leaf(&child)?;
+                    pending_call_edges.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                }
+                _ => return Err(self.unexpected(&child, "CallGraph")),
+            }
+        }
+        if let Some(missing) = SECTIONS.iter().zip(&seen).find(|(_, s)| !**s) {
+            return Err(self.error(root.offset, root.name, format!("missing required child {}", missing.0)));
+        }
+        for (id, annotation, edge) in pending_call_edges {
+            let source = self.resolve_routine(&edge, edge.source, "source")?;
+            let target = self.resolve_routine(&edge, edge.target, "target")?;
+            self.cg.call_edges.push(CallGraphEdge { id, annotation, source, target });
+        }
+        Ok(())
+    }
+
+    fn add_routine(&mut self, routine: Routine, offset: usize) -> Result<()> {
+        let id = routine.id();
+        if self.routine_ids.contains_key(&id) {
+            let element = match routine {
+                Routine::ControlFlowGraph(_) => "ControlFlowGraph",
+                Routine::ReplacementList(_) => "ReplacementList",
+            };
+            let shown = self.cg.names.get(id).to_owned();
+            return Err(self.error(offset, element, format!("duplicate vertex_id '{shown}' in CallGraph")));
+        }
+        let rid = self.cg.routines.alloc(routine);
+        self.routine_ids.insert(id, rid);
+        Ok(())
+    }
+
+    fn resolve_routine(&self, edge: &PendingEdge<'a>, end: Name, which: &str) -> Result<RoutineId> {
+        self.routine_ids.get(&end).copied().ok_or_else(|| {
+            self.error(edge.offset, edge.element, format!(
+                "{which} '{}' names no vertex of the CallGraph",
+                self.cg.names.get(end)
+            ))
+        })
+    }
+
+    fn scope_hierarchy(&mut self, elem: Elem<'a>) -> Result<()> {
+        let [] = self.attrs(&elem, [])?;
+        let mut pending_edges = Vec::new();
+        // Scopes first (their symbols may be read only once the scope exists); edges later.
+        while let Some(child) = self.children(&elem)? {
+            match child.name {
+                "Scope" => self.scope(child)?,
+                "ScopeEdge" => {
+                    let [id, annotation, source, target] =
+                        self.attrs(&child, ["edge_id", "annotation", "source", "target"])?;
+                    let id = self.intern_required(&child, "edge_id", &id)?;
+                    let annotation = self.intern(&annotation);
+                    let source = self.intern_required(&child, "source", &source)?;
+                    let target = self.intern_required(&child, "target", &target)?;
+                    self.leaf(&child)?;
+                    pending_edges.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                }
+                _ => return Err(self.unexpected(&child, "ScopeHierarchy")),
+            }
+        }
+        let mut edge_ids = FxHashMap::default();
+        for (id, annotation, edge) in pending_edges {
+            if edge_ids.insert(id, ()).is_some() {
+                self.duplicate_edge(edge.offset, edge.element, id, "ScopeHierarchy")?;
+            }
+            let lookup = |end: Name, which: &str| {
+                self.scope_ids.get(&end).copied().ok_or_else(|| {
+                    self.error(edge.offset, edge.element, format!("{which} '{}' names no scope", self.cg.names.get(end)))
+                })
+            };
+            let source = lookup(edge.source, "source")?;
+            let target = lookup(edge.target, "target")?;
+            self.cg.scope_edges.push(ScopeEdge { id, annotation, source, target });
+        }
+        Ok(())
+    }
+
+    fn scope(&mut self, elem: Elem<'a>) -> Result<()> {
+        let [id, annotation] = self.attrs(&elem, ["vertex_id", "annotation"])?;
+        let id = match &id {
+            Some(v) => self.cg.names.intern(v),
+            None => self.cg.names.intern("1"),
+        };
+        let annotation = self.intern(&annotation);
+        if self.scope_ids.contains_key(&id) {
+            return Err(self.error(elem.offset, elem.name, format!("duplicate vertex_id '{}' in ScopeHierarchy", self.cg.names.get(id))));
+        }
+        let scope = self.cg.scopes.alloc(Scope { id, annotation, symbols: Vec::new() });
+        self.scope_ids.insert(id, scope);
+        let mut tables = 0;
+        while let Some(child) = self.children(&elem)? {
+            if child.name != "SymbolTable" {
+                return Err(self.unexpected(&child, "Scope"));
+            }
+            tables += 1;
+            let [] = self.attrs(&child, [])?;
+            while let Some(symbol) = self.children(&child)? {
+                if symbol.name != "Symbol" {
+                    return Err(self.unexpected(&symbol, "SymbolTable"));
+                }
+                self.symbol(symbol, scope)?;
+            }
+        }
+        if tables == 0 {
+            return Err(self.error(elem.offset, elem.name, "missing required child SymbolTable"));
+        }
+        Ok(())
+    }
+
+    fn symbol(&mut self, elem: Elem<'a>, scope: ScopeId) -> Result<()> {
+        let [symbol_id, kind, ty, fe_type, shape, annotation, active, temp, pointer] = self.attrs(
+            &elem,
+            ["symbol_id", "kind", "type", "feType", "shape", "annotation", "active", "temp", "pointer"],
+        )?;
+        let name = self.intern_required(&elem, "symbol_id", &symbol_id)?;
+        let kind = self.enumerated(&elem, "kind", &kind, SymbolKind::Variable, &[
+            ("subroutine", SymbolKind::Subroutine),
+            ("variable", SymbolKind::Variable),
+            ("pointer", SymbolKind::Pointer),
+        ])?;
+        let ty = self.symbol_type(&elem, "type", &ty)?;
+        let shape = self.shape(&elem, "shape", &shape)?;
+        let symbol = Symbol {
+            scope,
+            name,
+            kind,
+            ty,
+            fe_type: self.intern(&fe_type),
+            shape,
+            annotation: self.intern(&annotation),
+            active: self.boolean(&elem, "active", &active, true)?,
+            temp: self.boolean(&elem, "temp", &temp, false)?,
+            pointer: self.boolean(&elem, "pointer", &pointer, false)?,
+            dimensions: Vec::new(),
+        };
+        if self.cg.lookup_symbol(scope, name).is_some() {
+            let scope_name = self.cg.names.get(self.cg.scopes[scope].id);
+            return Err(self.error(elem.offset, elem.name, format!(
+                "duplicate symbol_id '{}' in scope {scope_name}",
+                self.cg.names.get(name)
+            )));
+        }
+        let id = self.cg.add_symbol(symbol);
+        while let Some(child) = self.children(&elem)? {
+            if child.name != "DimensionBounds" {
+                return Err(self.unexpected(&child, "Symbol"));
+            }
+            let [lower, upper] = self.attrs(&child, ["lower", "upper"])?;
+            let lower = self.required(&child, "lower", &lower).and_then(|v| self.integer(&child, "lower", v))?;
+            let upper = self.required(&child, "upper", &upper).and_then(|v| self.integer(&child, "upper", v))?;
+            self.leaf(&child)?;
+            let dims = &mut self.cg.symbols[id].dimensions;
+            if dims.len() == 7 {
+                return Err(self.error(child.offset, child.name, "more than 7 DimensionBounds"));
+            }
+            dims.push(DimensionBounds { lower, upper });
+        }
+        Ok(())
+    }
+
+    fn symbol_type(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<SymbolType> {
+        self.enumerated(elem, name, value, SymbolType::Real, &[
+            ("void", SymbolType::Void),
+            ("integer", SymbolType::Integer),
+            ("real", SymbolType::Real),
+            ("complex", SymbolType::Complex),
+            ("bool", SymbolType::Bool),
+            ("char", SymbolType::Char),
+            ("string", SymbolType::String),
+            ("opaque", SymbolType::Opaque),
+        ])
+    }
+
+    fn shape(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<Shape> {
+        self.enumerated(elem, name, value, Shape::Scalar, &[
+            ("void", Shape::Void),
+            ("scalar", Shape::Scalar),
+            ("vector", Shape::Vector),
+            ("matrix", Shape::Matrix),
+            ("three_tensor", Shape::ThreeTensor),
+            ("four_tensor", Shape::FourTensor),
+            ("five_tensor", Shape::FiveTensor),
+            ("six_tensor", Shape::SixTensor),
+            ("seven_tensor", Shape::SevenTensor),
+        ])
+    }
+
+    fn alias_set_map(&mut self, elem: Elem<'a>) -> Result<()> {
+        let [] = self.attrs(&elem, [])?;
+        while let Some(child) = self.children(&elem)? {
+            if child.name != "AliasSet" {
+                return Err(self.unexpected(&child, "AliasSetMap"));
+            }
+            let [key] = self.attrs(&child, ["key"])?;
+            let key = self.required(&child, "key", &key).and_then(|v| self.non_negative(&child, "key", v))?;
+            if self.alias_keys.contains_key(&key) {
+                return Err(self.error(child.offset, child.name, format!("duplicate key {key} in AliasSetMap")));
+            }
+            let mut ranges = Vec::new();
+            while let Some(range) = self.children(&child)? {
+                if range.name != "AliasRange" {
+                    return Err(self.unexpected(&range, "AliasSet"));
+                }
+                let [from, to, partial] = self.attrs(&range, ["from_virtual_address", "to_virtual_address", "partial"])?;
+                let from = self
+                    .required(&range, "from_virtual_address", &from)
+                    .and_then(|v| self.positive(&range, "from_virtual_address", v))?;
+                let to = self
+                    .required(&range, "to_virtual_address", &to)
+                    .and_then(|v| self.positive(&range, "to_virtual_address", v))?;
+                let partial = self.boolean(&range, "partial", &partial, true)?;
+                self.leaf(&range)?;
+                ranges.push(AliasRange { from, to, partial });
+            }
+            self.alias_keys.insert(key, AliasSetId(self.cg.alias_sets.len() as u32));
+            self.cg.alias_sets.push(AliasSet { key, ranges });
+        }
+        if self.cg.alias_sets.is_empty() {
+            return Err(self.error(elem.offset, elem.name, "missing required child AliasSet"));
+        }
+        Ok(())
+    }
+
+    fn stmt_id_set_map(&mut self, elem: &Elem<'a>) -> Result<Vec<StmtIdSet>> {
+        let [] = self.attrs(elem, [])?;
+        let mut sets: Vec<StmtIdSet> = Vec::new();
+        let mut keys = FxHashMap::default();
+        while let Some(child) = self.children(elem)? {
+            if child.name != "StmtIdSet" {
+                return Err(self.unexpected(&child, elem.name));
+            }
+            let [key] = self.attrs(&child, ["key"])?;
+            let key = self.required(&child, "key", &key).and_then(|v| self.non_negative(&child, "key", v))?;
+            if keys.insert(key, ()).is_some() {
+                return Err(self.error(child.offset, child.name, format!("duplicate key {key} in {}", elem.name)));
+            }
+            let mut statements = Vec::new();
+            while let Some(id) = self.children(&child)? {
+                if id.name != "StatementId" {
+                    return Err(self.unexpected(&id, "StmtIdSet"));
+                }
+                let [id_ref] = self.attrs(&id, ["idRef"])?;
+                statements.push(self.intern(&id_ref));
+                self.leaf(&id)?;
+            }
+            sets.push(StmtIdSet { key, statements });
+        }
+        if sets.is_empty() {
+            return Err(self.error(elem.offset, elem.name, "missing required child StmtIdSet"));
+        }
+        Ok(sets)
+    }
+
+    // ---------------------------------------------------------------- routines
+
+    fn control_flow_graph(&mut self, elem: Elem<'a>) -> Result<(ControlFlowGraph, usize)> {
+        let [id, annotation, symbol_id, scope_id, body_scope, active, structured] = self.attrs(
+            &elem,
+            ["vertex_id", "annotation", "symbol_id", "scope_id", "controlflowgraph_scope_id", "active", "structured"],
+        )?;
+        let id = match &id {
+            Some(v) => self.cg.names.intern(v),
+            None => self.cg.names.intern("1"),
+        };
+        let annotation = self.intern(&annotation);
+        let symbol = self.symbol_ref(&elem, &symbol_id, &scope_id)?;
+        let scope = self.cg.symbols[symbol].scope;
+        let body_scope = self.scope_ref(&elem, "controlflowgraph_scope_id", &body_scope)?;
+        let active = self.boolean(&elem, "active", &active, true)?;
+        let structured = self.boolean(&elem, "structured", &structured, true)?;
+        let mut cfg = ControlFlowGraph {
+            id,
+            annotation,
+            symbol,
+            scope,
+            body_scope,
+            active,
+            structured,
+            arguments: None,
+            side_effects: SideEffects::default(),
+            graph: FlowGraph::default(),
+        };
+        // ArgumentList and the side-effect lists come first, in schema order.
+        const HEAD: [&str; 6] = ["ArgumentList", "ModLocal", "Mod", "ReadLocal", "Read", "OnEntry"];
+        let mut head_index = 0;
+        let mut builder = FlowGraphBuilder::default();
+        while let Some(child) = self.children(&elem)? {
+            if let Some(i) = HEAD.iter().position(|h| *h == child.name) {
+                if i < head_index || !builder.is_empty() {
+                    return Err(self.error(child.offset, child.name, "out of order in ControlFlowGraph"));
+                }
+                head_index = i + 1;
+                match i {
+                    0 => cfg.arguments = Some(self.argument_list(&child)?),
+                    1 => cfg.side_effects.mod_local = Some(self.side_effect_list(&child)?),
+                    2 => cfg.side_effects.modified = Some(self.side_effect_list(&child)?),
+                    3 => cfg.side_effects.read_local = Some(self.side_effect_list(&child)?),
+                    4 => cfg.side_effects.read = Some(self.side_effect_list(&child)?),
+                    _ => cfg.side_effects.on_entry = Some(self.side_effect_list(&child)?),
+                }
+                continue;
+            }
+            self.flow_graph_child(child, &mut builder, "ControlFlowGraph")?;
+        }
+        cfg.graph = self.finish_flow_graph(builder, "ControlFlowGraph")?;
+        Ok((cfg, elem.offset))
+    }
+
+    fn replacement_list(&mut self, elem: Elem<'a>) -> Result<(ReplacementList, usize)> {
+        let [id, annotation, template_name, symbol_id, scope_id, body_scope] = self.attrs(
+            &elem,
+            ["vertex_id", "annotation", "template_name", "symbol_id", "scope_id", "controlflowgraph_scope_id"],
+        )?;
+        let id = match &id {
+            Some(v) => self.cg.names.intern(v),
+            None => self.cg.names.intern("1"),
+        };
+        let annotation = self.intern(&annotation);
+        let template_name = self.intern_required(&elem, "template_name", &template_name)?;
+        let symbol = self.symbol_ref(&elem, &symbol_id, &scope_id)?;
+        let scope = self.cg.symbols[symbol].scope;
+        let body_scope = self.scope_ref(&elem, "controlflowgraph_scope_id", &body_scope)?;
+        let mut list = ReplacementList {
+            id,
+            annotation,
+            symbol,
+            scope,
+            body_scope,
+            template_name,
+            arguments: None,
+            replacements: Vec::new(),
+        };
+        while let Some(child) = self.children(&elem)? {
+            match child.name {
+                "ArgumentList" if list.arguments.is_none() && list.replacements.is_empty() => {
+                    list.arguments = Some(self.argument_list(&child)?);
+                }
+                "Replacement" => {
+                    let [placeholder, structured] = self.attrs(&child, ["placeholder", "structured"])?;
+                    let placeholder = self.intern_required(&child, "placeholder", &placeholder)?;
+                    let structured = self.boolean(&child, "structured", &structured, true)?;
+                    let mut builder = FlowGraphBuilder::default();
+                    while let Some(vertex) = self.children(&child)? {
+                        self.flow_graph_child(vertex, &mut builder, "Replacement")?;
+                    }
+                    let graph = self.finish_flow_graph(builder, "Replacement")?;
+                    list.replacements.push(Replacement { placeholder, structured, graph });
+                }
+                _ => return Err(self.unexpected(&child, "ReplacementList")),
+            }
+        }
+        Ok((list, elem.offset))
+    }
+
+    fn argument_list(&mut self, elem: &Elem<'a>) -> Result<Vec<ArgumentSymbolReference>> {
+        let [] = self.attrs(elem, [])?;
+        let mut arguments = Vec::new();
+        while let Some(child) = self.children(elem)? {
+            if child.name != "ArgumentSymbolReference" {
+                return Err(self.unexpected(&child, "ArgumentList"));
+            }
+            let [position, symbol_id, scope_id, annotation, deriv, intent] =
+                self.attrs(&child, ["position", "symbol_id", "scope_id", "annotation", "deriv", "intent"])?;
+            let position = self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let symbol = self.symbol_ref(&child, &symbol_id, &scope_id)?;
+            let annotation = self.intern(&annotation);
+            let deriv = self.boolean(&child, "deriv", &deriv, false)?;
+            let intent = self.enumerated(&child, "intent", &intent, Intent::InOut, &[
+                ("in", Intent::In),
+                ("out", Intent::Out),
+                ("inout", Intent::InOut),
+            ])?;
+            self.leaf(&child)?;
+            arguments.push(ArgumentSymbolReference { position: position as u32, symbol, annotation, deriv, intent });
+        }
+        Ok(arguments)
+    }
+
+    fn side_effect_list(&mut self, elem: &Elem<'a>) -> Result<Vec<VariableReference>> {
+        let [] = self.attrs(elem, [])?;
+        let mut list = Vec::new();
+        while let Some(child) = self.children(elem)? {
+            if child.name != "SideEffectReference" {
+                return Err(self.unexpected(&child, elem.name));
+            }
+            list.push(self.variable_reference(child)?);
+        }
+        Ok(list)
+    }
+
+    // ---------------------------------------------------------------- control flow
+
+    fn flow_graph_child(&mut self, elem: Elem<'a>, builder: &mut FlowGraphBuilder<'a>, parent: &str) -> Result<()> {
+        if elem.name == "ControlFlowEdge" {
+            let [id, annotation, source, target, has_value, value] = self.attrs(
+                &elem,
+                ["edge_id", "annotation", "source", "target", "has_condition_value", "condition_value"],
+            )?;
+            let id = self.intern_required(&elem, "edge_id", &id)?;
+            let annotation = self.intern(&annotation);
+            let source = self.intern_required(&elem, "source", &source)?;
+            let target = self.intern_required(&elem, "target", &target)?;
+            let has_value = self.boolean(&elem, "has_condition_value", &has_value, false)?;
+            let value = match value.as_deref() {
+                Some(v) => self.integer(&elem, "condition_value", v)?,
+                None => 1,
+            };
+            self.leaf(&elem)?;
+            builder.edges.push((
+                id,
+                annotation,
+                has_value.then_some(value),
+                PendingEdge { offset: elem.offset, element: elem.name, source, target },
+            ));
+            return Ok(());
+        }
+        let [id, annotation, scope_id, reversal, line] =
+            self.attrs(&elem, ["vertex_id", "annotation", "scope_id", "reversal", "lineNumber"])?;
+        let id = match &id {
+            Some(v) => self.cg.names.intern(v),
+            None => self.cg.names.intern("1"),
+        };
+        let annotation = self.intern(&annotation);
+        let allow = |ok: bool, attr: &str, value: &Option<Cow<'a, str>>| -> Result<()> {
+            if value.is_some() && !ok {
+                return Err(self.error(elem.offset, elem.name, format!("attribute '{attr}' is not allowed here")));
+            }
+            Ok(())
+        };
+        allow(elem.name == "BasicBlock", "scope_id", &scope_id)?;
+        allow(elem.name == "ForLoop", "reversal", &reversal)?;
+        allow(matches!(elem.name, "ForLoop" | "PreLoop" | "PostLoop" | "Branch" | "If"), "lineNumber", &line)?;
+        let line = self.opt_non_negative(&elem, "lineNumber", &line)?;
+        let kind = match elem.name {
+            "Entry" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::Entry
+            }
+            "Exit" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::Exit
+            }
+            "EndBranch" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::EndBranch
+            }
+            "EndLoop" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::EndLoop
+            }
+            "Label" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::Label
+            }
+            "Goto" => {
+                self.leaf(&elem)?;
+                CfgVertexKind::Goto
+            }
+            "BasicBlock" => {
+                let scope = self.scope_ref(&elem, "scope_id", &scope_id)?;
+                let statements = self.statements(&elem)?;
+                CfgVertexKind::BasicBlock(BasicBlock { scope, statements })
+            }
+            "If" | "PreLoop" | "PostLoop" | "Branch" => {
+                let mut conditional = Conditional { condition: None, line };
+                while let Some(child) = self.children(&elem)? {
+                    if child.name != "Condition" || conditional.condition.is_some() {
+                        return Err(self.unexpected(&child, elem.name));
+                    }
+                    conditional.condition = Some(self.expression(child)?);
+                }
+                match elem.name {
+                    "If" => CfgVertexKind::If(conditional),
+                    "PreLoop" => CfgVertexKind::PreLoop(conditional),
+                    "PostLoop" => CfgVertexKind::PostLoop(conditional),
+                    _ => CfgVertexKind::Branch(conditional),
+                }
+            }
+            "ForLoop" => {
+                let reversal = self.enumerated(&elem, "reversal", &reversal, LoopReversal::Anonymous, &[
+                    ("explicit", LoopReversal::Explicit),
+                    ("anonymous", LoopReversal::Anonymous),
+                ])?;
+                let mut for_loop = ForLoop { reversal, line, ..ForLoop::default() };
+                let mut stage = 0;
+                while let Some(child) = self.children(&elem)? {
+                    let next = match child.name {
+                        "Initialization" => 1,
+                        "Condition" => 2,
+                        "Update" => 3,
+                        _ => 0,
+                    };
+                    if next <= stage {
+                        return Err(self.unexpected(&child, "ForLoop"));
+                    }
+                    stage = next;
+                    match next {
+                        1 => for_loop.initialization = Some(self.assignment(child)?),
+                        2 => for_loop.condition = Some(self.expression(child)?),
+                        _ => for_loop.update = Some(self.assignment(child)?),
+                    }
+                }
+                CfgVertexKind::ForLoop(for_loop)
+            }
+            _ => return Err(self.unexpected(&elem, parent)),
+        };
+        if builder.ids.insert(id, builder.graph.vertices.len()).is_some() {
+            return Err(self.error(elem.offset, elem.name, format!(
+                "duplicate vertex_id '{}' in {parent}",
+                self.cg.names.get(id)
+            )));
+        }
+        builder.graph.vertices.alloc(CfgVertex { id, annotation, kind });
+        Ok(())
+    }
+
+    fn finish_flow_graph(&mut self, mut builder: FlowGraphBuilder<'a>, parent: &str) -> Result<FlowGraph> {
+        let ids: Vec<CfgVertexId> = builder.graph.vertices.iter().map(|(id, _)| id).collect();
+        let mut edge_ids = FxHashMap::default();
+        for (id, annotation, condition_value, edge) in builder.edges {
+            if edge_ids.insert(id, ()).is_some() {
+                self.duplicate_edge(edge.offset, edge.element, id, parent)?;
+            }
+            let lookup = |end: Name, which: &str| {
+                builder.ids.get(&end).map(|&i| ids[i]).ok_or_else(|| {
+                    self.error(edge.offset, edge.element, format!(
+                        "{which} '{}' names no vertex of this {parent}",
+                        self.cg.names.get(end)
+                    ))
+                })
+            };
+            let source = lookup(edge.source, "source")?;
+            let target = lookup(edge.target, "target")?;
+            builder.graph.edges.push(CfgEdge { id, annotation, source, target, condition_value });
+        }
+        Ok(builder.graph)
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn statements(&mut self, block: &Elem<'a>) -> Result<Vec<Statement>> {
+        let mut statements = Vec::new();
+        while let Some(child) = self.children(block)? {
+            let statement = match child.name {
+                "Assignment" => Statement::Assignment(self.assignment(child)?),
+                "SubroutineCall" => Statement::SubroutineCall(self.subroutine_call(child)?),
+                "Marker" => {
+                    let [id, annotation] = self.attrs(&child, ["statement_id", "annotation"])?;
+                    let id = self.intern_required(&child, "statement_id", &id)?;
+                    let annotation = self.intern(&annotation);
+                    self.leaf(&child)?;
+                    Statement::Marker(Marker { id, annotation })
+                }
+                "DerivativePropagator" => Statement::DerivativePropagator(self.derivative_propagator(child)?),
+                "InlinableSubroutineCall" => {
+                    let [name, id] = self.attrs(&child, ["subroutine_name", "statement_id"])?;
+                    let subroutine_name = self.intern_required(&child, "subroutine_name", &name)?;
+                    let id = self.intern_required(&child, "statement_id", &id)?;
+                    let arguments = self.arguments(&child)?;
+                    Statement::InlinableSubroutineCall(InlinableSubroutineCall { id, subroutine_name, arguments })
+                }
+                _ => return Err(self.unexpected(&child, block.name)),
+            };
+            statements.push(statement);
+        }
+        Ok(statements)
+    }
+
+    /// `Assignment`, and the `Initialization`/`Update` of a `ForLoop` (same content model).
+    fn assignment(&mut self, elem: Elem<'a>) -> Result<Assignment> {
+        let [id, do_chain, line] = self.attrs(&elem, ["statement_id", "do_chain", "lineNumber"])?;
+        if line.is_some() && elem.name != "Assignment" {
+            return Err(self.error(elem.offset, elem.name, "attribute 'lineNumber' is not allowed here"));
+        }
+        let id = self.intern_required(&elem, "statement_id", &id)?;
+        let do_chain = self.do_ref(&elem, &do_chain)?;
+        let line = self.opt_non_negative(&elem, "lineNumber", &line)?;
+        let mut lhs = None;
+        let mut rhs = None;
+        while let Some(child) = self.children(&elem)? {
+            match child.name {
+                "AssignmentLHS" if lhs.is_none() => lhs = Some(self.variable_reference_with_live(child)?),
+                "AssignmentRHS" if lhs.is_some() && rhs.is_none() => rhs = Some(self.expression(child)?),
+                _ => return Err(self.unexpected(&child, elem.name)),
+            }
+        }
+        let Some((lhs, lhs_live)) = lhs else {
+            return Err(self.error(elem.offset, elem.name, "missing required child AssignmentLHS"));
+        };
+        let Some(rhs) = rhs else {
+            return Err(self.error(elem.offset, elem.name, "missing required child AssignmentRHS"));
+        };
+        Ok(Assignment { id, do_chain, line, lhs, lhs_live, rhs })
+    }
+
+    fn subroutine_call(&mut self, elem: Elem<'a>) -> Result<SubroutineCall> {
+        let [id, symbol_id, scope_id, active, line, count] =
+            self.attrs(&elem, ["statement_id", "symbol_id", "scope_id", "active", "lineNumber", "formalArgCount"])?;
+        let id = self.intern_required(&elem, "statement_id", &id)?;
+        let symbol = if symbol_id.is_some() || scope_id.is_some() {
+            Some(self.symbol_ref(&elem, &symbol_id, &scope_id)?)
+        } else {
+            None
+        };
+        let active = self.active_use(&elem, &active)?;
+        let line = self.opt_non_negative(&elem, "lineNumber", &line)?;
+        let formal_arg_count = match count.as_deref() {
+            Some(v) => self.non_negative(&elem, "formalArgCount", v)? as u32,
+            None => {
+                self.lenient(elem.offset, elem.name, "missing required attribute 'formalArgCount' (inferred)".into())?;
+                self.calls_without_count.push(elem.offset);
+                u32::MAX
+            }
+        };
+        let arguments = self.arguments(&elem)?;
+        Ok(SubroutineCall { id, symbol, active, line, formal_arg_count, arguments })
+    }
+
+    fn active_use(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<ActiveUse> {
+        self.enumerated(elem, "active", value, ActiveUse::Undefined, &[
+            ("undefined", ActiveUse::Undefined),
+            ("true", ActiveUse::True),
+            ("false", ActiveUse::False),
+            ("1", ActiveUse::True),
+            ("0", ActiveUse::False),
+        ])
+    }
+
+    fn arguments(&mut self, call: &Elem<'a>) -> Result<Vec<Argument>> {
+        let mut arguments = Vec::new();
+        while let Some(child) = self.children(call)? {
+            if child.name != "Argument" {
+                return Err(self.unexpected(&child, call.name));
+            }
+            let [position, annotation] = self.attrs(&child, ["position", "annotation"])?;
+            let position = self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let annotation = self.intern(&annotation);
+            let mut value = None;
+            while let Some(inner) = self.children(&child)? {
+                if value.is_some() {
+                    return Err(self.unexpected(&inner, "Argument"));
+                }
+                value = Some(match inner.name {
+                    "VariableReference" => ArgumentValue::Variable(self.variable_reference(inner)?),
+                    "Constant" => ArgumentValue::Constant(self.constant(inner)?),
+                    _ => return Err(self.unexpected(&inner, "Argument")),
+                });
+            }
+            let Some(value) = value else {
+                return Err(self.error(child.offset, child.name, "needs a VariableReference or a Constant"));
+            };
+            arguments.push(Argument { position: position as u32, annotation, value });
+        }
+        Ok(arguments)
+    }
+
+    fn derivative_propagator(&mut self, elem: Elem<'a>) -> Result<DerivativePropagator> {
+        let [] = self.attrs(&elem, [])?;
+        let mut entries = Vec::new();
+        while let Some(child) = self.children(&elem)? {
+            let entry = match child.name {
+                "SetDeriv" | "SetNegDeriv" | "IncDeriv" | "DecDeriv" => {
+                    let [] = self.attrs(&child, [])?;
+                    let target = self.named_reference(&child, "Tgt")?;
+                    let source = self.named_reference(&child, "Src")?;
+                    if let Some(extra) = self.children(&child)? {
+                        return Err(self.unexpected(&extra, child.name));
+                    }
+                    match child.name {
+                        "SetDeriv" => PropagatorEntry::SetDeriv { target, source },
+                        "SetNegDeriv" => PropagatorEntry::SetNegDeriv { target, source },
+                        "IncDeriv" => PropagatorEntry::IncDeriv { target, source },
+                        _ => PropagatorEntry::DecDeriv { target, source },
+                    }
+                }
+                "Sax" | "Saxpy" => {
+                    let [] = self.attrs(&child, [])?;
+                    let mut terms = Vec::new();
+                    let mut y = None;
+                    while let Some(part) = self.children(&child)? {
+                        match part.name {
+                            "AX" if y.is_none() => {
+                                let [] = self.attrs(&part, [])?;
+                                let Some(a) = self.children(&part)? else {
+                                    return Err(self.error(part.offset, part.name, "missing required child A"));
+                                };
+                                if a.name != "A" {
+                                    return Err(self.unexpected(&a, "AX"));
+                                }
+                                let a = self.expression(a)?;
+                                let x = self.named_reference(&part, "X")?;
+                                if let Some(extra) = self.children(&part)? {
+                                    return Err(self.unexpected(&extra, "AX"));
+                                }
+                                terms.push(ScaledTerm { a, x });
+                            }
+                            "Y" if y.is_none() && !terms.is_empty() => y = Some(self.variable_reference(part)?),
+                            _ => return Err(self.unexpected(&part, child.name)),
+                        }
+                    }
+                    let Some(y) = y else {
+                        return Err(self.error(child.offset, child.name, "missing required child Y"));
+                    };
+                    if child.name == "Sax" {
+                        PropagatorEntry::Sax { terms, y }
+                    } else {
+                        PropagatorEntry::Saxpy { terms, y }
+                    }
+                }
+                "ZeroDeriv" => PropagatorEntry::ZeroDeriv(self.variable_reference(child)?),
+                _ => return Err(self.unexpected(&child, "DerivativePropagator")),
+            };
+            entries.push(entry);
+        }
+        Ok(DerivativePropagator { entries })
+    }
+
+    /// The next child, which must be the variable reference element `name`.
+    fn named_reference(&mut self, parent: &Elem<'a>, name: &str) -> Result<VariableReference> {
+        match self.children(parent)? {
+            Some(child) if child.name == name => self.variable_reference(child),
+            Some(child) => Err(self.unexpected(&child, parent.name)),
+            None => Err(self.error(parent.offset, parent.name, format!("missing required child {name}"))),
+        }
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    /// Any element of `ExpressionType` content: `AssignmentRHS`, `Condition`, `Index`, `A`, …
+    fn expression(&mut self, elem: Elem<'a>) -> Result<Expression> {
+        let [] = self.attrs(&elem, [])?;
+        let mut expression = Expression::default();
+        let mut ids: FxHashMap<Name, ExprVertexId> = FxHashMap::default();
+        let mut pending = Vec::new();
+        while let Some(child) = self.children(&elem)? {
+            let (offset, element) = (child.offset, child.name);
+            let vertex = match child.name {
+                "VariableReference" => ExprVertex::Variable(self.variable_reference(child)?),
+                "Constant" => ExprVertex::Constant(self.constant(child)?),
+                "Intrinsic" => {
+                    let [id, annotation, name, ty, r_type, r_shape] =
+                        self.attrs(&child, ["vertex_id", "annotation", "name", "type", "rType", "rShape"])?;
+                    let intrinsic = Intrinsic {
+                        id: self.vertex_id(&id),
+                        annotation: self.intern(&annotation),
+                        name: self.intern_required(&child, "name", &name)?,
+                        call_type: match &ty {
+                            Some(t) => self.cg.names.intern(t),
+                            None => self.cg.names.intern("inlinable"),
+                        },
+                        result_type: self.symbol_type(&child, "rType", &r_type)?,
+                        result_shape: self.shape(&child, "rShape", &r_shape)?,
+                    };
+                    self.leaf(&child)?;
+                    ExprVertex::Intrinsic(intrinsic)
+                }
+                "BooleanOperation" => {
+                    let [id, annotation, name] = self.attrs(&child, ["vertex_id", "annotation", "name"])?;
+                    self.required(&child, "name", &name)?;
+                    let op = self.enumerated(&child, "name", &name, BooleanOp::Equal, &[
+                        ("less_than", BooleanOp::LessThan),
+                        ("less_or_equal", BooleanOp::LessOrEqual),
+                        ("greater_than", BooleanOp::GreaterThan),
+                        ("greater_or_equal", BooleanOp::GreaterOrEqual),
+                        ("equal", BooleanOp::Equal),
+                        ("not_equal", BooleanOp::NotEqual),
+                        ("and", BooleanOp::And),
+                        ("or", BooleanOp::Or),
+                        ("not", BooleanOp::Not),
+                        ("xor", BooleanOp::Xor),
+                    ])?;
+                    let vertex = BooleanOperation { id: self.vertex_id(&id), annotation: self.intern(&annotation), op };
+                    self.leaf(&child)?;
+                    ExprVertex::BooleanOperation(vertex)
+                }
+                "FunctionCall" => {
+                    let [id, annotation, symbol_id, scope_id] =
+                        self.attrs(&child, ["vertex_id", "annotation", "symbol_id", "scope_id"])?;
+                    let symbol = if symbol_id.is_some() || scope_id.is_some() {
+                        Some(self.symbol_ref(&child, &symbol_id, &scope_id)?)
+                    } else {
+                        None
+                    };
+                    let id = self.vertex_id(&id);
+                    let annotation = self.intern(&annotation);
+                    let mut arguments = Vec::new();
+                    while let Some(arg) = self.children(&child)? {
+                        if arg.name != "Argument" {
+                            return Err(self.unexpected(&arg, "FunctionCall"));
+                        }
+                        arguments.push(self.variable_reference(arg)?);
+                    }
+                    ExprVertex::FunctionCall(FunctionCall { id, annotation, symbol, arguments })
+                }
+                "ExpressionEdge" => {
+                    let [id, annotation, source, target, position] =
+                        self.attrs(&child, ["edge_id", "annotation", "source", "target", "position"])?;
+                    let id = self.intern_required(&child, "edge_id", &id)?;
+                    let annotation = self.intern(&annotation);
+                    let source = self.intern_required(&child, "source", &source)?;
+                    let target = self.intern_required(&child, "target", &target)?;
+                    let position =
+                        self.required(&child, "position", &position).and_then(|v| self.integer(&child, "position", v))?;
+                    self.leaf(&child)?;
+                    pending.push((id, annotation, position, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    continue;
+                }
+                _ => return Err(self.unexpected(&child, elem.name)),
+            };
+            let id = vertex.id();
+            if ids.contains_key(&id) {
+                return Err(self.error(offset, element, format!(
+                    "duplicate vertex_id '{}' in {}",
+                    self.cg.names.get(id),
+                    elem.name
+                )));
+            }
+            ids.insert(id, expression.vertices.alloc(vertex));
+        }
+        let mut edge_ids = FxHashMap::default();
+        for (id, annotation, position, edge) in pending {
+            if edge_ids.insert(id, ()).is_some() {
+                self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
+            }
+            let lookup = |end: Name, which: &str| {
+                ids.get(&end).copied().ok_or_else(|| {
+                    self.error(edge.offset, edge.element, format!(
+                        "{which} '{}' names no vertex of this {}",
+                        self.cg.names.get(end),
+                        elem.name
+                    ))
+                })
+            };
+            let source = lookup(edge.source, "source")?;
+            let target = lookup(edge.target, "target")?;
+            expression.edges.push(ExprEdge { id, annotation, source, target, position });
+        }
+        Ok(expression)
+    }
+
+    fn vertex_id(&mut self, value: &Option<Cow<'a, str>>) -> Name {
+        match value {
+            Some(v) => self.cg.names.intern(v),
+            None => self.cg.names.intern("1"),
+        }
+    }
+
+    fn constant(&mut self, elem: Elem<'a>) -> Result<Constant> {
+        let [id, annotation, ty, fe_type, value] = self.attrs(&elem, ["vertex_id", "annotation", "type", "feType", "value"])?;
+        if ty.is_none() {
+            return Err(self.error(elem.offset, elem.name, "missing required attribute 'type'"));
+        }
+        let ty = self.enumerated(&elem, "type", &ty, ConstantType::Real, &[
+            ("real", ConstantType::Real),
+            ("double", ConstantType::Double),
+            ("integer", ConstantType::Integer),
+            ("bool", ConstantType::Bool),
+            ("char", ConstantType::Char),
+            ("string", ConstantType::String),
+        ])?;
+        let value = self.intern_required(&elem, "value", &value)?;
+        let constant = Constant {
+            id: self.vertex_id(&id),
+            annotation: self.intern(&annotation),
+            ty,
+            fe_type: self.intern(&fe_type),
+            value,
+        };
+        self.leaf(&elem)?;
+        Ok(constant)
+    }
+
+    /// Any element of `VariableReferenceType`: `VariableReference`, `AssignmentLHS`,
+    /// `SideEffectReference`, `Tgt`, `Src`, `X`, `Y`, `ZeroDeriv`, `Argument` of a function call.
+    fn variable_reference(&mut self, elem: Elem<'a>) -> Result<VariableReference> {
+        self.variable_reference_with_live(elem).map(|(reference, _)| reference)
+    }
+
+    /// A variable reference and its `live` attribute (only an `AssignmentLHS` may have one).
+    fn variable_reference_with_live(&mut self, elem: Elem<'a>) -> Result<(VariableReference, bool)> {
+        let [id, annotation, active, alias, du_ud, deriv, constant, live] =
+            self.attrs(&elem, ["vertex_id", "annotation", "active", "alias", "du_ud", "deriv", "constant", "live"])?;
+        if live.is_some() && elem.name != "AssignmentLHS" {
+            return Err(self.error(elem.offset, elem.name, "attribute 'live' is not allowed here"));
+        }
+        let live = self.boolean(&elem, "live", &live, true)?;
+        let mut reference = VariableReference {
+            id: self.vertex_id(&id),
+            annotation: self.intern(&annotation),
+            active: self.active_use(&elem, &active)?,
+            alias: self.alias_ref(&elem, &alias)?,
+            du_ud: self.duud_ref(&elem, &du_ud)?,
+            deriv: self.boolean(&elem, "deriv", &deriv, false)?,
+            constant: self.boolean(&elem, "constant", &constant, false)?,
+            vertices: Vec::new(),
+            edges: Vec::new(),
+        };
+        let mut ids: FxHashMap<Name, u32> = FxHashMap::default();
+        let mut pending = Vec::new();
+        while let Some(child) = self.children(&elem)? {
+            let vertex = match child.name {
+                "SymbolReference" if pending.is_empty() => {
+                    let [id, annotation, symbol_id, scope_id] =
+                        self.attrs(&child, ["vertex_id", "annotation", "symbol_id", "scope_id"])?;
+                    let symbol = self.symbol_ref(&child, &symbol_id, &scope_id)?;
+                    let mut properties = Vec::new();
+                    while let Some(property) = self.children(&child)? {
+                        if property.name != "SymbolReferenceProperty" {
+                            return Err(self.unexpected(&property, "SymbolReference"));
+                        }
+                        let [name, value] = self.attrs(&property, ["name", "value"])?;
+                        let name = self.intern_required(&property, "name", &name)?;
+                        let value = self.intern_required(&property, "value", &value)?;
+                        self.leaf(&property)?;
+                        properties.push((name, value));
+                    }
+                    (child.offset, VarRefVertex::Symbol(SymbolReference {
+                        id: self.vertex_id(&id),
+                        annotation: self.intern(&annotation),
+                        symbol,
+                        properties,
+                    }))
+                }
+                "ArrayElementReference" if pending.is_empty() => {
+                    let [id, annotation] = self.attrs(&child, ["vertex_id", "annotation"])?;
+                    let id = self.vertex_id(&id);
+                    let annotation = self.intern(&annotation);
+                    let mut indices = Vec::new();
+                    while let Some(triplet) = self.children(&child)? {
+                        if triplet.name != "IndexTriplet" {
+                            return Err(self.unexpected(&triplet, "ArrayElementReference"));
+                        }
+                        indices.push(self.index_triplet(triplet)?);
+                    }
+                    if indices.is_empty() {
+                        return Err(self.error(child.offset, child.name, "missing required child IndexTriplet"));
+                    }
+                    (child.offset, VarRefVertex::ArrayElement(ArrayElementReference { id, annotation, indices }))
+                }
+                "VariableReferenceEdge" => {
+                    let [id, annotation, source, target] =
+                        self.attrs(&child, ["edge_id", "annotation", "source", "target"])?;
+                    let id = self.intern_required(&child, "edge_id", &id)?;
+                    let annotation = self.intern(&annotation);
+                    let source = self.intern_required(&child, "source", &source)?;
+                    let target = self.intern_required(&child, "target", &target)?;
+                    self.leaf(&child)?;
+                    pending.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    continue;
+                }
+                _ => return Err(self.unexpected(&child, elem.name)),
+            };
+            let (offset, vertex) = vertex;
+            let (id, element) = match &vertex {
+                VarRefVertex::Symbol(s) => (s.id, "SymbolReference"),
+                VarRefVertex::ArrayElement(a) => (a.id, "ArrayElementReference"),
+            };
+            if ids.insert(id, reference.vertices.len() as u32).is_some() {
+                return Err(self.error(offset, element, format!(
+                    "duplicate vertex_id '{}' in {}",
+                    self.cg.names.get(id),
+                    elem.name
+                )));
+            }
+            reference.vertices.push(vertex);
+        }
+        if reference.vertices.is_empty() {
+            return Err(self.error(elem.offset, elem.name, "missing required child SymbolReference"));
+        }
+        let mut edge_ids = FxHashMap::default();
+        for (id, annotation, edge) in pending {
+            if edge_ids.insert(id, ()).is_some() {
+                self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
+            }
+            let lookup = |end: Name, which: &str| {
+                ids.get(&end).copied().ok_or_else(|| {
+                    self.error(edge.offset, edge.element, format!(
+                        "{which} '{}' names no vertex of this {}",
+                        self.cg.names.get(end),
+                        elem.name
+                    ))
+                })
+            };
+            let source = lookup(edge.source, "source")?;
+            let target = lookup(edge.target, "target")?;
+            reference.edges.push(VarRefEdge { id, annotation, source, target });
+        }
+        Ok((reference, live))
+    }
+
+    fn index_triplet(&mut self, elem: Elem<'a>) -> Result<IndexTriplet> {
+        let [] = self.attrs(&elem, [])?;
+        let mut triplet = IndexTriplet::default();
+        let mut stage = 0;
+        while let Some(child) = self.children(&elem)? {
+            let next = match child.name {
+                "Index" => 1,
+                "Bound" => 2,
+                "Stride" => 3,
+                _ => 0,
+            };
+            if next <= stage {
+                return Err(self.unexpected(&child, "IndexTriplet"));
+            }
+            stage = next;
+            let expression = Some(self.expression(child)?);
+            match next {
+                1 => triplet.index = expression,
+                2 => triplet.bound = expression,
+                _ => triplet.stride = expression,
+            }
+        }
+        Ok(triplet)
+    }
+
+    // ---------------------------------------------------------------- fix-ups
+
+    /// Gives calls read without `formalArgCount` the callee's formal count, or failing that
+    /// the highest argument position.
+    fn infer_formal_arg_counts(&mut self) -> Result<()> {
+        if self.calls_without_count.is_empty() {
+            return Ok(());
+        }
+        let formal_counts: FxHashMap<SymbolId, u32> = self
+            .cg
+            .cfgs()
+            .filter_map(|(_, cfg)| cfg.arguments.as_ref().map(|args| (cfg.symbol, args.len() as u32)))
+            .collect();
+        for (_, routine) in self.cg.routines.iter_mut() {
+            let graphs: Vec<&mut FlowGraph> = match routine {
+                Routine::ControlFlowGraph(cfg) => vec![&mut cfg.graph],
+                Routine::ReplacementList(list) => list.replacements.iter_mut().map(|r| &mut r.graph).collect(),
+            };
+            for graph in graphs {
+                for (_, vertex) in graph.vertices.iter_mut() {
+                    let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };
+                    for statement in &mut block.statements {
+                        let Statement::SubroutineCall(call) = statement else { continue };
+                        if call.formal_arg_count != u32::MAX {
+                            continue;
+                        }
+                        let from_callee = call.symbol.and_then(|s| formal_counts.get(&s).copied());
+                        let from_positions = call.arguments.iter().map(|a| a.position).max().unwrap_or(0);
+                        call.formal_arg_count = from_callee.unwrap_or(from_positions);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Vertices and not-yet-resolved edges of a control flow graph being read.
+#[derive(Default)]
+struct FlowGraphBuilder<'a> {
+    graph: FlowGraph,
+    ids: FxHashMap<Name, usize>,
+    edges: Vec<(Name, Name, Option<i64>, PendingEdge<'a>)>,
+}
+
+impl FlowGraphBuilder<'_> {
+    fn is_empty(&self) -> bool {
+        self.graph.vertices.is_empty() && self.edges.is_empty()
+    }
+}

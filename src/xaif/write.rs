@@ -1,0 +1,793 @@
+//! XAIF writer in the reference engine's conventions.
+//!
+//! The reference unparser writes no XML declaration, indents by two spaces starting at two,
+//! uses the `xaif:` prefix, writes most schema defaults explicitly (`annotation=""`,
+//! `deriv="0"`, …), omits `alias`/`du_ud` keys of 0, and sorts each symbol table by name.
+//! Back ends and regression scripts written against it rely on that, so we do the same.
+//! Attributes the reference drops but a front end may have set (`lineNumber`, `do_chain`,
+//! `live`, `pointer`, an intrinsic's `type`/`rType`/`rShape`) are written when they differ
+//! from the schema default, so nothing is lost on the way through.
+
+use crate::ir::*;
+
+use super::read::XAIF_NAMESPACE;
+
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    /// The second half of `xsi:schemaLocation` (`xaif.xsd`, `xaif_output.xsd`, or
+    /// `<dir>/xaif_output.xsd` under `-s`).
+    pub schema_location: String,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { schema_location: "xaif_output.xsd".into() }
+    }
+}
+
+/// Serializes the whole call graph.
+pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
+    let mut w = Writer { cg, out: Vec::with_capacity(1 << 16), depth: 1 };
+    w.call_graph(options);
+    w.out
+}
+
+struct Writer<'a> {
+    cg: &'a CallGraph,
+    out: Vec<u8>,
+    depth: usize,
+}
+
+fn bool_digit(b: bool) -> &'static str {
+    if b { "1" } else { "0" }
+}
+
+impl<'a> Writer<'a> {
+    // ------------------------------------------------------------ primitives
+
+    fn indent(&mut self) {
+        for _ in 0..self.depth {
+            self.out.extend_from_slice(b"  ");
+        }
+    }
+
+    /// `<xaif:name` at the current depth.
+    fn open(&mut self, name: &str) {
+        self.indent();
+        self.out.extend_from_slice(b"<xaif:");
+        self.out.extend_from_slice(name.as_bytes());
+    }
+
+    fn attr(&mut self, key: &str, value: &str) {
+        self.out.push(b' ');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"=\"");
+        escape_into(&mut self.out, value);
+        self.out.push(b'"');
+    }
+
+    fn attr_name(&mut self, key: &str, value: Name) {
+        let cg = self.cg;
+        self.attr(key, cg.names.get(value));
+    }
+
+    fn attr_int(&mut self, key: &str, value: i64) {
+        self.out.push(b' ');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"=\"");
+        self.out.extend_from_slice(value.to_string().as_bytes());
+        self.out.push(b'"');
+    }
+
+    /// Ends a start tag whose element has children.
+    fn start_body(&mut self) {
+        self.out.extend_from_slice(b">\n");
+        self.depth += 1;
+    }
+
+    /// Ends a start tag of an element without children.
+    fn end_empty(&mut self) {
+        self.out.extend_from_slice(b"/>\n");
+    }
+
+    fn close(&mut self, name: &str) {
+        self.depth -= 1;
+        self.indent();
+        self.out.extend_from_slice(b"</xaif:");
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b">\n");
+    }
+
+    /// `<xaif:name>` with no attributes, children to follow.
+    fn open_plain(&mut self, name: &str) {
+        self.open(name);
+        self.start_body();
+    }
+
+    // ------------------------------------------------------------ document
+
+    fn call_graph(&mut self, options: &WriteOptions) {
+        let cg = self.cg;
+        self.open("CallGraph");
+        self.attr("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
+        self.attr("xmlns:xaif", XAIF_NAMESPACE);
+        self.attr("xsi:schemaLocation", &format!("{XAIF_NAMESPACE} {}", options.schema_location));
+        if let Some(program) = cg.program_name {
+            self.attr_name("program_name", program);
+        }
+        self.attr_name("prefix", cg.prefix);
+        self.start_body();
+
+        self.open_plain("ScopeHierarchy");
+        for (id, _) in cg.scopes.iter() {
+            self.scope(id);
+        }
+        for edge in &cg.scope_edges {
+            self.open("ScopeEdge");
+            self.attr_name("edge_id", edge.id);
+            self.attr_name("source", cg.scopes[edge.source].id);
+            self.attr_name("target", cg.scopes[edge.target].id);
+            if !edge.annotation.is_empty() {
+                self.attr_name("annotation", edge.annotation);
+            }
+            self.end_empty();
+        }
+        self.close("ScopeHierarchy");
+
+        self.open_plain("AliasSetMap");
+        for set in &cg.alias_sets {
+            self.open("AliasSet");
+            self.attr_int("key", set.key as i64);
+            self.start_body();
+            for range in &set.ranges {
+                self.open("AliasRange");
+                self.attr_int("from_virtual_address", range.from as i64);
+                self.attr_int("to_virtual_address", range.to as i64);
+                self.attr("partial", bool_digit(range.partial));
+                self.end_empty();
+            }
+            self.close("AliasSet");
+        }
+        self.close("AliasSetMap");
+        self.stmt_id_set_map("DUUDSetMap", &cg.duud_sets);
+        self.stmt_id_set_map("DOSetMap", &cg.do_sets);
+
+        for (_, routine) in cg.routines.iter() {
+            match routine {
+                Routine::ControlFlowGraph(cfg) => self.control_flow_graph(cfg),
+                Routine::ReplacementList(list) => self.replacement_list(list),
+            }
+        }
+        for edge in &cg.call_edges {
+            self.open("CallGraphEdge");
+            self.attr_name("edge_id", edge.id);
+            self.attr_name("source", cg.routines[edge.source].id());
+            self.attr_name("target", cg.routines[edge.target].id());
+            if !edge.annotation.is_empty() {
+                self.attr_name("annotation", edge.annotation);
+            }
+            self.end_empty();
+        }
+        self.close("CallGraph");
+    }
+
+    fn scope(&mut self, id: ScopeId) {
+        let cg = self.cg;
+        let scope = &cg.scopes[id];
+        self.open("Scope");
+        self.attr_name("vertex_id", scope.id);
+        self.attr_name("annotation", scope.annotation);
+        self.start_body();
+        self.open_plain("SymbolTable");
+        let mut symbols = scope.symbols.clone();
+        symbols.sort_by(|a, b| cg.symbol_name(*a).cmp(cg.symbol_name(*b)));
+        for symbol in symbols {
+            self.symbol(&cg.symbols[symbol]);
+        }
+        self.close("SymbolTable");
+        self.close("Scope");
+    }
+
+    fn symbol(&mut self, symbol: &Symbol) {
+        self.open("Symbol");
+        self.attr_name("symbol_id", symbol.name);
+        self.attr("kind", match symbol.kind {
+            SymbolKind::Subroutine => "subroutine",
+            SymbolKind::Variable => "variable",
+            SymbolKind::Pointer => "pointer",
+        });
+        self.attr("type", symbol_type_str(symbol.ty));
+        self.attr_name("feType", symbol.fe_type);
+        self.attr("shape", shape_str(symbol.shape));
+        self.attr_name("annotation", symbol.annotation);
+        self.attr("active", bool_digit(symbol.active));
+        self.attr("temp", bool_digit(symbol.temp));
+        if symbol.pointer {
+            self.attr("pointer", "1");
+        }
+        self.start_body();
+        for bounds in &symbol.dimensions {
+            self.open("DimensionBounds");
+            self.attr_int("lower", bounds.lower);
+            self.attr_int("upper", bounds.upper);
+            self.end_empty();
+        }
+        self.close("Symbol");
+    }
+
+    fn stmt_id_set_map(&mut self, element: &str, sets: &[StmtIdSet]) {
+        self.open_plain(element);
+        for set in sets {
+            self.open("StmtIdSet");
+            self.attr_int("key", set.key as i64);
+            self.start_body();
+            for statement in &set.statements {
+                self.open("StatementId");
+                self.attr_name("idRef", *statement);
+                self.end_empty();
+            }
+            self.close("StmtIdSet");
+        }
+        self.close(element);
+    }
+
+    // ------------------------------------------------------------ routines
+
+    fn routine_head(&mut self, id: Name, symbol: SymbolId, body_scope: ScopeId) {
+        let cg = self.cg;
+        self.attr_name("vertex_id", id);
+        self.attr_name("symbol_id", cg.symbols[symbol].name);
+        self.attr_name("scope_id", cg.scopes[cg.symbols[symbol].scope].id);
+        self.attr_name("controlflowgraph_scope_id", cg.scopes[body_scope].id);
+    }
+
+    fn control_flow_graph(&mut self, cfg: &ControlFlowGraph) {
+        self.open("ControlFlowGraph");
+        self.routine_head(cfg.id, cfg.symbol, cfg.body_scope);
+        self.attr_name("annotation", cfg.annotation);
+        self.attr("active", bool_digit(cfg.active));
+        if !cfg.structured {
+            self.attr("structured", "0");
+        }
+        self.start_body();
+        if let Some(arguments) = &cfg.arguments {
+            self.argument_list(arguments);
+        }
+        let effects = &cfg.side_effects;
+        for (element, list) in [
+            ("ModLocal", &effects.mod_local),
+            ("Mod", &effects.modified),
+            ("ReadLocal", &effects.read_local),
+            ("Read", &effects.read),
+            ("OnEntry", &effects.on_entry),
+        ] {
+            if let Some(list) = list {
+                self.open_plain(element);
+                for reference in list {
+                    self.variable_reference("SideEffectReference", reference, RefStyle::SideEffect);
+                }
+                self.close(element);
+            }
+        }
+        self.flow_graph(&cfg.graph);
+        self.close("ControlFlowGraph");
+    }
+
+    fn replacement_list(&mut self, list: &ReplacementList) {
+        self.open("ReplacementList");
+        self.routine_head(list.id, list.symbol, list.body_scope);
+        self.attr_name("annotation", list.annotation);
+        self.attr_name("template_name", list.template_name);
+        self.start_body();
+        if let Some(arguments) = &list.arguments {
+            self.argument_list(arguments);
+        }
+        for replacement in &list.replacements {
+            self.open("Replacement");
+            self.attr_name("placeholder", replacement.placeholder);
+            if !replacement.structured {
+                self.attr("structured", "0");
+            }
+            self.start_body();
+            self.flow_graph(&replacement.graph);
+            self.close("Replacement");
+        }
+        self.close("ReplacementList");
+    }
+
+    fn argument_list(&mut self, arguments: &[ArgumentSymbolReference]) {
+        let cg = self.cg;
+        self.open_plain("ArgumentList");
+        for argument in arguments {
+            let symbol = &cg.symbols[argument.symbol];
+            self.open("ArgumentSymbolReference");
+            self.attr_int("position", argument.position as i64);
+            self.attr_name("symbol_id", symbol.name);
+            self.attr_name("scope_id", cg.scopes[symbol.scope].id);
+            self.attr_name("annotation", argument.annotation);
+            self.attr("intent", match argument.intent {
+                Intent::In => "in",
+                Intent::Out => "out",
+                Intent::InOut => "inout",
+            });
+            if argument.deriv {
+                self.attr("deriv", "1");
+            }
+            self.end_empty();
+        }
+        self.close("ArgumentList");
+    }
+
+    fn flow_graph(&mut self, graph: &FlowGraph) {
+        for (_, vertex) in graph.vertices.iter() {
+            self.cfg_vertex(vertex);
+        }
+        for edge in &graph.edges {
+            self.open("ControlFlowEdge");
+            self.attr_name("edge_id", edge.id);
+            self.attr_name("source", graph.vertices[edge.source].id);
+            self.attr_name("target", graph.vertices[edge.target].id);
+            self.attr("has_condition_value", bool_digit(edge.condition_value.is_some()));
+            if let Some(value) = edge.condition_value {
+                self.attr_int("condition_value", value);
+            }
+            if !edge.annotation.is_empty() {
+                self.attr_name("annotation", edge.annotation);
+            }
+            self.end_empty();
+        }
+    }
+
+    fn cfg_vertex(&mut self, vertex: &CfgVertex) {
+        let element = vertex.kind.element_name();
+        self.open(element);
+        self.attr_name("vertex_id", vertex.id);
+        self.attr_name("annotation", vertex.annotation);
+        match &vertex.kind {
+            CfgVertexKind::Entry
+            | CfgVertexKind::Exit
+            | CfgVertexKind::EndBranch
+            | CfgVertexKind::EndLoop
+            | CfgVertexKind::Label
+            | CfgVertexKind::Goto => self.end_empty(),
+            CfgVertexKind::BasicBlock(block) => {
+                let cg = self.cg;
+                self.attr_name("scope_id", cg.scopes[block.scope].id);
+                self.start_body();
+                for statement in &block.statements {
+                    self.statement(statement);
+                }
+                self.close(element);
+            }
+            CfgVertexKind::If(conditional)
+            | CfgVertexKind::PreLoop(conditional)
+            | CfgVertexKind::PostLoop(conditional)
+            | CfgVertexKind::Branch(conditional) => {
+                if conditional.line != 0 {
+                    self.attr_int("lineNumber", conditional.line as i64);
+                }
+                self.start_body();
+                if let Some(condition) = &conditional.condition {
+                    self.expression("Condition", condition);
+                }
+                self.close(element);
+            }
+            CfgVertexKind::ForLoop(for_loop) => {
+                self.attr("reversal", match for_loop.reversal {
+                    LoopReversal::Explicit => "explicit",
+                    LoopReversal::Anonymous => "anonymous",
+                });
+                if for_loop.line != 0 {
+                    self.attr_int("lineNumber", for_loop.line as i64);
+                }
+                self.start_body();
+                if let Some(init) = &for_loop.initialization {
+                    self.assignment("Initialization", init);
+                }
+                if let Some(condition) = &for_loop.condition {
+                    self.expression("Condition", condition);
+                }
+                if let Some(update) = &for_loop.update {
+                    self.assignment("Update", update);
+                }
+                self.close(element);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn statement(&mut self, statement: &Statement) {
+        match statement {
+            Statement::Assignment(assignment) => self.assignment("Assignment", assignment),
+            Statement::SubroutineCall(call) => {
+                let cg = self.cg;
+                self.open("SubroutineCall");
+                self.attr_name("statement_id", call.id);
+                if let Some(symbol) = call.symbol {
+                    let symbol = &cg.symbols[symbol];
+                    self.attr_name("symbol_id", symbol.name);
+                    self.attr_name("scope_id", cg.scopes[symbol.scope].id);
+                }
+                self.attr("active", active_str(call.active));
+                self.attr_int("formalArgCount", call.formal_arg_count as i64);
+                if call.line != 0 {
+                    self.attr_int("lineNumber", call.line as i64);
+                }
+                self.start_body();
+                self.arguments(&call.arguments, true);
+                self.close("SubroutineCall");
+            }
+            Statement::Marker(marker) => {
+                self.open("Marker");
+                self.attr_name("statement_id", marker.id);
+                self.attr_name("annotation", marker.annotation);
+                self.end_empty();
+            }
+            Statement::DerivativePropagator(propagator) => self.derivative_propagator(propagator),
+            Statement::InlinableSubroutineCall(call) => {
+                self.open("InlinableSubroutineCall");
+                self.attr_name("subroutine_name", call.subroutine_name);
+                self.attr_name("statement_id", call.id);
+                self.start_body();
+                self.arguments(&call.arguments, false);
+                self.close("InlinableSubroutineCall");
+            }
+        }
+    }
+
+    fn assignment(&mut self, element: &str, assignment: &Assignment) {
+        let cg = self.cg;
+        self.open(element);
+        self.attr_name("statement_id", assignment.id);
+        if let Some(chain) = assignment.do_chain {
+            let key = cg.do_key(chain);
+            if key != 0 {
+                self.attr_int("do_chain", key as i64);
+            }
+        }
+        if assignment.line != 0 {
+            self.attr_int("lineNumber", assignment.line as i64);
+        }
+        self.start_body();
+        self.variable_reference("AssignmentLHS", &assignment.lhs, RefStyle::Lhs { live: assignment.lhs_live });
+        self.expression("AssignmentRHS", &assignment.rhs);
+        self.close(element);
+    }
+
+    fn arguments(&mut self, arguments: &[Argument], always_annotate: bool) {
+        for argument in arguments {
+            self.open("Argument");
+            self.attr_int("position", argument.position as i64);
+            if always_annotate || !argument.annotation.is_empty() {
+                self.attr_name("annotation", argument.annotation);
+            }
+            self.start_body();
+            match &argument.value {
+                ArgumentValue::Variable(reference) => {
+                    self.variable_reference("VariableReference", reference, RefStyle::Vertex)
+                }
+                ArgumentValue::Constant(constant) => self.constant(constant),
+            }
+            self.close("Argument");
+        }
+    }
+
+    fn derivative_propagator(&mut self, propagator: &DerivativePropagator) {
+        self.open_plain("DerivativePropagator");
+        for entry in &propagator.entries {
+            match entry {
+                PropagatorEntry::SetDeriv { target, source }
+                | PropagatorEntry::SetNegDeriv { target, source }
+                | PropagatorEntry::IncDeriv { target, source }
+                | PropagatorEntry::DecDeriv { target, source } => {
+                    let element = match entry {
+                        PropagatorEntry::SetDeriv { .. } => "SetDeriv",
+                        PropagatorEntry::SetNegDeriv { .. } => "SetNegDeriv",
+                        PropagatorEntry::IncDeriv { .. } => "IncDeriv",
+                        _ => "DecDeriv",
+                    };
+                    self.open_plain(element);
+                    self.variable_reference("Tgt", target, RefStyle::Propagator);
+                    self.variable_reference("Src", source, RefStyle::Propagator);
+                    self.close(element);
+                }
+                PropagatorEntry::Sax { terms, y } | PropagatorEntry::Saxpy { terms, y } => {
+                    let element = if matches!(entry, PropagatorEntry::Sax { .. }) { "Sax" } else { "Saxpy" };
+                    self.open_plain(element);
+                    for term in terms {
+                        self.open_plain("AX");
+                        self.expression("A", &term.a);
+                        self.variable_reference("X", &term.x, RefStyle::Propagator);
+                        self.close("AX");
+                    }
+                    self.variable_reference("Y", y, RefStyle::Propagator);
+                    self.close(element);
+                }
+                PropagatorEntry::ZeroDeriv(reference) => {
+                    self.variable_reference("ZeroDeriv", reference, RefStyle::Propagator);
+                }
+            }
+        }
+        self.close("DerivativePropagator");
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn expression(&mut self, element: &str, expression: &Expression) {
+        let cg = self.cg;
+        self.open_plain(element);
+        for (_, vertex) in expression.vertices.iter() {
+            match vertex {
+                ExprVertex::Variable(reference) => {
+                    self.variable_reference("VariableReference", reference, RefStyle::Vertex)
+                }
+                ExprVertex::Constant(constant) => self.constant(constant),
+                ExprVertex::Intrinsic(intrinsic) => {
+                    self.open("Intrinsic");
+                    self.attr_name("vertex_id", intrinsic.id);
+                    self.attr_name("annotation", intrinsic.annotation);
+                    self.attr_name("name", intrinsic.name);
+                    if cg.names.get(intrinsic.call_type) != "inlinable" {
+                        self.attr_name("type", intrinsic.call_type);
+                    }
+                    if intrinsic.result_type != SymbolType::Real {
+                        self.attr("rType", symbol_type_str(intrinsic.result_type));
+                    }
+                    if intrinsic.result_shape != Shape::Scalar {
+                        self.attr("rShape", shape_str(intrinsic.result_shape));
+                    }
+                    self.end_empty();
+                }
+                ExprVertex::BooleanOperation(operation) => {
+                    self.open("BooleanOperation");
+                    self.attr_name("vertex_id", operation.id);
+                    self.attr("name", boolean_op_str(operation.op));
+                    if !operation.annotation.is_empty() {
+                        self.attr_name("annotation", operation.annotation);
+                    }
+                    self.end_empty();
+                }
+                ExprVertex::FunctionCall(call) => {
+                    self.open("FunctionCall");
+                    self.attr_name("vertex_id", call.id);
+                    self.attr_name("annotation", call.annotation);
+                    if let Some(symbol) = call.symbol {
+                        let symbol = &cg.symbols[symbol];
+                        self.attr_name("symbol_id", symbol.name);
+                        self.attr_name("scope_id", cg.scopes[symbol.scope].id);
+                    }
+                    self.start_body();
+                    for argument in &call.arguments {
+                        self.variable_reference("Argument", argument, RefStyle::Vertex);
+                    }
+                    self.close("FunctionCall");
+                }
+            }
+        }
+        for edge in &expression.edges {
+            self.open("ExpressionEdge");
+            self.attr_name("edge_id", edge.id);
+            self.attr_name("source", expression.vertices[edge.source].id());
+            self.attr_name("target", expression.vertices[edge.target].id());
+            self.attr_int("position", edge.position);
+            if !edge.annotation.is_empty() {
+                self.attr_name("annotation", edge.annotation);
+            }
+            self.end_empty();
+        }
+        self.close(element);
+    }
+
+    fn constant(&mut self, constant: &Constant) {
+        self.open("Constant");
+        self.attr_name("vertex_id", constant.id);
+        self.attr("type", match constant.ty {
+            ConstantType::Real => "real",
+            ConstantType::Double => "double",
+            ConstantType::Integer => "integer",
+            ConstantType::Bool => "bool",
+            ConstantType::Char => "char",
+            ConstantType::String => "string",
+        });
+        self.attr_name("feType", constant.fe_type);
+        self.attr_name("value", constant.value);
+        if !constant.annotation.is_empty() {
+            self.attr_name("annotation", constant.annotation);
+        }
+        self.end_empty();
+    }
+
+    /// The activity written for a reference: what the front end said, else its symbol's.
+    fn activity(&self, reference: &VariableReference) -> &'static str {
+        match reference.active {
+            ActiveUse::True => "true",
+            ActiveUse::False => "false",
+            ActiveUse::Undefined => match reference.base_symbol() {
+                Some(symbol) if self.cg.symbols[symbol].active => "true",
+                Some(_) => "false",
+                None => "undefined",
+            },
+        }
+    }
+
+    fn variable_reference(&mut self, element: &str, reference: &VariableReference, style: RefStyle) {
+        let cg = self.cg;
+        self.open(element);
+        match style {
+            RefStyle::Propagator => {
+                self.attr("deriv", bool_digit(reference.deriv));
+            }
+            RefStyle::Vertex | RefStyle::SideEffect | RefStyle::Lhs { .. } => {
+                if style == RefStyle::Vertex {
+                    self.attr_name("vertex_id", reference.id);
+                }
+                self.attr("active", self.activity(reference));
+                if let Some(alias) = reference.alias {
+                    let key = cg.alias_key(alias);
+                    if key != 0 {
+                        self.attr_int("alias", key as i64);
+                    }
+                }
+                if let Some(du_ud) = reference.du_ud {
+                    let key = cg.duud_key(du_ud);
+                    if key != 0 {
+                        self.attr_int("du_ud", key as i64);
+                    }
+                }
+                self.attr("deriv", bool_digit(reference.deriv));
+                self.attr("constant", bool_digit(reference.constant));
+                if style == (RefStyle::Lhs { live: false }) {
+                    self.attr("live", "0");
+                }
+            }
+        }
+        if !reference.annotation.is_empty() {
+            self.attr_name("annotation", reference.annotation);
+        }
+        self.start_body();
+        for vertex in &reference.vertices {
+            match vertex {
+                VarRefVertex::Symbol(symbol_ref) => {
+                    let symbol = &cg.symbols[symbol_ref.symbol];
+                    self.open("SymbolReference");
+                    self.attr_name("vertex_id", symbol_ref.id);
+                    self.attr_name("symbol_id", symbol.name);
+                    self.attr_name("annotation", symbol_ref.annotation);
+                    self.attr_name("scope_id", cg.scopes[symbol.scope].id);
+                    if symbol_ref.properties.is_empty() {
+                        self.end_empty();
+                    } else {
+                        self.start_body();
+                        for (name, value) in &symbol_ref.properties {
+                            self.open("SymbolReferenceProperty");
+                            self.attr_name("name", *name);
+                            self.attr_name("value", *value);
+                            self.end_empty();
+                        }
+                        self.close("SymbolReference");
+                    }
+                }
+                VarRefVertex::ArrayElement(element_ref) => {
+                    self.open("ArrayElementReference");
+                    self.attr_name("vertex_id", element_ref.id);
+                    if !element_ref.annotation.is_empty() {
+                        self.attr_name("annotation", element_ref.annotation);
+                    }
+                    self.start_body();
+                    for triplet in &element_ref.indices {
+                        self.open_plain("IndexTriplet");
+                        for (name, part) in
+                            [("Index", &triplet.index), ("Bound", &triplet.bound), ("Stride", &triplet.stride)]
+                        {
+                            if let Some(expression) = part {
+                                self.expression(name, expression);
+                            }
+                        }
+                        self.close("IndexTriplet");
+                    }
+                    self.close("ArrayElementReference");
+                }
+            }
+        }
+        for edge in &reference.edges {
+            let id_of = |i: u32| match &reference.vertices[i as usize] {
+                VarRefVertex::Symbol(s) => s.id,
+                VarRefVertex::ArrayElement(a) => a.id,
+            };
+            self.open("VariableReferenceEdge");
+            self.attr_name("edge_id", edge.id);
+            self.attr_name("source", id_of(edge.source));
+            self.attr_name("target", id_of(edge.target));
+            if !edge.annotation.is_empty() {
+                self.attr_name("annotation", edge.annotation);
+            }
+            self.end_empty();
+        }
+        self.close(element);
+    }
+}
+
+/// Which attribute set a `VariableReferenceType` element gets, by where it stands.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum RefStyle {
+    /// An expression vertex or an argument: `vertex_id` and the activity attributes.
+    Vertex,
+    /// Entries of side-effect lists: activity attributes, no `vertex_id`.
+    SideEffect,
+    /// The left-hand side of an assignment.
+    Lhs { live: bool },
+    /// Operands of derivative propagators: only `deriv`.
+    Propagator,
+}
+
+fn escape_into(out: &mut Vec<u8>, value: &str) {
+    let bytes = value.as_bytes();
+    let mut last = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let replacement: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\n' => b"&#10;",
+            b'\r' => b"&#13;",
+            b'\t' => b"&#9;",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[last..i]);
+        out.extend_from_slice(replacement);
+        last = i + 1;
+    }
+    out.extend_from_slice(&bytes[last..]);
+}
+
+pub fn symbol_type_str(ty: SymbolType) -> &'static str {
+    match ty {
+        SymbolType::Void => "void",
+        SymbolType::Integer => "integer",
+        SymbolType::Real => "real",
+        SymbolType::Complex => "complex",
+        SymbolType::Bool => "bool",
+        SymbolType::Char => "char",
+        SymbolType::String => "string",
+        SymbolType::Opaque => "opaque",
+    }
+}
+
+pub fn shape_str(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Void => "void",
+        Shape::Scalar => "scalar",
+        Shape::Vector => "vector",
+        Shape::Matrix => "matrix",
+        Shape::ThreeTensor => "three_tensor",
+        Shape::FourTensor => "four_tensor",
+        Shape::FiveTensor => "five_tensor",
+        Shape::SixTensor => "six_tensor",
+        Shape::SevenTensor => "seven_tensor",
+    }
+}
+
+fn active_str(active: ActiveUse) -> &'static str {
+    match active {
+        ActiveUse::Undefined => "undefined",
+        ActiveUse::True => "true",
+        ActiveUse::False => "false",
+    }
+}
+
+pub fn boolean_op_str(op: BooleanOp) -> &'static str {
+    match op {
+        BooleanOp::LessThan => "less_than",
+        BooleanOp::LessOrEqual => "less_or_equal",
+        BooleanOp::GreaterThan => "greater_than",
+        BooleanOp::GreaterOrEqual => "greater_or_equal",
+        BooleanOp::Equal => "equal",
+        BooleanOp::NotEqual => "not_equal",
+        BooleanOp::And => "and",
+        BooleanOp::Or => "or",
+        BooleanOp::Not => "not",
+        BooleanOp::Xor => "xor",
+    }
+}
