@@ -1,12 +1,180 @@
-fn main() {
-    let path = std::env::args().nth(1).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    match xaifbooster::xaif::read(&bytes, &path, &Default::default()) {
-        Ok(out) => {
-            for w in &out.warnings { eprintln!("{w}"); }
-            let text = xaifbooster::xaif::write(&out.call_graph, &Default::default());
-            std::io::Write::write_all(&mut std::io::stdout(), &text).unwrap();
+//! Command line of xaifbooster. Parses arguments, runs the library, prints; nothing else.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use xaifbooster::xaif::validate::{ValidateOptions, validate};
+use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "xaifbooster",
+    version,
+    about = "Transformation engine for XAIF, the XML format of the OpenAD automatic differentiation toolchain",
+    long_about = "Transformation engine for XAIF, the XML format of the OpenAD automatic differentiation \
+toolchain. Reads XAIF, runs the passes of a mode and writes XAIF in the conventions of the original \
+xaifBooster, so it can stand in for OpenAD's oadDriver binaries.\n\n\
+Exit codes: 0 success, 1 bad input (each finding printed as file:line:column: element: message), \
+2 usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and unparse: the original engine's "system" driver
+    Identity(TransformArgs),
+    /// Check XAIF files without transforming them; prints every finding
+    Validate(ValidateArgs),
+}
+
+/// The switches of the original oadDriver binaries, so OpenAD's scripts can call us unchanged.
+#[derive(Args, Debug)]
+struct TransformArgs {
+    /// Input XAIF file
+    #[arg(short = 'i', value_name = "FILE")]
+    input: PathBuf,
+    /// Output file (default: standard output); written to a temporary file and renamed,
+    /// so a failed run leaves an existing file untouched
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Inlinable intrinsics catalogue (default: the catalogue built into the binary)
+    #[arg(short = 'c', value_name = "FILE")]
+    catalogue: Option<PathBuf>,
+    /// Non-inlinable intrinsics catalogue
+    #[arg(short = 'N', value_name = "FILE")]
+    noninlinable_catalogue: Option<PathBuf>,
+    /// Schema directory: the output's schemaLocation becomes DIR/<schema file>
+    #[arg(short = 's', value_name = "DIR")]
+    schema_dir: Option<String>,
+    /// Strict input checking: refuse what older front ends wrote and the reference toolchain
+    /// tolerated (a SubroutineCall without formalArgCount, duplicate edge ids, unknown attributes)
+    #[arg(short = 'v')]
+    strict: bool,
+    /// Verbose output; the alias, du-ud and DO maps are always written (the schema requires them)
+    #[arg(short = 'V')]
+    verbose: bool,
+    /// Force these routines' results and arguments passive (space separated names);
+    /// accepted, applied once activity analysis lands
+    #[arg(short = 'p', value_name = "NAMES")]
+    passive: Option<String>,
+    /// Pessimistic black boxes for external routines; accepted, used by the adjoint mode
+    #[arg(short = 'b')]
+    pessimistic_black_boxes: bool,
+    /// Initialize derivative components at routine entry; accepted, used by the transforming modes
+    #[arg(short = 'D')]
+    init_derivatives: bool,
+    /// Name decoration style of the front end (OPEN64_STYLE or NO_STYLE); accepted for compatibility
+    #[arg(short = 'F', value_name = "STYLE")]
+    decoration_style: Option<String>,
+    /// Debug output file (default: standard error)
+    #[arg(short = 'd', value_name = "FILE")]
+    debug_file: Option<PathBuf>,
+    /// Debug bitmask of the original engine; accepted for compatibility
+    #[arg(short = 'g', value_name = "MASK")]
+    debug_mask: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+struct ValidateArgs {
+    /// XAIF files to check
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Strict: report what lenient reading forgives as errors
+    #[arg(short = 'v')]
+    strict: bool,
+}
+
+/// A failure already reported to the user; carries the exit code.
+struct Reported(u8);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Identity(args) => run_identity(&args),
+        Command::Validate(args) => run_validate(&args),
+    };
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(Reported(code))) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("xaifbooster: {error:#}");
+            ExitCode::from(1)
         }
-        Err(e) => { eprintln!("{e}"); std::process::exit(1); }
     }
+}
+
+fn print_findings(findings: &[Diagnostic]) {
+    let mut stderr = std::io::stderr().lock();
+    for finding in findings {
+        let _ = writeln!(stderr, "{finding}");
+    }
+}
+
+fn run_validate(args: &ValidateArgs) -> Result<Result<(), Reported>> {
+    let mut failed = false;
+    for file in &args.files {
+        let input = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let findings = validate(&input, &file.display().to_string(), &ValidateOptions { strict: args.strict });
+        print_findings(&findings);
+        failed |= findings.iter().any(|f| f.severity == Severity::Error);
+    }
+    Ok(if failed { Err(Reported(1)) } else { Ok(()) })
+}
+
+fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
+    let input = std::fs::read(&args.input).with_context(|| format!("cannot read {}", args.input.display()))?;
+    let file = args.input.display().to_string();
+    let findings = validate(&input, &file, &ValidateOptions { strict: args.strict });
+    print_findings(&findings);
+    if findings.iter().any(|f| f.severity == Severity::Error) {
+        return Ok(Err(Reported(1)));
+    }
+    let read = match xaif::read(&input, &file, &ReadOptions { strict: args.strict }) {
+        Ok(read) => read,
+        Err(error) => {
+            print_findings(&[error.diagnostic().clone()]);
+            return Ok(Err(Reported(1)));
+        }
+    };
+    let mut call_graph = read.call_graph;
+    xaifbooster::pipeline::identity(&mut call_graph);
+    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
+    let bytes = xaif::write(&call_graph, &options);
+    emit(args.output.as_deref(), &bytes)?;
+    Ok(Ok(()))
+}
+
+fn schema_location(args: &TransformArgs, file: &str) -> String {
+    match &args.schema_dir {
+        Some(dir) => format!("{}/{file}", dir.trim_end_matches('/')),
+        None => file.to_owned(),
+    }
+}
+
+/// Writes to `path` through a temporary file in the same directory and a rename, so that a
+/// reader of `path` never sees a half-written document; without a path, to standard output.
+fn emit(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
+    let Some(path) = path else {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(bytes).context("cannot write to standard output")?;
+        return stdout.flush().context("cannot write to standard output");
+    };
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.with_context(|| format!("cannot write {}", path.display()))
 }

@@ -2,6 +2,7 @@
 
 pub mod diagnostic;
 pub mod read;
+pub mod validate;
 pub mod write;
 
 pub use diagnostic::{Diagnostic, Severity};

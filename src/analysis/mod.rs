@@ -1,0 +1,1 @@
+//! Data-flow analyses over the call graph (activity, TBR, linearity).

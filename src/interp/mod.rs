@@ -1,0 +1,1 @@
+//! The XAIF executor and the derivative verifier.

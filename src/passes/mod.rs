@@ -1,0 +1,1 @@
+//! Transformations of the call graph, one module per algorithm.
