@@ -284,7 +284,7 @@ pub struct ArgumentSymbolReference {
 }
 
 /// The side-effect lists a front end computed for one routine. `None` means the element was
-/// absent, which differs from an empty list for the back end.
+/// absent; the writer treats an empty list like an absent one, as the reference engine does.
 #[derive(Clone, Debug, Default)]
 pub struct SideEffects {
     pub mod_local: Option<Vec<VariableReference>>,

@@ -250,7 +250,8 @@ impl<'a> Writer<'a> {
             self.attr("structured", "0");
         }
         self.start_body();
-        if let Some(arguments) = &cfg.arguments {
+        // As with side-effect lists, the reference leaves an empty argument list out.
+        if let Some(arguments) = cfg.arguments.as_ref().filter(|a| !a.is_empty()) {
             self.argument_list(arguments);
         }
         let effects = &cfg.side_effects;
@@ -261,7 +262,8 @@ impl<'a> Writer<'a> {
             ("Read", &effects.read),
             ("OnEntry", &effects.on_entry),
         ] {
-            if let Some(list) = list {
+            // The reference unparser leaves empty lists out; a back end reads both the same.
+            if let Some(list) = list.as_ref().filter(|l| !l.is_empty()) {
                 self.open_plain(element);
                 for reference in list {
                     self.variable_reference("SideEffectReference", reference, RefStyle::SideEffect);
@@ -279,7 +281,7 @@ impl<'a> Writer<'a> {
         self.attr_name("annotation", list.annotation);
         self.attr_name("template_name", list.template_name);
         self.start_body();
-        if let Some(arguments) = &list.arguments {
+        if let Some(arguments) = list.arguments.as_ref().filter(|a| !a.is_empty()) {
             self.argument_list(arguments);
         }
         for replacement in &list.replacements {

@@ -1,0 +1,171 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
+/// Missing material is a failure, never a skip: CI must not pass by testing nothing.
+pub fn shared_dir() -> PathBuf {
+    let dir = match std::env::var_os("XAIF_SHARED") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    };
+    assert!(
+        dir.join("corpus").is_dir() && dir.join("xaif").is_dir(),
+        "reference material not found at {} (set XAIF_SHARED to the shared/ folder)",
+        dir.display()
+    );
+    dir
+}
+
+/// Files matching `<shared>/corpus/*/<name>`, sorted.
+pub fn corpus_files(name: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shared_dir().join("corpus"))
+        .expect("corpus folder is readable")
+        .map(|entry| entry.expect("corpus entry").path().join(name))
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Files with the given extension in a folder, sorted.
+pub fn files_in(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|entry| entry.expect("dir entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == extension))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The name a test prints for a corpus file: `<example>/<file>`.
+pub fn short_name(path: &Path) -> String {
+    let parent = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    format!("{parent}/{name}")
+}
+
+/// `xmllint` on the machine; CI installs it, so its absence is a failure.
+pub fn xmllint() -> &'static str {
+    let status = std::process::Command::new("xmllint").arg("--version").output();
+    assert!(status.is_ok(), "xmllint is not installed (apt-get install libxml2-utils)");
+    "xmllint"
+}
+
+/// Validates files against the shared output schema in one xmllint run; returns the names
+/// of the files that fail, with xmllint's first complaint.
+pub fn xmllint_failures(files: &[PathBuf]) -> Vec<String> {
+    let schema = shared_dir().join("xaif/schema/xaif_output.xsd");
+    let mut failures = Vec::new();
+    for chunk in files.chunks(200) {
+        let output = std::process::Command::new(xmllint())
+            .arg("--noout")
+            .arg("--schema")
+            .arg(&schema)
+            .args(chunk)
+            .output()
+            .expect("xmllint runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for file in chunk {
+            let shown = file.display().to_string();
+            if !stderr.lines().any(|l| l == format!("{shown} validates")) {
+                let why = stderr.lines().find(|l| l.starts_with(&shown) && !l.ends_with("validates")).unwrap_or("");
+                failures.push(format!("{shown}: {why}"));
+            }
+        }
+    }
+    failures
+}
+
+/// Attributes our writer keeps although the reference unparser drops them (they carry front-end
+/// information a back end may want); ignored when comparing with reference outputs.
+pub const PRESERVED_EXTRA_ATTRIBUTES: &[(&str, &str)] = &[
+    ("Assignment", "lineNumber"),
+    ("Assignment", "do_chain"),
+    ("Initialization", "do_chain"),
+    ("Update", "do_chain"),
+    ("SubroutineCall", "lineNumber"),
+    ("ForLoop", "lineNumber"),
+    ("Branch", "lineNumber"),
+    ("PreLoop", "lineNumber"),
+    ("PostLoop", "lineNumber"),
+    ("If", "lineNumber"),
+    ("AssignmentLHS", "live"),
+    ("Symbol", "pointer"),
+    ("Intrinsic", "type"),
+    ("Intrinsic", "rType"),
+    ("Intrinsic", "rShape"),
+];
+
+/// Elements our writer keeps although the reference unparser drops them.
+pub const PRESERVED_EXTRA_ELEMENTS: &[&str] = &["SymbolReferenceProperty"];
+
+/// A formatting-independent rendering of an XAIF document: one line per element with its
+/// local name, depth and sorted attributes (namespace declarations left out, the preserved
+/// extras above removed). Two documents are equal modulo formatting iff their lines are.
+pub fn canonical_lines(text: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(text).expect("well-formed XML");
+    let mut lines = Vec::new();
+    canonical_element(doc.root_element(), 0, &mut lines);
+    lines
+}
+
+fn canonical_element(node: roxmltree::Node, depth: usize, lines: &mut Vec<String>) {
+    let name = node.tag_name().name();
+    if PRESERVED_EXTRA_ELEMENTS.contains(&name) {
+        return;
+    }
+    let mut attributes: Vec<String> = node
+        .attributes()
+        .filter(|a| a.namespace().is_none())
+        .filter(|a| !PRESERVED_EXTRA_ATTRIBUTES.contains(&(name, a.name())))
+        .map(|a| format!("{}={:?}", a.name(), canonical_value(node, a.name(), a.value())))
+        .collect();
+    attributes.sort();
+    lines.push(format!("{}{} {}", "  ".repeat(depth), name, attributes.join(" ")));
+    if UNORDERED_CONTAINERS.contains(&name) {
+        // Sets whose order means nothing (the reference writes alias ranges reversed).
+        let mut children: Vec<Vec<String>> = node
+            .children()
+            .filter(|c| c.is_element())
+            .map(|c| {
+                let mut sub = Vec::new();
+                canonical_element(c, depth + 1, &mut sub);
+                sub
+            })
+            .collect();
+        children.sort();
+        lines.extend(children.into_iter().flatten());
+        return;
+    }
+    for child in node.children().filter(|c| c.is_element()) {
+        canonical_element(child, depth + 1, lines);
+    }
+}
+
+/// Elements whose children form a set.
+const UNORDERED_CONTAINERS: &[&str] = &["AliasSet", "SymbolTable", "StmtIdSet"];
+
+/// The first differing line of two canonical renderings, for a readable failure.
+pub fn first_difference(ours: &[String], theirs: &[String]) -> Option<String> {
+    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        if a != b {
+            return Some(format!("element #{i}:\n  ours:   {a}\n  theirs: {b}"));
+        }
+    }
+    (ours.len() != theirs.len()).then(|| format!("lengths differ: {} vs {}", ours.len(), theirs.len()))
+}
+
+/// The reference engine re-prints real constants through a double (`0.0e+00` becomes
+/// `0.00000000000000000000e+00`); we keep the front end's spelling. Compare the numbers.
+fn canonical_value(node: roxmltree::Node, attribute: &str, value: &str) -> String {
+    let is_real = matches!(node.attribute("type"), Some("real" | "double"));
+    if node.tag_name().name() == "Constant" && attribute == "value" && is_real {
+        if let Ok(number) = value.replace(['d', 'D'], "e").parse::<f64>() {
+            return format!("{number:e}");
+        }
+    }
+    value.to_owned()
+}
