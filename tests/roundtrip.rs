@@ -105,7 +105,10 @@ fn identity_matches_the_reference_engine_modulo_formatting() {
 fn lenient_reading_infers_formal_arg_count_and_strict_refuses_it() {
     let files: Vec<PathBuf> = corpus_files("adm.in.xaif")
         .into_iter()
-        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("<xaif:SubroutineCall") && !t.contains("formalArgCount")))
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| t.contains("<xaif:SubroutineCall") && !t.contains("formalArgCount"))
+        })
         .collect();
     assert!(!files.is_empty(), "the corpus has calls without formalArgCount");
     for file in &files {
