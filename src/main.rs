@@ -7,6 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use xaifbooster::ir::CallGraph;
+use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
+use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::validate::{ValidateOptions, validate};
 use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 
@@ -32,6 +35,29 @@ enum Command {
     Identity(TransformArgs),
     /// Check XAIF files without transforming them; prints every finding
     Validate(ValidateArgs),
+    /// Tangent-linear mode: the original BasicBlockPreaccumulation driver
+    Tangent(TangentArgs),
+}
+
+#[derive(Args, Debug)]
+struct TangentArgs {
+    #[command(flatten)]
+    common: TransformArgs,
+    /// Where Jacobians are preaccumulated: per statement (-S of the original) or per basic block
+    #[arg(long, value_enum, default_value = "basic-block")]
+    preaccumulation: PreaccumulationArg,
+    /// Statement-level preaccumulation, as the original engine's -S
+    #[arg(short = 'S')]
+    statement_level: bool,
+    /// Write per-sequence statistics (graph sizes, operation counts, propagator entries) as JSON
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum PreaccumulationArg {
+    Statement,
+    BasicBlock,
 }
 
 /// The switches of the original oadDriver binaries, so OpenAD's scripts can call us unchanged.
@@ -99,6 +125,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Identity(args) => run_identity(&args),
         Command::Validate(args) => run_validate(&args),
+        Command::Tangent(args) => run_tangent(&args),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -128,7 +155,8 @@ fn run_validate(args: &ValidateArgs) -> Result<Result<(), Reported>> {
     Ok(if failed { Err(Reported(1)) } else { Ok(()) })
 }
 
-fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
+/// Validates and reads the input of a transforming command; findings are printed.
+fn load(args: &TransformArgs) -> Result<Result<CallGraph, Reported>> {
     let input = std::fs::read(&args.input).with_context(|| format!("cannot read {}", args.input.display()))?;
     let file = args.input.display().to_string();
     let findings = validate(&input, &file, &ValidateOptions { strict: args.strict });
@@ -136,18 +164,81 @@ fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
     if findings.iter().any(|f| f.severity == Severity::Error) {
         return Ok(Err(Reported(1)));
     }
-    let read = match xaif::read(&input, &file, &ReadOptions { strict: args.strict }) {
-        Ok(read) => read,
+    match xaif::read(&input, &file, &ReadOptions { strict: args.strict }) {
+        Ok(read) => Ok(Ok(read.call_graph)),
         Err(error) => {
             print_findings(&[error.diagnostic().clone()]);
+            Ok(Err(Reported(1)))
+        }
+    }
+}
+
+/// The intrinsics catalogue of a run: `-c` (and `-N`) or the embedded one.
+fn catalogue(args: &TransformArgs) -> Result<Result<Catalogue, Reported>> {
+    let mut catalogue = match &args.catalogue {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            match Catalogue::parse(&bytes, &path.display().to_string()) {
+                Ok(catalogue) => catalogue,
+                Err(error) => {
+                    eprintln!("{error}");
+                    return Ok(Err(Reported(1)));
+                }
+            }
+        }
+        None => Catalogue::builtin().clone(),
+    };
+    if let Some(path) = &args.noninlinable_catalogue {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Err(error) = catalogue.merge_noninlinable(&bytes, &path.display().to_string()) {
+            eprintln!("{error}");
+            return Ok(Err(Reported(1)));
+        }
+    }
+    Ok(Ok(catalogue))
+}
+
+fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
+    if let Err(reported) = catalogue(args)? {
+        return Ok(Err(reported));
+    }
+    let mut call_graph = match load(args)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    xaifbooster::pipeline::identity(&mut call_graph);
+    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
+    emit(args.output.as_deref(), &xaif::write(&call_graph, &options))?;
+    Ok(Ok(()))
+}
+
+fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
+    let common = &args.common;
+    let catalogue = match catalogue(common)? {
+        Ok(catalogue) => catalogue,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut call_graph = match load(common)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let preaccumulation = match (args.statement_level, args.preaccumulation) {
+        (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
+        (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
+    };
+    let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
+    let stats = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
+        Ok(stats) => stats,
+        Err(error) => {
+            eprintln!("{}: {error}", common.input.display());
             return Ok(Err(Reported(1)));
         }
     };
-    let mut call_graph = read.call_graph;
-    xaifbooster::pipeline::identity(&mut call_graph);
-    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
-    let bytes = xaif::write(&call_graph, &options);
-    emit(args.output.as_deref(), &bytes)?;
+    let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
+    emit(common.output.as_deref(), &xaif::write(&call_graph, &options))?;
+    if let Some(path) = &args.stats {
+        emit(Some(path), stats.to_json().as_bytes())?;
+    }
     Ok(Ok(()))
 }
 

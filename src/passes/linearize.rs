@@ -1,0 +1,606 @@
+//! Linearization: the local partial derivatives of one active assignment.
+//!
+//! For `y = f(g(x), z)` the tangent code needs, before the statement overwrites anything, the
+//! values of the partials of every elemental operation with respect to its active operands.
+//! Partials come from the intrinsics catalogue as expressions over the operation's arguments;
+//! an argument that is itself a subexpression is first stored in an auxiliary variable
+//! (`<prefix>aux_N`) so the partial and the statement share one evaluation of it, and the
+//! statement is rewritten to use the auxiliary. Partials that fold to a constant (unit, minus
+//! one, or a number) become edge labels and cost nothing at run time; the others are stored in
+//! partial variables (`<prefix>lin_N`).
+//!
+//! The result is a small local graph per statement (operands → operations → result) that the
+//! flattening step stitches into the basic block's linearized computational graph.
+
+use rustc_hash::FxHashMap;
+
+use crate::ir::*;
+use crate::xaif::intrinsics::{Catalogue, PartialExpr, PartialKind};
+
+/// An edge label of a linearized computational graph, as far as it is known at compile time.
+#[derive(Copy, Clone, PartialEq, Debug)]
+pub enum Partial {
+    One,
+    MinusOne,
+    Constant(f64),
+    /// The value of a partial variable computed at run time.
+    Variable(SymbolId),
+}
+
+impl Partial {
+    /// The label of a partial whose value is the number `value`.
+    pub fn from_value(value: f64) -> Partial {
+        if value == 1.0 {
+            Partial::One
+        } else if value == -1.0 {
+            Partial::MinusOne
+        } else {
+            Partial::Constant(value)
+        }
+    }
+}
+
+/// A vertex of a statement's local graph.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LocalNode {
+    /// An active operand: index into [`LocalGraph::operands`].
+    Operand(usize),
+    /// An elemental operation's result, numbered in evaluation order.
+    Operation(usize),
+}
+
+#[derive(Clone, Debug)]
+pub struct LocalEdge {
+    pub source: LocalNode,
+    /// Operations only: operands have no in-edges.
+    pub target: usize,
+    pub partial: Partial,
+}
+
+/// Operands → operations → result of one assignment.
+#[derive(Clone, Debug, Default)]
+pub struct LocalGraph {
+    /// The distinct active variables the right-hand side reads (a variable read twice is one
+    /// operand), as they are spelled in the statement.
+    pub operands: Vec<VariableReference>,
+    pub operations: usize,
+    pub edges: Vec<LocalEdge>,
+    /// What the left-hand side becomes; `None` when the right-hand side is passive.
+    pub result: Option<LocalNode>,
+}
+
+/// One active assignment, linearized.
+#[derive(Clone, Debug)]
+pub struct LinearizedAssignment {
+    /// `<prefix>aux_N = subexpression`, in evaluation order, before the partials.
+    pub auxiliaries: Vec<Assignment>,
+    /// `<prefix>lin_N = partial`, before the statement.
+    pub partials: Vec<Assignment>,
+    /// The statement, with auxiliary subexpressions replaced by their variables.
+    pub statement: Assignment,
+    pub graph: LocalGraph,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinearizeError {
+    #[error("statement {statement}: intrinsic '{name}' is in no catalogue")]
+    UnknownIntrinsic { statement: String, name: String },
+    #[error("statement {statement}: intrinsic '{name}' has no partial for argument {argument}")]
+    MissingPartial { statement: String, name: String, argument: usize },
+    #[error("statement {statement}: function calls inside expressions cannot be differentiated")]
+    FunctionCall { statement: String },
+    #[error("statement {statement}: the right-hand side has no root")]
+    NoRoot { statement: String },
+}
+
+/// Creates the engine's temporaries (`<prefix>aux_N`, `lin_N`, …) with call-graph-wide counters,
+/// so names never clash across routines.
+#[derive(Debug, Default)]
+pub struct Temporaries {
+    counters: FxHashMap<&'static str, usize>,
+}
+
+impl Temporaries {
+    /// A new scalar temporary in `scope`.
+    pub fn create(&mut self, cg: &mut CallGraph, scope: ScopeId, kind: &'static str, active: bool) -> SymbolId {
+        loop {
+            let counter = self.counters.entry(kind).or_insert(0);
+            let name = format!("{}{kind}_{counter}", cg.names.get(cg.prefix));
+            *counter += 1;
+            let name = cg.names.intern(&name);
+            if cg.lookup_symbol(scope, name).is_some() {
+                continue;
+            }
+            let mut symbol = Symbol::new(scope, name);
+            symbol.active = active;
+            symbol.temp = true;
+            return cg.add_symbol(symbol);
+        }
+    }
+}
+
+/// Whether a reference reads or writes a differentiable value.
+pub fn is_active_reference(cg: &CallGraph, reference: &VariableReference) -> bool {
+    if reference.active == ActiveUse::False || reference.deriv {
+        return false;
+    }
+    reference.base_symbol().is_some_and(|symbol| {
+        let symbol = &cg.symbols[symbol];
+        symbol.active && matches!(symbol.ty, SymbolType::Real | SymbolType::Complex)
+    })
+}
+
+/// A plain reference `symbol` (no subscripts) for a scalar temporary.
+pub fn scalar_reference(cg: &mut CallGraph, symbol: SymbolId, active: bool) -> VariableReference {
+    let one = cg.names.intern("1");
+    VariableReference {
+        id: one,
+        annotation: Name::EMPTY,
+        active: if active { ActiveUse::True } else { ActiveUse::False },
+        alias: None,
+        du_ud: None,
+        deriv: false,
+        constant: false,
+        vertices: vec![VarRefVertex::Symbol(SymbolReference {
+            id: one,
+            annotation: Name::EMPTY,
+            symbol,
+            properties: Vec::new(),
+        })],
+        edges: Vec::new(),
+    }
+}
+
+/// Structural equality of two references (same symbol, same subscript expressions).
+pub fn same_reference(cg: &CallGraph, a: &VariableReference, b: &VariableReference) -> bool {
+    reference_key(cg, a) == reference_key(cg, b)
+}
+
+/// A canonical text of a reference, used to compare and hash references structurally.
+pub fn reference_key(cg: &CallGraph, reference: &VariableReference) -> String {
+    let mut key = String::new();
+    for vertex in &reference.vertices {
+        match vertex {
+            VarRefVertex::Symbol(s) => {
+                key.push_str(&format!("s{}:", s.symbol.into_raw().into_u32()));
+            }
+            VarRefVertex::ArrayElement(a) => {
+                key.push('[');
+                for triplet in &a.indices {
+                    for part in [&triplet.index, &triplet.bound, &triplet.stride] {
+                        match part {
+                            Some(e) => key.push_str(&expression_key(cg, e)),
+                            None => key.push('_'),
+                        }
+                        key.push(';');
+                    }
+                    key.push(',');
+                }
+                key.push(']');
+            }
+        }
+    }
+    key
+}
+
+/// A canonical text of an expression (vertex kinds and operand structure, not XML ids).
+pub fn expression_key(cg: &CallGraph, expression: &Expression) -> String {
+    fn walk(cg: &CallGraph, e: &Expression, v: ExprVertexId, out: &mut String) {
+        match &e.vertices[v] {
+            ExprVertex::Variable(r) => out.push_str(&format!("v({})", reference_key(cg, r))),
+            ExprVertex::Constant(c) => out.push_str(&format!("c({})", cg.name(c.value))),
+            ExprVertex::Intrinsic(i) => out.push_str(&format!("i({})", cg.name(i.name))),
+            ExprVertex::BooleanOperation(b) => out.push_str(&format!("b({:?})", b.op)),
+            ExprVertex::FunctionCall(f) => out.push_str(&format!("f({:?})", f.symbol.map(|s| s.into_raw().into_u32()))),
+        }
+        let operands = e.operands(v);
+        if !operands.is_empty() {
+            out.push('(');
+            for operand in operands {
+                walk(cg, e, operand, out);
+                out.push(',');
+            }
+            out.push(')');
+        }
+    }
+    let mut out = String::new();
+    if let Some(root) = expression.root() {
+        walk(cg, expression, root, &mut out);
+    }
+    out
+}
+
+/// Parses a constant's value as a number (Fortran `1.0D0` spelling included).
+pub fn constant_value(cg: &CallGraph, constant: &Constant) -> Option<f64> {
+    let text = cg.name(constant.value).trim();
+    match constant.ty {
+        ConstantType::Bool => match text {
+            "true" | ".true." | "1" => Some(1.0),
+            "false" | ".false." | "0" => Some(0.0),
+            _ => None,
+        },
+        ConstantType::Char | ConstantType::String => None,
+        ConstantType::Real | ConstantType::Double | ConstantType::Integer => {
+            text.replace(['d', 'D'], "e").parse::<f64>().ok()
+        }
+    }
+}
+
+/// Linearizes one assignment whose left-hand side is active.
+pub fn linearize_assignment(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    assignment: &Assignment,
+) -> Result<LinearizedAssignment, LinearizeError> {
+    let statement = cg.name(assignment.id).to_owned();
+    let rhs = &assignment.rhs;
+    let root = rhs.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
+    let order = postorder(rhs, root);
+
+    // Which vertices carry a dependence on an active variable.
+    let mut active: FxHashMap<ExprVertexId, bool> = FxHashMap::default();
+    for &v in &order {
+        let is_active = match &rhs.vertices[v] {
+            ExprVertex::Variable(r) => is_active_reference(cg, r),
+            ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
+            ExprVertex::Intrinsic(_) => rhs.operands(v).iter().any(|o| active[o]),
+            ExprVertex::FunctionCall(_) => return Err(LinearizeError::FunctionCall { statement }),
+        };
+        active.insert(v, is_active);
+    }
+
+    let mut graph = LocalGraph::default();
+    let mut node_of: FxHashMap<ExprVertexId, LocalNode> = FxHashMap::default();
+    let mut operand_keys: FxHashMap<String, usize> = FxHashMap::default();
+    // Subexpressions stored in auxiliaries, by vertex.
+    let mut auxiliary_of: FxHashMap<ExprVertexId, SymbolId> = FxHashMap::default();
+    let mut auxiliaries = Vec::new();
+    let mut partials = Vec::new();
+    let mut partial_edges: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
+
+    for &v in &order {
+        if !active[&v] {
+            continue;
+        }
+        match &rhs.vertices[v] {
+            ExprVertex::Variable(reference) => {
+                let key = reference_key(cg, reference);
+                let next = graph.operands.len();
+                let index = *operand_keys.entry(key).or_insert(next);
+                if index == next {
+                    graph.operands.push(reference.clone());
+                }
+                node_of.insert(v, LocalNode::Operand(index));
+            }
+            ExprVertex::Intrinsic(intrinsic) => {
+                let name = cg.name(intrinsic.name).to_owned();
+                let definition = catalogue.get(&name).ok_or_else(|| LinearizeError::UnknownIntrinsic {
+                    statement: statement.clone(),
+                    name: name.clone(),
+                })?;
+                let operands = rhs.operands(v);
+                let operation = graph.operations;
+                graph.operations += 1;
+                node_of.insert(v, LocalNode::Operation(operation));
+                // Arguments the partials read must be available as values: leaves as they are,
+                // subexpressions through an auxiliary.
+                for (i, &argument) in operands.iter().enumerate() {
+                    if !active[&argument] {
+                        continue;
+                    }
+                    let partial = definition.partials.get(i).ok_or_else(|| LinearizeError::MissingPartial {
+                        statement: statement.clone(),
+                        name: name.clone(),
+                        argument: i + 1,
+                    })?;
+                    let value = match partial.kind {
+                        PartialKind::LinearOne => PartialValue::Known(1.0),
+                        PartialKind::LinearMinusOne => PartialValue::Known(-1.0),
+                        PartialKind::Passive => continue,
+                        PartialKind::Linear | PartialKind::Nonlinear => {
+                            match fold(cg, rhs, &operands, &partial.expression, catalogue) {
+                                Some(number) => PartialValue::Known(number),
+                                None => {
+                                    for referenced in referenced_arguments(&partial.expression) {
+                                        let Some(&arg) = operands.get(referenced - 1) else { continue };
+                                        if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
+                                            let symbol = temporaries.create(cg, scope, "aux", false);
+                                            auxiliaries.push(make_assignment(
+                                                cg,
+                                                symbol,
+                                                copy_subtree(cg, rhs, arg, &auxiliary_of, true),
+                                                false,
+                                            ));
+                                            auxiliary_of.insert(arg, symbol);
+                                        }
+                                    }
+                                    PartialValue::Expression(build_partial(
+                                        cg,
+                                        rhs,
+                                        &operands,
+                                        &partial.expression,
+                                        &auxiliary_of,
+                                    ))
+                                }
+                            }
+                        }
+                    };
+                    partial_edges.push((node_of[&argument], operation, value));
+                }
+            }
+            ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {}
+        }
+    }
+
+    // Parallel edges (`x*x`) become one edge whose partial is the sum.
+    let mut merged: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
+    for (source, target, value) in partial_edges {
+        if let Some(existing) = merged.iter_mut().find(|(s, t, _)| *s == source && *t == target) {
+            existing.2 = add_partials(cg, std::mem::replace(&mut existing.2, PartialValue::Known(0.0)), value);
+        } else {
+            merged.push((source, target, value));
+        }
+    }
+    for (source, target, value) in merged {
+        let partial = match value {
+            PartialValue::Known(0.0) => continue,
+            PartialValue::Known(number) => Partial::from_value(number),
+            PartialValue::Expression(expression) => {
+                let symbol = temporaries.create(cg, scope, "lin", false);
+                partials.push(make_assignment(cg, symbol, expression, false));
+                Partial::Variable(symbol)
+            }
+        };
+        graph.edges.push(LocalEdge { source, target, partial });
+    }
+
+    graph.result = active[&root].then(|| node_of[&root]);
+    let mut statement = assignment.clone();
+    if !auxiliary_of.is_empty() {
+        statement.rhs = copy_subtree(cg, rhs, root, &auxiliary_of, false);
+    }
+    Ok(LinearizedAssignment { auxiliaries, partials, statement, graph })
+}
+
+/// A partial before it is given a variable.
+enum PartialValue {
+    Known(f64),
+    Expression(Expression),
+}
+
+fn add_partials(cg: &mut CallGraph, a: PartialValue, b: PartialValue) -> PartialValue {
+    match (a, b) {
+        (PartialValue::Known(x), PartialValue::Known(y)) => PartialValue::Known(x + y),
+        (a, b) => {
+            let mut sum = Expression::default();
+            let left = splice(cg, &mut sum, a);
+            let right = splice(cg, &mut sum, b);
+            let add = cg.names.intern("add_scal_scal");
+            let root = add_intrinsic(cg, &mut sum, add);
+            add_edge(cg, &mut sum, left, root, 1);
+            add_edge(cg, &mut sum, right, root, 2);
+            PartialValue::Expression(sum)
+        }
+    }
+}
+
+/// Copies a partial's value into `target`, returning the vertex holding it.
+fn splice(cg: &mut CallGraph, target: &mut Expression, value: PartialValue) -> ExprVertexId {
+    match value {
+        PartialValue::Known(number) => add_constant(cg, target, number),
+        PartialValue::Expression(source) => {
+            let root = source.root().expect("built expressions have a root");
+            copy_into(cg, &source, root, target)
+        }
+    }
+}
+
+fn postorder(expression: &Expression, root: ExprVertexId) -> Vec<ExprVertexId> {
+    let mut order = Vec::new();
+    let mut seen = FxHashMap::default();
+    let mut stack = vec![(root, false)];
+    while let Some((v, expanded)) = stack.pop() {
+        if expanded {
+            order.push(v);
+            continue;
+        }
+        if seen.insert(v, ()).is_some() {
+            continue;
+        }
+        stack.push((v, true));
+        for operand in expression.operands(v).into_iter().rev() {
+            stack.push((operand, false));
+        }
+    }
+    order
+}
+
+fn needs_auxiliary(expression: &Expression, vertex: ExprVertexId) -> bool {
+    !matches!(expression.vertices[vertex], ExprVertex::Variable(_) | ExprVertex::Constant(_))
+}
+
+fn referenced_arguments(partial: &PartialExpr) -> Vec<usize> {
+    let mut out = Vec::new();
+    fn walk(p: &PartialExpr, out: &mut Vec<usize>) {
+        match p {
+            PartialExpr::Constant { .. } => {}
+            PartialExpr::Argument(i) => out.push(*i),
+            PartialExpr::Intrinsic { arguments, .. } => arguments.iter().for_each(|a| walk(a, out)),
+        }
+    }
+    walk(partial, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The number a partial stands for when every argument it reads is a constant.
+fn fold(
+    cg: &CallGraph,
+    rhs: &Expression,
+    operands: &[ExprVertexId],
+    partial: &PartialExpr,
+    catalogue: &Catalogue,
+) -> Option<f64> {
+    let mut values = Vec::with_capacity(operands.len());
+    let referenced = referenced_arguments(partial);
+    for (i, &operand) in operands.iter().enumerate() {
+        let value = match &rhs.vertices[operand] {
+            ExprVertex::Constant(c) => constant_value(cg, c),
+            _ if referenced.contains(&(i + 1)) => return None,
+            _ => Some(f64::NAN),
+        };
+        values.push(value?);
+    }
+    partial.eval(&values, catalogue).filter(|v| v.is_finite())
+}
+
+fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active: bool) -> Assignment {
+    let id = format!("_{}", cg.symbol_name(symbol));
+    let id = cg.names.intern(&id);
+    Assignment { id, do_chain: None, line: 0, lhs: scalar_reference(cg, symbol, active), lhs_live: true, rhs }
+}
+
+/// Copies the subtree at `vertex` into a fresh expression; vertices in `replaced` become
+/// references to their auxiliary (except the copied root itself when `keep_root`).
+fn copy_subtree(
+    cg: &mut CallGraph,
+    source: &Expression,
+    vertex: ExprVertexId,
+    replaced: &FxHashMap<ExprVertexId, SymbolId>,
+    keep_root: bool,
+) -> Expression {
+    let mut target = Expression::default();
+    copy_rec(cg, source, vertex, replaced, keep_root, &mut target);
+    target
+}
+
+fn copy_rec(
+    cg: &mut CallGraph,
+    source: &Expression,
+    vertex: ExprVertexId,
+    replaced: &FxHashMap<ExprVertexId, SymbolId>,
+    is_kept_root: bool,
+    target: &mut Expression,
+) -> ExprVertexId {
+    if !is_kept_root {
+        if let Some(&symbol) = replaced.get(&vertex) {
+            let reference = scalar_reference(cg, symbol, false);
+            return add_vertex(cg, target, ExprVertex::Variable(reference));
+        }
+    }
+    let operands = source.operands(vertex);
+    let children: Vec<ExprVertexId> =
+        operands.iter().map(|&o| copy_rec(cg, source, o, replaced, false, target)).collect();
+    let copy = add_vertex(cg, target, source.vertices[vertex].clone());
+    for (i, child) in children.into_iter().enumerate() {
+        add_edge(cg, target, child, copy, i as i64 + 1);
+    }
+    copy
+}
+
+/// Copies a whole subtree from one expression into another (no replacements).
+fn copy_into(cg: &mut CallGraph, source: &Expression, vertex: ExprVertexId, target: &mut Expression) -> ExprVertexId {
+    copy_rec(cg, source, vertex, &FxHashMap::default(), true, target)
+}
+
+/// Builds a catalogue partial over the statement's operands.
+fn build_partial(
+    cg: &mut CallGraph,
+    rhs: &Expression,
+    operands: &[ExprVertexId],
+    partial: &PartialExpr,
+    auxiliary_of: &FxHashMap<ExprVertexId, SymbolId>,
+) -> Expression {
+    let mut target = Expression::default();
+    build_rec(cg, rhs, operands, partial, auxiliary_of, &mut target);
+    target
+}
+
+fn build_rec(
+    cg: &mut CallGraph,
+    rhs: &Expression,
+    operands: &[ExprVertexId],
+    partial: &PartialExpr,
+    auxiliary_of: &FxHashMap<ExprVertexId, SymbolId>,
+    target: &mut Expression,
+) -> ExprVertexId {
+    match partial {
+        PartialExpr::Constant { value, .. } => {
+            let number = value.replace(['d', 'D'], "e").parse::<f64>().unwrap_or(f64::NAN);
+            add_constant(cg, target, number)
+        }
+        PartialExpr::Argument(i) => {
+            let argument = operands[*i - 1];
+            match auxiliary_of.get(&argument) {
+                Some(&symbol) => {
+                    let reference = scalar_reference(cg, symbol, false);
+                    add_vertex(cg, target, ExprVertex::Variable(reference))
+                }
+                None => copy_into(cg, rhs, argument, target),
+            }
+        }
+        PartialExpr::Intrinsic { name, arguments } => {
+            let children: Vec<ExprVertexId> =
+                arguments.iter().map(|a| build_rec(cg, rhs, operands, a, auxiliary_of, target)).collect();
+            let name = cg.names.intern(name);
+            let vertex = add_intrinsic(cg, target, name);
+            for (i, child) in children.into_iter().enumerate() {
+                add_edge(cg, target, child, vertex, i as i64 + 1);
+            }
+            vertex
+        }
+    }
+}
+
+/// Adds a vertex with the next free XML id of its expression.
+pub fn add_vertex(cg: &mut CallGraph, target: &mut Expression, mut vertex: ExprVertex) -> ExprVertexId {
+    let id = cg.names.intern(&(target.vertices.len() + 1).to_string());
+    match &mut vertex {
+        ExprVertex::Variable(v) => v.id = id,
+        ExprVertex::Constant(c) => c.id = id,
+        ExprVertex::Intrinsic(i) => i.id = id,
+        ExprVertex::BooleanOperation(b) => b.id = id,
+        ExprVertex::FunctionCall(f) => f.id = id,
+    }
+    target.vertices.alloc(vertex)
+}
+
+pub fn add_edge(cg: &mut CallGraph, target: &mut Expression, source: ExprVertexId, to: ExprVertexId, position: i64) {
+    let id = cg.names.intern(&(target.edges.len() + 1).to_string());
+    target.edges.push(ExprEdge { id, annotation: Name::EMPTY, source, target: to, position });
+}
+
+pub fn add_intrinsic(cg: &mut CallGraph, target: &mut Expression, name: Name) -> ExprVertexId {
+    let inlinable = cg.names.intern("inlinable");
+    add_vertex(
+        cg,
+        target,
+        ExprVertex::Intrinsic(Intrinsic {
+            id: Name::EMPTY,
+            annotation: Name::EMPTY,
+            name,
+            call_type: inlinable,
+            result_type: SymbolType::Real,
+            result_shape: Shape::Scalar,
+        }),
+    )
+}
+
+/// A constant vertex spelled so that it reads back as the same double.
+pub fn add_constant(cg: &mut CallGraph, target: &mut Expression, value: f64) -> ExprVertexId {
+    let (ty, text) = if value.fract() == 0.0 && value.abs() < 1e15 {
+        (ConstantType::Integer, format!("{}", value as i64))
+    } else {
+        // Fortran reads `2.5e0` as single precision; the `D` exponent keeps every digit.
+        (ConstantType::Double, format!("{value:e}").replace('e', "D"))
+    };
+    let value = cg.names.intern(&text);
+    add_vertex(
+        cg,
+        target,
+        ExprVertex::Constant(Constant { id: Name::EMPTY, annotation: Name::EMPTY, ty, fe_type: Name::EMPTY, value }),
+    )
+}

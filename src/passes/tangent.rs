@@ -1,0 +1,500 @@
+//! Tangent-linear mode: flattening of basic blocks into linearized computational graphs,
+//! preaccumulation of their local Jacobians, and derivative propagation code.
+//!
+//! A basic block is cut into *sequences* of statements whose variables can be identified
+//! unambiguously (flattening-basic-blocks, Algorithms 1 and 2). Each sequence becomes one
+//! graph: independents are the values read before the sequence writes them, operations and
+//! assignment results are intermediates, and every variable the sequence assigns is a
+//! dependent. The statements are printed in their original order, each preceded by its
+//! auxiliaries and partials; after the sequence come the Jacobian accumulation assignments and
+//! one `DerivativePropagator` that maps the independents' derivatives to the dependents'.
+//!
+//! A sequence ends before a subroutine call, before a statement that may touch a variable the
+//! sequence already refers to under another spelling (`a(i)` against `a(j)`), and before a
+//! passive assignment to a variable used in a subscript of the sequence.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::linearize::{
+    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, add_constant, add_vertex,
+    is_active_reference, linearize_assignment, reference_key, scalar_reference,
+};
+use crate::ir::*;
+use crate::xaif::intrinsics::Catalogue;
+
+/// Where Jacobians are preaccumulated.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum Preaccumulation {
+    /// One graph per assignment.
+    Statement,
+    /// One graph per flattened sequence of a basic block.
+    #[default]
+    BasicBlock,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TangentConfig {
+    pub preaccumulation: Preaccumulation,
+}
+
+/// What the transformation did to one sequence.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SequenceStats {
+    pub routine: String,
+    pub basic_block: String,
+    pub statements: usize,
+    pub vertices: usize,
+    pub edges: usize,
+    pub independents: usize,
+    pub dependents: usize,
+    pub accumulation_multiplications: usize,
+    pub accumulation_additions: usize,
+    pub propagator_entries: usize,
+    /// `AX` terms of Sax/Saxpy: one multiplication per derivative direction each.
+    pub propagator_multiplications: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TangentStats {
+    pub sequences: Vec<SequenceStats>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TangentError {
+    #[error("routine {routine}: {source}")]
+    Linearize {
+        routine: String,
+        #[source]
+        source: LinearizeError,
+    },
+}
+
+/// Transforms every control flow graph of the call graph into its tangent-linear model.
+pub fn tangent(cg: &mut CallGraph, catalogue: &Catalogue, config: &TangentConfig) -> Result<TangentStats, TangentError> {
+    let mut temporaries = Temporaries::default();
+    let mut stats = TangentStats::default();
+    let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
+    for routine in routines {
+        let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
+        let mut graph = std::mem::take(&mut cfg.graph);
+        let routine_name = cg.symbol_name(cfg.symbol).to_owned();
+        let mut result = Ok(());
+        for (_, vertex) in graph.vertices.iter_mut() {
+            let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };
+            let block_name = cg.name(vertex.id).to_owned();
+            let mut context = BlockContext {
+                cg,
+                catalogue,
+                temporaries: &mut temporaries,
+                config,
+                scope: block.scope,
+                routine: routine_name.clone(),
+                block: block_name,
+                stats: &mut stats,
+            };
+            match context.transform(std::mem::take(&mut block.statements)) {
+                Ok(statements) => block.statements = statements,
+                Err(source) => {
+                    result = Err(TangentError::Linearize { routine: routine_name.clone(), source });
+                    break;
+                }
+            }
+        }
+        let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
+        cfg.graph = graph;
+        result?;
+    }
+    Ok(stats)
+}
+
+struct BlockContext<'a> {
+    cg: &'a mut CallGraph,
+    catalogue: &'a Catalogue,
+    temporaries: &'a mut Temporaries,
+    config: &'a TangentConfig,
+    scope: ScopeId,
+    routine: String,
+    block: String,
+    stats: &'a mut TangentStats,
+}
+
+/// A vertex of a sequence's linearized computational graph.
+#[derive(Clone, Debug)]
+enum Vertex {
+    /// A value read before the sequence writes it.
+    Independent(VariableReference),
+    Intermediate,
+    /// The final value of a variable the sequence assigns.
+    Dependent(VariableReference),
+}
+
+/// A statement of a sequence, in program order.
+enum Item {
+    Passive(Statement),
+    Active(Box<LinearizedAssignment>),
+}
+
+#[derive(Default)]
+struct Sequence {
+    items: Vec<Item>,
+    vertices: Vec<Vertex>,
+    edges: Vec<(usize, usize, Partial)>,
+    /// Which vertex holds each variable's current value, by reference key.
+    current: FxHashMap<String, usize>,
+    /// Every reference the sequence reads or writes, by key: (base symbol, written).
+    touched: FxHashMap<String, (Option<SymbolId>, bool)>,
+    /// Variables assigned, in first-assignment order: key, spelling.
+    assigned: Vec<(String, VariableReference)>,
+    /// Symbols used inside subscripts of the sequence's references.
+    subscript_symbols: FxHashSet<SymbolId>,
+    active_statements: usize,
+}
+
+impl BlockContext<'_> {
+    fn transform(&mut self, statements: Vec<Statement>) -> Result<Vec<Statement>, LinearizeError> {
+        let mut out = Vec::with_capacity(statements.len());
+        let mut sequence = Sequence::default();
+        for statement in statements {
+            match statement {
+                Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
+                    let linearized =
+                        linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, &assignment)?;
+                    if self.conflicts(&sequence, &linearized) {
+                        self.flush(&mut sequence, &mut out);
+                    }
+                    self.add(&mut sequence, linearized);
+                    if self.config.preaccumulation == Preaccumulation::Statement {
+                        self.flush(&mut sequence, &mut out);
+                    }
+                }
+                Statement::Assignment(assignment) => {
+                    let writes_subscript =
+                        assignment.lhs.base_symbol().is_some_and(|s| sequence.subscript_symbols.contains(&s));
+                    let writes_touched = assignment
+                        .lhs
+                        .base_symbol()
+                        .is_some_and(|s| sequence.touched.values().any(|(base, _)| *base == Some(s)));
+                    if writes_subscript || writes_touched {
+                        self.flush(&mut sequence, &mut out);
+                    }
+                    if sequence.items.is_empty() {
+                        out.push(Statement::Assignment(assignment));
+                    } else {
+                        sequence.items.push(Item::Passive(Statement::Assignment(assignment)));
+                    }
+                }
+                Statement::Marker(marker) => {
+                    if sequence.items.is_empty() {
+                        out.push(Statement::Marker(marker));
+                    } else {
+                        sequence.items.push(Item::Passive(Statement::Marker(marker)));
+                    }
+                }
+                other @ (Statement::SubroutineCall(_)
+                | Statement::DerivativePropagator(_)
+                | Statement::InlinableSubroutineCall(_)) => {
+                    self.flush(&mut sequence, &mut out);
+                    out.push(other);
+                }
+            }
+        }
+        self.flush(&mut sequence, &mut out);
+        Ok(out)
+    }
+
+    /// Whether the statement refers to a variable the sequence already refers to under a
+    /// different spelling, so that the two may or may not be the same memory.
+    fn conflicts(&self, sequence: &Sequence, linearized: &LinearizedAssignment) -> bool {
+        let lhs = &linearized.statement.lhs;
+        let lhs_key = reference_key(self.cg, lhs);
+        let lhs_base = lhs.base_symbol();
+        // The left-hand side against everything the sequence read or wrote.
+        for (key, (base, _)) in &sequence.touched {
+            if *base == lhs_base && *key != lhs_key {
+                return true;
+            }
+        }
+        // The operands against everything the sequence wrote.
+        for operand in &linearized.graph.operands {
+            let key = reference_key(self.cg, operand);
+            let base = operand.base_symbol();
+            for (other, (other_base, written)) in &sequence.touched {
+                if *written && *other_base == base && *other != key {
+                    return true;
+                }
+            }
+        }
+        // A subscript of this statement that the sequence assigned (active subscripts are rare
+        // but possible for real-valued index expressions).
+        let mut subscripts = FxHashSet::default();
+        collect_subscript_symbols(lhs, &mut subscripts);
+        for operand in &linearized.graph.operands {
+            collect_subscript_symbols(operand, &mut subscripts);
+        }
+        sequence.touched.values().any(|(base, written)| *written && base.is_some_and(|b| subscripts.contains(&b)))
+    }
+
+    fn add(&mut self, sequence: &mut Sequence, linearized: LinearizedAssignment) {
+        let graph = &linearized.graph;
+        let mut operand_vertex = Vec::with_capacity(graph.operands.len());
+        for operand in &graph.operands {
+            let key = reference_key(self.cg, operand);
+            let vertex = match sequence.current.get(&key) {
+                Some(&vertex) => vertex,
+                None => {
+                    sequence.vertices.push(Vertex::Independent(operand.clone()));
+                    let vertex = sequence.vertices.len() - 1;
+                    sequence.current.insert(key.clone(), vertex);
+                    vertex
+                }
+            };
+            sequence.touched.entry(key).or_insert((operand.base_symbol(), false));
+            collect_subscript_symbols(operand, &mut sequence.subscript_symbols);
+            operand_vertex.push(vertex);
+        }
+        let first_operation = sequence.vertices.len();
+        for _ in 0..graph.operations {
+            sequence.vertices.push(Vertex::Intermediate);
+        }
+        let map = |node: LocalNode| match node {
+            LocalNode::Operand(i) => operand_vertex[i],
+            LocalNode::Operation(i) => first_operation + i,
+        };
+        for edge in &graph.edges {
+            sequence.edges.push((map(edge.source), first_operation + edge.target, edge.partial));
+        }
+        let result = match graph.result {
+            Some(node) => map(node),
+            None => {
+                // A passive right-hand side: the new value has no derivative.
+                sequence.vertices.push(Vertex::Intermediate);
+                sequence.vertices.len() - 1
+            }
+        };
+        let lhs = &linearized.statement.lhs;
+        let key = reference_key(self.cg, lhs);
+        if !sequence.assigned.iter().any(|(k, _)| *k == key) {
+            sequence.assigned.push((key.clone(), lhs.clone()));
+        }
+        sequence.current.insert(key.clone(), result);
+        sequence.touched.insert(key, (lhs.base_symbol(), true));
+        collect_subscript_symbols(lhs, &mut sequence.subscript_symbols);
+        sequence.active_statements += 1;
+        sequence.items.push(Item::Active(Box::new(linearized)));
+    }
+
+    /// Prints the sequence's statements, accumulation code and propagator.
+    fn flush(&mut self, sequence: &mut Sequence, out: &mut Vec<Statement>) {
+        let sequence = std::mem::take(sequence);
+        if sequence.items.is_empty() {
+            return;
+        }
+        let statements = sequence.items.len();
+        for item in sequence.items {
+            match item {
+                Item::Passive(statement) => out.push(statement),
+                Item::Active(linearized) => {
+                    let LinearizedAssignment { auxiliaries, partials, statement, .. } = *linearized;
+                    out.extend(auxiliaries.into_iter().map(Statement::Assignment));
+                    out.extend(partials.into_iter().map(Statement::Assignment));
+                    out.push(Statement::Assignment(statement));
+                }
+            }
+        }
+        if sequence.active_statements == 0 {
+            return;
+        }
+        // Dependents: a fresh sink per assigned variable, fed by its final value.
+        let mut vertices = sequence.vertices;
+        let mut edges = sequence.edges;
+        for (key, reference) in &sequence.assigned {
+            let value = sequence.current[key];
+            vertices.push(Vertex::Dependent(reference.clone()));
+            edges.push((value, vertices.len() - 1, Partial::One));
+        }
+        let mut stats = SequenceStats {
+            routine: self.routine.clone(),
+            basic_block: self.block.clone(),
+            statements,
+            vertices: vertices.len(),
+            edges: edges.len(),
+            independents: vertices.iter().filter(|v| matches!(v, Vertex::Independent(_))).count(),
+            dependents: sequence.assigned.len(),
+            ..SequenceStats::default()
+        };
+        let propagator = self.propagate(&vertices, &edges, &mut stats);
+        out.push(Statement::DerivativePropagator(propagator));
+        self.stats.sequences.push(stats);
+    }
+
+    /// Derivative propagation through a (remainder) graph whose vertices are in topological
+    /// order: each non-independent vertex gets the sum of its in-edges' partial × source
+    /// derivative. Intermediates keep their derivative in `<prefix>prp_N` temporaries, as do
+    /// independents whose variable the propagator overwrites before it is done reading them.
+    fn propagate(&mut self, vertices: &[Vertex], edges: &[(usize, usize, Partial)], stats: &mut SequenceStats) -> DerivativePropagator {
+        let mut entries = Vec::new();
+        let mut incoming: Vec<Vec<(usize, Partial)>> = vec![Vec::new(); vertices.len()];
+        for &(source, target, partial) in edges {
+            incoming[target].push((source, partial));
+        }
+        let written: FxHashSet<Option<SymbolId>> = vertices
+            .iter()
+            .filter_map(|v| match v {
+                Vertex::Dependent(r) => Some(r.base_symbol()),
+                Vertex::Independent(_) | Vertex::Intermediate => None,
+            })
+            .collect();
+        // Where each vertex's derivative lives; `None` for a vertex whose derivative is zero.
+        let mut holder: Vec<Option<VariableReference>> = vec![None; vertices.len()];
+        for (v, vertex) in vertices.iter().enumerate() {
+            match vertex {
+                Vertex::Independent(reference) => {
+                    let mut source = reference.clone();
+                    source.deriv = true;
+                    if written.contains(&reference.base_symbol()) {
+                        let copy = self.derivative_temporary();
+                        entries.push(PropagatorEntry::SetDeriv { target: copy.clone(), source });
+                        holder[v] = Some(copy);
+                    } else {
+                        holder[v] = Some(source);
+                    }
+                }
+                Vertex::Intermediate | Vertex::Dependent(_) => {
+                    let terms: Vec<(VariableReference, Partial)> = incoming[v]
+                        .iter()
+                        .filter_map(|&(source, partial)| holder[source].clone().map(|h| (h, partial)))
+                        .collect();
+                    let target = match vertex {
+                        Vertex::Dependent(reference) => {
+                            let mut target = reference.clone();
+                            target.deriv = true;
+                            target
+                        }
+                        Vertex::Intermediate if terms.is_empty() => continue,
+                        Vertex::Intermediate | Vertex::Independent(_) => self.derivative_temporary(),
+                    };
+                    if terms.is_empty() {
+                        entries.push(PropagatorEntry::ZeroDeriv(target));
+                        continue;
+                    }
+                    for (i, (source, partial)) in terms.into_iter().enumerate() {
+                        let target = target.clone();
+                        let entry = match (i == 0, partial) {
+                            (true, Partial::One) => PropagatorEntry::SetDeriv { target, source },
+                            (true, Partial::MinusOne) => PropagatorEntry::SetNegDeriv { target, source },
+                            (false, Partial::One) => PropagatorEntry::IncDeriv { target, source },
+                            (false, Partial::MinusOne) => PropagatorEntry::DecDeriv { target, source },
+                            (first, Partial::Constant(_) | Partial::Variable(_)) => {
+                                stats.propagator_multiplications += 1;
+                                let terms = vec![ScaledTerm { a: self.factor(partial), x: source }];
+                                if first {
+                                    PropagatorEntry::Sax { terms, y: target }
+                                } else {
+                                    PropagatorEntry::Saxpy { terms, y: target }
+                                }
+                            }
+                        };
+                        entries.push(entry);
+                    }
+                    // Reading an intermediate's derivative means reading its temporary.
+                    let mut held = target;
+                    held.deriv = true;
+                    holder[v] = Some(held);
+                }
+            }
+        }
+        stats.propagator_entries = entries.len();
+        DerivativePropagator { entries }
+    }
+
+    /// An active scalar temporary holding a derivative, referenced as its derivative component.
+    fn derivative_temporary(&mut self) -> VariableReference {
+        let symbol = self.temporaries.create(self.cg, self.scope, "prp", true);
+        let mut reference = scalar_reference(self.cg, symbol, true);
+        reference.deriv = true;
+        reference
+    }
+
+    /// The `A` expression of a Sax/Saxpy term.
+    fn factor(&mut self, partial: Partial) -> Expression {
+        let mut expression = Expression::default();
+        match partial {
+            Partial::One => add_constant(self.cg, &mut expression, 1.0),
+            Partial::MinusOne => add_constant(self.cg, &mut expression, -1.0),
+            Partial::Constant(value) => add_constant(self.cg, &mut expression, value),
+            Partial::Variable(symbol) => {
+                let reference = scalar_reference(self.cg, symbol, false);
+                add_vertex(self.cg, &mut expression, ExprVertex::Variable(reference))
+            }
+        };
+        expression
+    }
+}
+
+fn collect_subscript_symbols(reference: &VariableReference, out: &mut FxHashSet<SymbolId>) {
+    for vertex in &reference.vertices {
+        let VarRefVertex::ArrayElement(element) = vertex else { continue };
+        for triplet in &element.indices {
+            for expression in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
+                for (_, v) in expression.vertices.iter() {
+                    if let ExprVertex::Variable(r) = v {
+                        if let Some(symbol) = r.base_symbol() {
+                            out.insert(symbol);
+                        }
+                        collect_subscript_symbols(r, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl TangentStats {
+    /// Per-sequence numbers and totals as JSON (hand-written: a flat, fixed shape).
+    pub fn to_json(&self) -> String {
+        fn string(s: &str) -> String {
+            let mut out = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        let total = |f: fn(&SequenceStats) -> usize| self.sequences.iter().map(f).sum::<usize>();
+        let mut out = String::from("{\n  \"sequences\": [\n");
+        for (i, s) in self.sequences.iter().enumerate() {
+            out.push_str(&format!(
+                "    {{\"routine\": {}, \"basic_block\": {}, \"statements\": {}, \"vertices\": {}, \"edges\": {}, \
+\"independents\": {}, \"dependents\": {}, \"accumulation_multiplications\": {}, \"accumulation_additions\": {}, \
+\"propagator_entries\": {}, \"propagator_multiplications\": {}}}{}\n",
+                string(&s.routine),
+                string(&s.basic_block),
+                s.statements,
+                s.vertices,
+                s.edges,
+                s.independents,
+                s.dependents,
+                s.accumulation_multiplications,
+                s.accumulation_additions,
+                s.propagator_entries,
+                s.propagator_multiplications,
+                if i + 1 < self.sequences.len() { "," } else { "" }
+            ));
+        }
+        out.push_str(&format!(
+            "  ],\n  \"totals\": {{\"sequences\": {}, \"accumulation_multiplications\": {}, \"accumulation_additions\": {}, \
+\"propagator_entries\": {}, \"propagator_multiplications\": {}}}\n}}\n",
+            self.sequences.len(),
+            total(|s| s.accumulation_multiplications),
+            total(|s| s.accumulation_additions),
+            total(|s| s.propagator_entries),
+            total(|s| s.propagator_multiplications),
+        ));
+        out
+    }
+}
