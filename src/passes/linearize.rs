@@ -307,12 +307,8 @@ pub fn linearize_assignment(
                                         let Some(&arg) = operands.get(referenced - 1) else { continue };
                                         if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
                                             let symbol = temporaries.create(cg, scope, "aux", false);
-                                            auxiliaries.push(make_assignment(
-                                                cg,
-                                                symbol,
-                                                copy_subtree(cg, rhs, arg, &auxiliary_of, true),
-                                                false,
-                                            ));
+                                            let value = copy_subtree(cg, rhs, arg, &auxiliary_of, true);
+                                            auxiliaries.push(make_assignment(cg, symbol, value, false));
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }

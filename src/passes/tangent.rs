@@ -77,7 +77,8 @@ pub fn tangent(cg: &mut CallGraph, catalogue: &Catalogue, config: &TangentConfig
     for routine in routines {
         let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
         let mut graph = std::mem::take(&mut cfg.graph);
-        let routine_name = cg.symbol_name(cfg.symbol).to_owned();
+        let symbol = cfg.symbol;
+        let routine_name = cg.symbol_name(symbol).to_owned();
         let mut result = Ok(());
         for (_, vertex) in graph.vertices.iter_mut() {
             let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };

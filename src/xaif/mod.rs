@@ -1,6 +1,7 @@
 //! The XML boundary: everything that knows XAIF is XML lives here.
 
 pub mod diagnostic;
+pub mod intrinsics;
 pub mod read;
 pub mod validate;
 pub mod write;
