@@ -48,12 +48,12 @@ struct DriverArgs {
     /// Input values, comma separated (default: x(i) = i/2)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     x: Option<Vec<f64>>,
-    /// Argument position of the inputs
-    #[arg(long, default_value_t = 1)]
-    input_arg: u32,
-    /// Argument position of the outputs
-    #[arg(long, default_value_t = 2)]
-    output_arg: u32,
+    /// Argument positions of the inputs, comma separated
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    inputs: Vec<u32>,
+    /// Argument positions of the outputs, comma separated
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    outputs: Vec<u32>,
     /// Number of inputs, for an input argument declared without bounds
     #[arg(long)]
     n: Option<usize>,
@@ -71,8 +71,8 @@ impl DriverArgs {
         DriverConfig {
             entry: self.entry.clone(),
             x: self.x.clone(),
-            input_arg: self.input_arg,
-            output_arg: self.output_arg,
+            input_args: self.inputs.clone(),
+            output_args: self.outputs.clone(),
             n: self.n,
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },

@@ -162,7 +162,7 @@ impl<'p> Machine<'p> {
             if info.initial_value().is_none() {
                 ExecError::Unsupported(format!("variable {} of type {:?}", info.name, info.ty).to_lowercase())
             } else if info.bounds.is_none() {
-                ExecError::Runtime(format!("array {} is not allocated or has no shape", info.name))
+                ExecError::Unsupported(format!("array {} without a declared shape (allocatable or automatic)", info.name))
             } else {
                 ExecError::Runtime(format!("variable {} is not available (absent argument)", info.name))
             }
@@ -179,6 +179,9 @@ impl<'p> Machine<'p> {
             return Ok(if b.is_array() { Place::Array(b.clone()) } else { Place::Scalar(b.base) });
         }
         let name = &self.prog.syms[r.sym as usize].name;
+        if b.dims.is_empty() && matches!(self.prog.syms[r.sym as usize].ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char) {
+            return Err(ExecError::Unsupported(format!("substring of {name}")));
+        }
         if r.subs.len() != b.dims.len() {
             return Err(ExecError::Runtime(format!(
                 "{name} has rank {} but is referenced with {} subscripts",

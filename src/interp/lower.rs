@@ -172,6 +172,32 @@ pub enum Expr {
     Unsupported(String),
 }
 
+impl Program {
+    /// Every routine some call statement targets.
+    pub fn called_routines(&self) -> rustc_hash::FxHashSet<usize> {
+        let mut called = rustc_hash::FxHashSet::default();
+        let mut visit = |g: &Graph| {
+            for node in &g.nodes {
+                if let Node::Block { stmts, .. } = node {
+                    for s in stmts {
+                        if let Stmt::Call(Call { callee: Ok(k), .. }) = s {
+                            called.insert(*k);
+                        }
+                    }
+                }
+            }
+        };
+        for r in &self.routines {
+            match &r.body {
+                Body::External => {}
+                Body::Cfg(g) => visit(g),
+                Body::Template(gs) => gs.iter().flatten().for_each(&mut visit),
+            }
+        }
+        called
+    }
+}
+
 /// Lowers a whole call graph. Never fails: problems become `Unsupported`/`Bad` nodes.
 pub fn lower(cg: &CallGraph) -> Program {
     let mut lw = Lowerer { cg, routine_by_symbol: FxHashMap::default() };

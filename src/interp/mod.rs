@@ -15,6 +15,7 @@ pub mod intrinsics;
 pub mod lower;
 pub mod memory;
 pub mod runtime;
+pub mod testgen;
 pub mod verify;
 
 pub use exec::{ExecConfig, Machine, RevMode, Template};

@@ -13,6 +13,7 @@ use super::ExecError;
 use super::exec::{ExecConfig, Machine, RevMode, Template};
 use super::lower::{Body, Program};
 use super::memory::{Binding, Value};
+
 use crate::ir::SymbolType;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -28,9 +29,10 @@ pub struct DriverConfig {
     pub entry: Option<String>,
     /// Input values; default `x(i) = i/2`.
     pub x: Option<Vec<f64>>,
-    /// Argument positions of the inputs and outputs.
-    pub input_arg: u32,
-    pub output_arg: u32,
+    /// Argument positions of the inputs and of the outputs, each list flattened in order
+    /// (column-major within an array).
+    pub input_args: Vec<u32>,
+    pub output_args: Vec<u32>,
     /// Element counts for arguments declared without bounds (assumed shape).
     pub n: Option<usize>,
     pub m: Option<usize>,
@@ -43,8 +45,8 @@ impl Default for DriverConfig {
         DriverConfig {
             entry: None,
             x: None,
-            input_arg: 1,
-            output_arg: 2,
+            input_args: vec![1],
+            output_args: vec![2],
             n: None,
             m: None,
             template: Template::Joint,
@@ -94,10 +96,29 @@ pub struct Driver<'p> {
     prog: &'p Program,
     entry: usize,
     config: DriverConfig,
-    /// `(position, bounds, is_input, is_output)` of every formal the driver allocates.
+    /// `(position, bounds, initial value)` of every formal the driver allocates.
     formals: Vec<(u32, Vec<(i64, i64)>, Value)>,
     pub n: usize,
     pub m: usize,
+}
+
+/// The routine named `head…` (or `<prefix>head…` after renaming) with code; failing that,
+/// the only routine with code that no routine calls.
+pub fn default_entry(prog: &Program) -> Option<usize> {
+    let has_code = |r: &super::lower::RoutineCode| !matches!(r.body, Body::External);
+    let is_head = |name: &str| name.starts_with("head") || name.split_once("_head").is_some_and(|(pre, _)| !pre.is_empty());
+    if let Some(k) = prog.routines.iter().position(|r| has_code(r) && r.name.starts_with("head")) {
+        return Some(k);
+    }
+    if let Some(k) = prog.routines.iter().position(|r| has_code(r) && is_head(&r.name)) {
+        return Some(k);
+    }
+    let called = prog.called_routines();
+    let mut tops = (0..prog.routines.len()).filter(|&k| has_code(&prog.routines[k]) && !called.contains(&k));
+    match (tops.next(), tops.next()) {
+        (Some(k), None) => Some(k),
+        _ => None,
+    }
 }
 
 fn bounds_len(bounds: &[(i64, i64)]) -> usize {
@@ -112,20 +133,25 @@ impl<'p> Driver<'p> {
                 .iter()
                 .position(|r| r.name == *name)
                 .ok_or_else(|| ExecError::Unsupported(format!("no routine named {name}")))?,
-            None => prog
-                .routines
-                .iter()
-                .position(|r| r.name.starts_with("head") && !matches!(r.body, Body::External))
-                .ok_or_else(|| ExecError::Unsupported("no routine named head… with code".into()))?,
+            None => default_entry(prog)
+                .ok_or_else(|| ExecError::Unsupported("no routine named head… with code and no unique top routine".into()))?,
         };
         let routine = &prog.routines[entry];
         let mut formals = Vec::new();
-        let (mut n, mut m) = (None, None);
+        let (mut n, mut m) = (0, 0);
+        let single_in = config.input_args.len() == 1;
+        let single_out = config.output_args.len() == 1;
         for &(position, sym) in &routine.formals {
             let info = &prog.syms[sym.into_raw().into_u32() as usize];
-            let is_in = position == config.input_arg;
-            let is_out = position == config.output_arg;
-            let wanted = if is_in { config.n.or(config.x.as_ref().map(|x| x.len())) } else if is_out { config.m } else { None };
+            let is_in = config.input_args.contains(&position);
+            let is_out = config.output_args.contains(&position);
+            let wanted = if is_in && single_in {
+                config.n.or(config.x.as_ref().map(|x| x.len()))
+            } else if is_out && single_out {
+                config.m
+            } else {
+                None
+            };
             let bounds = match (&info.bounds, wanted) {
                 (Some(b), _) => b.clone(),
                 (None, Some(len)) if info.rank == 1 => vec![(1, len as i64)],
@@ -147,16 +173,18 @@ impl<'p> Driver<'p> {
                 )));
             }
             if is_in {
-                n = Some(bounds_len(&bounds));
+                n += bounds_len(&bounds);
             }
             if is_out {
-                m = Some(bounds_len(&bounds));
+                m += bounds_len(&bounds);
             }
             formals.push((position, bounds, init));
         }
-        let n = n.ok_or_else(|| ExecError::Unsupported(format!("{} has no argument {}", routine.name, config.input_arg)))?;
-        let m =
-            m.ok_or_else(|| ExecError::Unsupported(format!("{} has no argument {}", routine.name, config.output_arg)))?;
+        for p in config.input_args.iter().chain(&config.output_args) {
+            if !formals.iter().any(|(q, _, _)| q == p) {
+                return Err(ExecError::Unsupported(format!("{} has no argument {p}", routine.name)));
+            }
+        }
         Ok(Driver { prog, entry, config: config.clone(), formals, n, m })
     }
 
@@ -185,10 +213,18 @@ impl<'p> Driver<'p> {
         for (position, bounds, init) in &self.formals {
             actuals.push((*position, machine.alloc_driver(bounds, init.clone())));
         }
-        let find = |p: u32| actuals.iter().find(|(q, _)| *q == p).map(|(_, b)| b.clone()).expect("allocated above");
-        let (xb, yb) = (find(self.config.input_arg), find(self.config.output_arg));
-        for (k, &v) in x.iter().enumerate() {
-            machine.mem.set(xb.element(k), Value::Real(v))?;
+        let slots = |positions: &[u32]| -> Vec<usize> {
+            let mut out = Vec::new();
+            for p in positions {
+                if let Some((_, b)) = actuals.iter().find(|(q, _)| q == p) {
+                    out.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                }
+            }
+            out
+        };
+        let (xs, ys) = (slots(&self.config.input_args), slots(&self.config.output_args));
+        for (&slot, &v) in xs.iter().zip(x) {
+            machine.mem.set(slot, Value::Real(v))?;
         }
         match sweep {
             Sweep::Plain => {
@@ -196,15 +232,15 @@ impl<'p> Driver<'p> {
                 machine.call(self.entry, &actuals)?;
             }
             Sweep::Tangent(xd) => {
-                for (k, &d) in xd.iter().enumerate().take(self.n) {
-                    *machine.mem.deriv_mut(xb.element(k)) = d;
+                for (&slot, &d) in xs.iter().zip(xd) {
+                    *machine.mem.deriv_mut(slot) = d;
                 }
                 machine.mode = RevMode::PLAIN;
                 machine.call(self.entry, &actuals)?;
             }
             Sweep::Adjoint(yd) => {
-                for (k, &d) in yd.iter().enumerate().take(self.m) {
-                    *machine.mem.deriv_mut(yb.element(k)) = d;
+                for (&slot, &d) in ys.iter().zip(yd) {
+                    *machine.mem.deriv_mut(slot) = d;
                 }
                 machine.mode = RevMode::TAPE;
                 machine.call(self.entry, &actuals)?;
@@ -214,16 +250,14 @@ impl<'p> Driver<'p> {
                 }
             }
         }
-        let read = |b: &Binding, len: usize, deriv: bool| -> Result<Vec<f64>, ExecError> {
-            (0..len)
-                .map(|k| if deriv { Ok(machine.mem.deriv(b.element(k))) } else { machine.mem.get(b.element(k)).as_f64() })
-                .collect()
+        let read = |slots: &[usize], deriv: bool| -> Result<Vec<f64>, ExecError> {
+            slots.iter().map(|&s| if deriv { Ok(machine.mem.deriv(s)) } else { machine.mem.get(s).as_f64() }).collect()
         };
         Ok(RunResult {
-            x: read(&xb, self.n, false)?,
-            y: read(&yb, self.m, false)?,
-            x_deriv: read(&xb, self.n, true)?,
-            y_deriv: read(&yb, self.m, true)?,
+            x: read(&xs, false)?,
+            y: read(&ys, false)?,
+            x_deriv: read(&xs, true)?,
+            y_deriv: read(&ys, true)?,
             steps: machine.steps,
         })
     }
@@ -471,8 +505,12 @@ pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>,
                 let r = driver.run(x, Sweep::Adjoint(&seed))?;
                 steps += r.steps;
                 j[row * n..(row + 1) * n].copy_from_slice(&r.x_deriv);
-                values = r.y;
             }
+            // After a joint reversal the arguments hold restored checkpoint values, so the
+            // outputs are compared on a plain sweep (placeholder 1).
+            let r = driver.run(x, Sweep::Plain)?;
+            steps += r.steps;
+            values = r.y;
         }
     }
     Ok((j, values, steps))
@@ -532,7 +570,17 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
         .filter(|(o, t)| (o - t).abs() > config.rtol * o.abs().max(1.0) || o.is_nan() != t.is_nan())
         .count();
     let bad = report.entries.iter().filter(|e| !e.ok).count();
-    report.status = if bad > 0 {
+    let non_finite = ad.iter().filter(|v| !v.is_finite()).count();
+    let fd_non_finite = fd.iter().chain(&base.y).filter(|v| !v.is_finite()).count();
+    report.status = if fd_non_finite > 0 {
+        Status::Unsupported(format!(
+            "test point outside the domain: the original program yields {fd_non_finite} non-finite values or differences (give other inputs with --x)"
+        ))
+    } else if non_finite > 0 {
+        Status::Unsupported(format!(
+            "test point outside the domain: {non_finite} derivatives are not finite (give other inputs with --x)"
+        ))
+    } else if bad > 0 {
         Status::Mismatch(format!("{bad} of {} jacobian entries differ from finite differences", n * m))
     } else if bad_values > 0 {
         Status::Mismatch(format!("{bad_values} of {m} output values differ from the original program's"))
