@@ -60,7 +60,9 @@ fn layout(prog: &Program, n: usize, m: usize) -> (Vec<u32>, Vec<u32>) {
     let (mut inputs, mut outputs, mut sum) = (Vec::new(), Vec::new(), 0);
     let mut it = formals.iter();
     for (p, sym) in it.by_ref() {
-        let Some(len) = size(*sym) else { return default };
+        let Some(len) = size(*sym) else {
+            return default;
+        };
         inputs.push(*p);
         sum += len;
         if sum >= n {
@@ -72,7 +74,9 @@ fn layout(prog: &Program, n: usize, m: usize) -> (Vec<u32>, Vec<u32>) {
     }
     sum = 0;
     for (p, sym) in it {
-        let Some(len) = size(*sym) else { return default };
+        let Some(len) = size(*sym) else {
+            return default;
+        };
         outputs.push(*p);
         sum += len;
         if sum >= m {
@@ -103,7 +107,9 @@ fn ad_out(dir: &Path, n: usize, m: usize) -> Option<Vec<f64>> {
     let text = std::fs::read_to_string(dir.join("ad.out")).ok()?;
     let mut j = vec![f64::NAN; n * m];
     for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("F(") else { continue };
+        let Some(rest) = line.trim().strip_prefix("F(") else {
+            continue;
+        };
         let (idx, value) = rest.split_once(")=")?;
         let (i, k) = idx.split_once(',')?;
         let (i, k): (usize, usize) = (i.trim().parse().ok()?, k.trim().parse().ok()?);
@@ -156,13 +162,9 @@ fn check(dir: &Path, kind: &'static str) -> Option<Outcome> {
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
     let matches_ad_out = match (&report.status, ad_out(dir, report.n, report.m)) {
-        (Status::Ok, Some(reference)) => Some(
-            report
-                .jacobian()
-                .iter()
-                .zip(&reference)
-                .all(|(a, r)| (a - r).abs() <= 1e-6 * r.abs().max(1.0)),
-        ),
+        (Status::Ok, Some(reference)) => {
+            Some(report.jacobian().iter().zip(&reference).all(|(a, r)| (a - r).abs() <= 1e-6 * r.abs().max(1.0)))
+        }
         _ => None,
     };
     Some(Outcome { example, kind, report, matches_ad_out })
@@ -200,7 +202,9 @@ fn reference_outputs_verify() {
             s.spawn(|| {
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((dir, kind)) = jobs.get(k) else { break };
+                    let Some((dir, kind)) = jobs.get(k) else {
+                        break;
+                    };
                     if let Some(outcome) = check(dir, kind) {
                         results.lock().unwrap().push(outcome);
                     }
@@ -227,7 +231,12 @@ fn reference_outputs_verify() {
         let ad_agree = of_kind.iter().filter(|o| o.matches_ad_out == Some(true)).count();
         let ad_differ: Vec<&str> =
             of_kind.iter().filter(|o| o.matches_ad_out == Some(false)).map(|o| o.example.as_str()).collect();
-        println!("== {kind}: {} files, {ok} OK, {} UNSUPPORTED, {} MISMATCH", of_kind.len(), of_kind.len() - ok - mismatches.len(), mismatches.len());
+        println!(
+            "== {kind}: {} files, {ok} OK, {} UNSUPPORTED, {} MISMATCH",
+            of_kind.len(),
+            of_kind.len() - ok - mismatches.len(),
+            mismatches.len()
+        );
         for (reason, examples) in &reasons {
             println!("   unsupported ({}): {reason}: {}", examples.len(), examples.join(" "));
         }

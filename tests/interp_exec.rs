@@ -5,7 +5,7 @@
 mod support;
 
 use proptest::prelude::*;
-use xaifbooster::interp::verify::{DriverConfig, Driver, Sweep, read_program};
+use xaifbooster::interp::verify::{Driver, DriverConfig, Sweep, read_program};
 
 fn program(text: &str) -> xaifbooster::interp::Program {
     read_program(text.as_bytes(), "test.xaif").unwrap_or_else(|e| panic!("{e}"))

@@ -63,7 +63,10 @@ impl Machine<'_> {
         };
         let b = place.binding();
         let pick_dim = |d: i64| {
-            b.dims.get((d - 1) as usize).copied().ok_or_else(|| ExecError::Runtime(format!("dimension {d} out of range")))
+            b.dims
+                .get((d - 1) as usize)
+                .copied()
+                .ok_or_else(|| ExecError::Runtime(format!("dimension {d} out of range")))
         };
         match op {
             ArrayIntrinsic::Size => Ok(Value::Int(match dim {
@@ -74,7 +77,11 @@ impl Machine<'_> {
                 let d = match (dim, b.dims.len()) {
                     (Some(d), _) => pick_dim(d)?,
                     (None, 1) => b.dims[0],
-                    (None, _) => return Err(ExecError::Unsupported("lbound/ubound without dim of a multi-dimensional array".into())),
+                    (None, _) => {
+                        return Err(ExecError::Unsupported(
+                            "lbound/ubound without dim of a multi-dimensional array".into(),
+                        ));
+                    }
                 };
                 Ok(Value::Int(if op == ArrayIntrinsic::Lbound { d.lower } else { d.lower + d.extent - 1 }))
             }

@@ -19,11 +19,14 @@ pub struct RevMode {
 }
 
 impl RevMode {
-    pub const PLAIN: RevMode = RevMode { arg_store: false, arg_restore: false, plain: true, tape: false, adjoint: false };
-    pub const TAPE: RevMode = RevMode { arg_store: false, arg_restore: false, plain: false, tape: true, adjoint: false };
+    pub const PLAIN: RevMode =
+        RevMode { arg_store: false, arg_restore: false, plain: true, tape: false, adjoint: false };
+    pub const TAPE: RevMode =
+        RevMode { arg_store: false, arg_restore: false, plain: false, tape: true, adjoint: false };
     pub const ADJOINT: RevMode =
         RevMode { arg_store: false, arg_restore: false, plain: false, tape: false, adjoint: true };
-    const STORE_PLAIN: RevMode = RevMode { arg_store: true, arg_restore: false, plain: true, tape: false, adjoint: false };
+    const STORE_PLAIN: RevMode =
+        RevMode { arg_store: true, arg_restore: false, plain: true, tape: false, adjoint: false };
     const RESTORE_TAPE: RevMode =
         RevMode { arg_store: false, arg_restore: true, plain: false, tape: true, adjoint: false };
 }
@@ -118,10 +121,10 @@ impl<'p> Machine<'p> {
         let mut mem = Memory::default();
         let mut globals = vec![None; prog.global_slots as usize];
         for sym in &prog.syms {
-            if let Storage::Global { slot } = sym.storage {
-                if let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value()) {
-                    globals[slot as usize] = Some(allocate(&mut mem, bounds, init));
-                }
+            if let Storage::Global { slot } = sym.storage
+                && let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value())
+            {
+                globals[slot as usize] = Some(allocate(&mut mem, bounds, init));
             }
         }
         Machine {
@@ -151,18 +154,18 @@ impl<'p> Machine<'p> {
         let info = &self.prog.syms[sym as usize];
         let found = match info.storage {
             Storage::Global { slot } => self.globals[slot as usize].as_ref(),
-            Storage::Local { routine, slot } => self
-                .frames
-                .iter()
-                .rev()
-                .find(|f| f.routine == routine)
-                .and_then(|f| f.slots[slot as usize].as_ref()),
+            Storage::Local { routine, slot } => {
+                self.frames.iter().rev().find(|f| f.routine == routine).and_then(|f| f.slots[slot as usize].as_ref())
+            }
         };
         found.ok_or_else(|| {
             if info.initial_value().is_none() {
                 ExecError::Unsupported(format!("variable {} of type {:?}", info.name, info.ty).to_lowercase())
             } else if info.bounds.is_none() {
-                ExecError::Unsupported(format!("array {} without a declared shape (allocatable or automatic)", info.name))
+                ExecError::Unsupported(format!(
+                    "array {} without a declared shape (allocatable or automatic)",
+                    info.name
+                ))
             } else {
                 ExecError::Runtime(format!("variable {} is not available (absent argument)", info.name))
             }
@@ -179,7 +182,9 @@ impl<'p> Machine<'p> {
             return Ok(if b.is_array() { Place::Array(b.clone()) } else { Place::Scalar(b.base) });
         }
         let name = &self.prog.syms[r.sym as usize].name;
-        if b.dims.is_empty() && matches!(self.prog.syms[r.sym as usize].ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char) {
+        if b.dims.is_empty()
+            && matches!(self.prog.syms[r.sym as usize].ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char)
+        {
             return Err(ExecError::Unsupported(format!("substring of {name}")));
         }
         if r.subs.len() != b.dims.len() {
@@ -261,7 +266,9 @@ impl<'p> Machine<'p> {
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
         for &(position, formal) in &code.formals {
             let info = &prog.syms[formal.into_raw().into_u32() as usize];
-            let Storage::Local { slot, .. } = info.storage else { continue };
+            let Storage::Local { slot, .. } = info.storage else {
+                continue;
+            };
             if let Some((_, actual)) = actuals.iter().find(|(p, _)| *p == position) {
                 slots[slot as usize] = Some(associate(actual, info.rank, info.bounds.as_deref(), &info.name)?);
             }
@@ -277,7 +284,9 @@ impl<'p> Machine<'p> {
         };
         for &local in &code.locals {
             let info = &prog.syms[local.into_raw().into_u32() as usize];
-            let Storage::Local { slot, .. } = info.storage else { continue };
+            let Storage::Local { slot, .. } = info.storage else {
+                continue;
+            };
             if formal_slots[slot as usize] {
                 continue;
             }
@@ -367,7 +376,9 @@ impl<'p> Machine<'p> {
                     };
                     match arms.iter().find(|(v, _)| *v == selector).map(|(_, t)| *t).or(*default) {
                         Some(t) => t as usize,
-                        None => return Err(ExecError::Runtime(format!("no branch edge for value {selector}"))),
+                        None => {
+                            return Err(ExecError::Runtime(format!("no branch edge for value {selector}")));
+                        }
                     }
                 }
                 Node::For { init, cond, update, body, exit } => {

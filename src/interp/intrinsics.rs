@@ -136,7 +136,9 @@ pub fn resolve(name: &str) -> Option<Resolved> {
 
 /// Real values of the elemental intrinsics by name, for callers that only deal in reals.
 pub fn eval_intrinsic(name: &str, args: &[f64]) -> Option<f64> {
-    let Some(Resolved::Elemental(e)) = resolve(name) else { return None };
+    let Some(Resolved::Elemental(e)) = resolve(name) else {
+        return None;
+    };
     let values: Vec<Value> = args.iter().map(|&a| Value::Real(a)).collect();
     apply(e, &values).ok().and_then(|v| v.as_f64().ok())
 }

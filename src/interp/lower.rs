@@ -87,17 +87,44 @@ pub struct Graph {
 
 #[derive(Debug)]
 pub enum Node {
-    Entry { next: u32 },
+    Entry {
+        next: u32,
+    },
     Exit,
-    Block { stmts: Vec<Stmt>, next: u32 },
+    Block {
+        stmts: Vec<Stmt>,
+        next: u32,
+    },
     /// `If` and `Branch`: the arm whose condition value equals the condition, else `default`.
-    Branch { cond: Expr, arms: Vec<(i64, u32)>, default: Option<u32> },
-    For { init: Option<Assign>, cond: Expr, update: Option<Assign>, body: u32, exit: u32 },
-    Pre { cond: Expr, body: u32, exit: u32 },
-    Post { cond: Expr, body: u32, exit: u32 },
-    EndLoop { header: u32 },
+    Branch {
+        cond: Expr,
+        arms: Vec<(i64, u32)>,
+        default: Option<u32>,
+    },
+    For {
+        init: Option<Assign>,
+        cond: Expr,
+        update: Option<Assign>,
+        body: u32,
+        exit: u32,
+    },
+    Pre {
+        cond: Expr,
+        body: u32,
+        exit: u32,
+    },
+    Post {
+        cond: Expr,
+        body: u32,
+        exit: u32,
+    },
+    EndLoop {
+        header: u32,
+    },
     /// `EndBranch`, `Label`, `Goto`: control passes on.
-    Jump { next: u32 },
+    Jump {
+        next: u32,
+    },
     Bad(String),
 }
 
@@ -299,15 +326,15 @@ impl Lowerer<'_> {
             let vid = self.cg.name(vertex.id);
             let single = |what: &str| match out.first() {
                 Some(edge) => Ok(raw(edge.target) as u32),
-                None => Err(Node::Bad(format!("{what} vertex {vid} has no successor"))),
+                None => Err(format!("{what} vertex {vid} has no successor")),
             };
             // Loops: the edge with a non-zero condition value enters the body.
             let loop_edges = || {
                 let body = out.iter().find(|e| e.condition_value.is_some_and(|v| v != 0));
-                let exit = out.iter().find(|e| !e.condition_value.is_some_and(|v| v != 0));
+                let exit = out.iter().find(|e| e.condition_value.is_none_or(|v| v == 0));
                 match (body, exit) {
                     (Some(b), Some(x)) => Ok((raw(b.target) as u32, raw(x.target) as u32)),
-                    _ => Err(Node::Bad(format!("loop vertex {vid} lacks a body or an exit edge"))),
+                    _ => Err(format!("loop vertex {vid} lacks a body or an exit edge")),
                 }
             };
             let cond_expr = |c: &Option<ir::Expression>| match c {
@@ -325,7 +352,8 @@ impl Lowerer<'_> {
                     next,
                 }),
                 CfgVertexKind::If(c) | CfgVertexKind::Branch(c) => {
-                    let arms = out.iter().filter_map(|e| e.condition_value.map(|v| (v, raw(e.target) as u32))).collect();
+                    let arms =
+                        out.iter().filter_map(|e| e.condition_value.map(|v| (v, raw(e.target) as u32))).collect();
                     let default = out.iter().find(|e| e.condition_value.is_none()).map(|e| raw(e.target) as u32);
                     Ok(Node::Branch { cond: cond_expr(&c.condition), arms, default })
                 }
@@ -347,7 +375,7 @@ impl Lowerer<'_> {
                     single(vertex.kind.element_name()).map(|next| Node::Jump { next })
                 }
             };
-            nodes.push(node.unwrap_or_else(|bad| bad));
+            nodes.push(node.unwrap_or_else(Node::Bad));
         }
         match entry {
             Some(entry) => Graph { nodes, entry },
@@ -359,14 +387,13 @@ impl Lowerer<'_> {
         Some(match s {
             Statement::Assignment(a) => Stmt::Assign(self.assign(a)),
             Statement::SubroutineCall(call) => {
-                let callee = match call.symbol {
-                    Some(sym) => self
-                        .routine_by_symbol
-                        .get(&sym)
-                        .copied()
-                        .ok_or_else(|| format!("call of {} which has no control flow graph", self.cg.symbol_name(sym))),
-                    None => Err("call without a callee symbol".to_owned()),
-                };
+                let callee =
+                    match call.symbol {
+                        Some(sym) => self.routine_by_symbol.get(&sym).copied().ok_or_else(|| {
+                            format!("call of {} which has no control flow graph", self.cg.symbol_name(sym))
+                        }),
+                        None => Err("call without a callee symbol".to_owned()),
+                    };
                 let args = call.arguments.iter().map(|a| (a.position, self.arg(&a.value))).collect();
                 Stmt::Call(Call { callee, args })
             }
@@ -445,8 +472,7 @@ impl Lowerer<'_> {
                 .collect();
         }
         if symbols > 1 || elements.next().is_some() {
-            r.unsupported =
-                Some(format!("derived-type component reference on {}", self.cg.symbol_name(base)));
+            r.unsupported = Some(format!("derived-type component reference on {}", self.cg.symbol_name(base)));
         }
         r
     }

@@ -170,7 +170,9 @@ impl Machine<'_> {
                     let v = self.mem.get(p.slot(k)).clone();
                     match v {
                         Value::Str(s) => self.tape.strs.push(s),
-                        other => return Err(ExecError::Runtime(format!("push_s of a {} value", other.type_name()))),
+                        other => {
+                            return Err(ExecError::Runtime(format!("push_s of a {} value", other.type_name())));
+                        }
                     }
                 }
                 Ok(())
@@ -215,11 +217,7 @@ impl Machine<'_> {
                 let to = self.arg_place(call, 0)?;
                 let from = self.arg_place(call, 1)?;
                 if from.len() != to.len() && from.len() != 1 {
-                    return Err(ExecError::Runtime(format!(
-                        "{name} between {} and {} elements",
-                        to.len(),
-                        from.len()
-                    )));
+                    return Err(ExecError::Runtime(format!("{name} between {} and {} elements", to.len(), from.len())));
                 }
                 for k in 0..to.len() {
                     let v = self.mem.get(from.slot(k)).clone();
@@ -240,7 +238,8 @@ impl Machine<'_> {
                 if let Some(spec) = name.strip_prefix("cp_arg_store_").or_else(|| name.strip_prefix("cp_res_store_")) {
                     return self.checkpoint(call, spec, true);
                 }
-                if let Some(spec) = name.strip_prefix("cp_arg_restore_").or_else(|| name.strip_prefix("cp_res_restore_"))
+                if let Some(spec) =
+                    name.strip_prefix("cp_arg_restore_").or_else(|| name.strip_prefix("cp_res_restore_"))
                 {
                     return self.checkpoint(call, spec, false);
                 }
@@ -262,13 +261,14 @@ impl Machine<'_> {
             return Err(ExecError::Runtime("oad_AllocateMatching without a variable to allocate".into()));
         };
         let from = self.arg_place(call, 1)?.binding();
-        if let Ok(existing) = self.binding(to.sym) {
-            if existing.len() == from.len() {
-                return Ok(());
-            }
+        if let Ok(existing) = self.binding(to.sym)
+            && existing.len() == from.len()
+        {
+            return Ok(());
         }
         let info = &self.prog.syms[to.sym as usize];
-        let init = info.initial_value().ok_or_else(|| ExecError::Unsupported(format!("allocation of {}", info.name)))?;
+        let init =
+            info.initial_value().ok_or_else(|| ExecError::Unsupported(format!("allocation of {}", info.name)))?;
         let super::lower::Storage::Local { routine, slot } = info.storage else {
             return Err(ExecError::Unsupported(format!("oad_AllocateMatching of global {}", info.name)));
         };

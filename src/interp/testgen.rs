@@ -144,7 +144,11 @@ impl Printer {
         let id = *next;
         match e {
             GenExpr::X(i) => {
-                let _ = write!(out, "<xaif:VariableReference vertex_id=\"{id}\">{}</xaif:VariableReference>", Self::var_ref("X", Some(*i)));
+                let _ = write!(
+                    out,
+                    "<xaif:VariableReference vertex_id=\"{id}\">{}</xaif:VariableReference>",
+                    Self::var_ref("X", Some(*i))
+                );
             }
             GenExpr::T(k) => {
                 let _ = write!(
@@ -178,7 +182,11 @@ impl Printer {
         let mut next = 0;
         Self::expr(rhs, &mut body, &mut next, &mut edges);
         for (k, (s, t, p)) in edges.iter().enumerate() {
-            let _ = write!(body, "<xaif:ExpressionEdge edge_id=\"{}\" source=\"{s}\" target=\"{t}\" position=\"{p}\"/>", k + 1);
+            let _ = write!(
+                body,
+                "<xaif:ExpressionEdge edge_id=\"{}\" source=\"{s}\" target=\"{t}\" position=\"{p}\"/>",
+                k + 1
+            );
         }
         format!("<xaif:AssignmentLHS>{lhs}</xaif:AssignmentLHS><xaif:AssignmentRHS>{body}</xaif:AssignmentRHS>")
     }
@@ -296,7 +304,8 @@ impl GenProgram {
 
     /// The program as an XAIF document with one routine `head(X(n), Y(m))`.
     pub fn to_xaif(&self) -> String {
-        let mut p = Printer { out: String::new(), vertices: String::new(), edges: Vec::new(), next_vertex: 0, next_stmt: 0 };
+        let mut p =
+            Printer { out: String::new(), vertices: String::new(), edges: Vec::new(), next_vertex: 0, next_stmt: 0 };
         let entry = p.vertex();
         let (first, last) = p.block(&self.body, 0);
         let exit = p.vertex();
@@ -310,10 +319,16 @@ impl GenProgram {
             self.n, self.m
         );
         for k in 0..self.temps {
-            let _ = writeln!(symbols, "<xaif:Symbol symbol_id=\"T_{k}\" kind=\"variable\" type=\"real\" shape=\"scalar\" active=\"1\"/>");
+            let _ = writeln!(
+                symbols,
+                "<xaif:Symbol symbol_id=\"T_{k}\" kind=\"variable\" type=\"real\" shape=\"scalar\" active=\"1\"/>"
+            );
         }
         for d in 0..max_depth(&self.body) {
-            let _ = writeln!(symbols, "<xaif:Symbol symbol_id=\"I_{d}\" kind=\"variable\" type=\"integer\" shape=\"scalar\" active=\"0\"/>");
+            let _ = writeln!(
+                symbols,
+                "<xaif:Symbol symbol_id=\"I_{d}\" kind=\"variable\" type=\"integer\" shape=\"scalar\" active=\"0\"/>"
+            );
         }
         let out = &mut p.out;
         let _ = write!(

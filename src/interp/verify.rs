@@ -91,13 +91,16 @@ pub enum Sweep<'a> {
     Adjoint(&'a [f64]),
 }
 
+/// `(position, bounds, initial value)` of a formal the driver allocates.
+type DriverFormal = (u32, Vec<(i64, i64)>, Value);
+
 /// A top routine with its argument layout resolved.
 pub struct Driver<'p> {
     prog: &'p Program,
     entry: usize,
     config: DriverConfig,
     /// `(position, bounds, initial value)` of every formal the driver allocates.
-    formals: Vec<(u32, Vec<(i64, i64)>, Value)>,
+    formals: Vec<DriverFormal>,
     pub n: usize,
     pub m: usize,
 }
@@ -105,8 +108,13 @@ pub struct Driver<'p> {
 /// The routine named `head…` (or `<prefix>head…` after renaming) with code; failing that,
 /// the only routine with code that no routine calls.
 pub fn default_entry(prog: &Program) -> Option<usize> {
-    let has_code = |r: &super::lower::RoutineCode| !matches!(r.body, Body::External);
-    let is_head = |name: &str| name.starts_with("head") || name.split_once("_head").is_some_and(|(pre, _)| !pre.is_empty());
+    let has_code = |r: &super::lower::RoutineCode| match &r.body {
+        Body::External => false,
+        Body::Cfg(_) => true,
+        Body::Template(graphs) => graphs.iter().any(Option::is_some),
+    };
+    let is_head =
+        |name: &str| name.starts_with("head") || name.split_once("_head").is_some_and(|(pre, _)| !pre.is_empty());
     if let Some(k) = prog.routines.iter().position(|r| has_code(r) && r.name.starts_with("head")) {
         return Some(k);
     }
@@ -133,8 +141,9 @@ impl<'p> Driver<'p> {
                 .iter()
                 .position(|r| r.name == *name)
                 .ok_or_else(|| ExecError::Unsupported(format!("no routine named {name}")))?,
-            None => default_entry(prog)
-                .ok_or_else(|| ExecError::Unsupported("no routine named head… with code and no unique top routine".into()))?,
+            None => default_entry(prog).ok_or_else(|| {
+                ExecError::Unsupported("no routine named head… with code and no unique top routine".into())
+            })?,
         };
         let routine = &prog.routines[entry];
         let mut formals = Vec::new();
@@ -205,10 +214,8 @@ impl<'p> Driver<'p> {
         if x.len() != self.n {
             return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
         }
-        let mut machine = Machine::new(
-            self.prog,
-            ExecConfig { template: self.config.template, step_limit: self.config.step_limit },
-        );
+        let mut machine =
+            Machine::new(self.prog, ExecConfig { template: self.config.template, step_limit: self.config.step_limit });
         let mut actuals: Vec<(u32, Binding)> = Vec::new();
         for (position, bounds, init) in &self.formals {
             actuals.push((*position, machine.alloc_driver(bounds, init.clone())));
@@ -370,7 +377,11 @@ impl VerifyReport {
                 Mode::Adjoint => "adjoint",
             };
             let _ = writeln!(out, "{} ({mode}): d y(i) / d x(j), tolerance {:.1e}", self.entry, self.rtol);
-            let _ = writeln!(out, "{:>5} {:>5} {:>24} {:>24} {:>10}  status", "i", "j", "derivative code", "finite differences", "error");
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>24} {:>24} {:>10}  status",
+                "i", "j", "derivative code", "finite differences", "error"
+            );
             for e in &self.entries {
                 let status = match (e.ok, e.one_sided) {
                     (true, false) => "ok",
@@ -401,7 +412,9 @@ impl VerifyReport {
     }
 
     pub fn json(&self) -> String {
-        let num = |v: f64| if v.is_finite() { format!("{v:e}") } else { "null".to_owned() };
+        let num = |v: f64| {
+            if v.is_finite() { format!("{v:e}") } else { "null".to_owned() }
+        };
         let mut out = String::from("{");
         let reason = match &self.status {
             Status::Ok => String::new(),
@@ -623,7 +636,9 @@ fn finite_differences(
         let h = 6e-6 * x0[j].abs().max(1.0);
         let plus = eval_at(j, h)?;
         let minus = eval_at(j, -h)?;
-        let mut one_sided: Option<(Vec<f64>, Vec<f64>, Vec<f64>, f64)> = None;
+        // Outputs at x+t, x-t and x, and the step t.
+        type OneSided = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+        let mut one_sided: Option<OneSided> = None;
         for i in 0..m {
             let central = (plus[i] - minus[i]) / (2.0 * h);
             fd[i * n + j] = central;
