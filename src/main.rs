@@ -37,6 +37,11 @@ enum Command {
     Validate(ValidateArgs),
     /// Tangent-linear mode: the original BasicBlockPreaccumulation driver
     Tangent(TangentArgs),
+    /// Execute a routine of an XAIF file and print its outputs (and derivatives of a
+    /// transformed file)
+    Run(RunArgs),
+    /// Compare the derivatives of a transformed XAIF file with finite differences of the original
+    Verify(VerifyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -58,6 +63,80 @@ struct TangentArgs {
 enum PreaccumulationArg {
     Statement,
     BasicBlock,
+}
+
+/// How the top routine is called (shared by `run` and `verify`).
+#[derive(Args, Debug)]
+struct DriverArgs {
+    /// Top routine (default: the routine whose symbol starts with `head`)
+    #[arg(long)]
+    entry: Option<String>,
+    /// Input values, comma separated (default: x(i) = i/2)
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    x: Option<Vec<f64>>,
+    /// Argument positions of the inputs, comma separated
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    inputs: Vec<u32>,
+    /// Argument positions of the outputs, comma separated
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    outputs: Vec<u32>,
+    /// Number of inputs, for an input argument declared without bounds
+    #[arg(long)]
+    n: Option<usize>,
+    /// Number of outputs, for an output argument declared without bounds
+    #[arg(long)]
+    m: Option<usize>,
+    /// Reversal template for adjoint files
+    #[arg(long, value_parser = ["joint", "split"], default_value = "joint")]
+    template: String,
+}
+
+impl DriverArgs {
+    fn config(&self) -> xaifbooster::interp::verify::DriverConfig {
+        use xaifbooster::interp::{Template, verify::DriverConfig};
+        DriverConfig {
+            entry: self.entry.clone(),
+            x: self.x.clone(),
+            input_args: self.inputs.clone(),
+            output_args: self.outputs.clone(),
+            n: self.n,
+            m: self.m,
+            template: if self.template == "split" { Template::Split } else { Template::Joint },
+            ..DriverConfig::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// XAIF file (original, tangent-linear or adjoint)
+    file: PathBuf,
+    #[command(flatten)]
+    driver: DriverArgs,
+}
+
+#[derive(Args, Debug)]
+struct VerifyArgs {
+    /// The original program (tlm.in.xaif / adm.in.xaif)
+    #[arg(long)]
+    original: PathBuf,
+    /// The transformed program
+    #[arg(long)]
+    transformed: PathBuf,
+    /// What the transformed program is
+    #[arg(long, value_parser = ["tangent", "adjoint"])]
+    mode: String,
+    /// A second transformed program of the other mode, for the dot-product test
+    #[arg(long)]
+    dot: Option<PathBuf>,
+    /// Relative tolerance of the comparison
+    #[arg(long, default_value_t = 1e-5)]
+    rtol: f64,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    driver: DriverArgs,
 }
 
 /// The switches of the original oadDriver binaries, so OpenAD's scripts can call us unchanged.
@@ -126,6 +205,8 @@ fn main() -> ExitCode {
         Command::Identity(args) => run_identity(&args),
         Command::Validate(args) => run_validate(&args),
         Command::Tangent(args) => run_tangent(&args),
+        Command::Run(args) => run_run(&args),
+        Command::Verify(args) => run_verify(&args),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -268,4 +349,87 @@ fn emit(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result.with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn load_program(path: &Path) -> Result<Result<xaifbooster::interp::Program, String>> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(xaifbooster::interp::verify::read_program(&bytes, &path.display().to_string()))
+}
+
+fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
+    use xaifbooster::interp::verify::{Driver, Sweep};
+    let program = match load_program(&args.file)? {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("xaifbooster: {why}");
+            return Ok(Err(Reported(1)));
+        }
+    };
+    let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
+        let x = driver.default_x();
+        let transformed = program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)))
+            || args.file.to_string_lossy().contains("tlm");
+        let plain = driver.run(&x, Sweep::Plain)?;
+        let mut text = format!("{}: {} inputs, {} outputs\n", driver.entry_name(), driver.n, driver.m);
+        for (i, v) in plain.y.iter().enumerate() {
+            text.push_str(&format!("y({}) = {v:.16e}\n", i + 1));
+        }
+        if transformed {
+            let adjoint = program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)));
+            let mode = if adjoint { xaifbooster::interp::verify::Mode::Adjoint } else { xaifbooster::interp::verify::Mode::Tangent };
+            let (j, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            for i in 0..driver.m {
+                for k in 0..driver.n {
+                    text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));
+                }
+            }
+        }
+        Ok(text)
+    });
+    match outcome {
+        Ok(text) => {
+            print!("{text}");
+            Ok(Ok(()))
+        }
+        Err(e) => {
+            eprintln!("xaifbooster: {e}");
+            Ok(Err(Reported(1)))
+        }
+    }
+}
+
+fn run_verify(args: &VerifyArgs) -> Result<Result<(), Reported>> {
+    use xaifbooster::interp::verify::{Mode, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
+    let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
+    let config = VerifyConfig { driver: args.driver.config(), mode, rtol: args.rtol };
+    let report = match (load_program(&args.original)?, load_program(&args.transformed)?) {
+        (Ok(original), Ok(transformed)) => {
+            let mut report = verify(&original, &transformed, &config);
+            if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
+                match load_program(dot)? {
+                    Ok(other) => {
+                        let (t, a) = if mode == Mode::Tangent { (&transformed, &other) } else { (&other, &transformed) };
+                        match dot_product_test(t, a, &config) {
+                            Ok(d) => {
+                                if !d.ok {
+                                    report.status = Status::Mismatch(format!("dot-product test error {:.2e}", d.rel_err));
+                                }
+                                report.dot = Some(d);
+                            }
+                            Err(e) => report.status = Status::Unsupported(format!("dot-product test: {e}")),
+                        }
+                    }
+                    Err(why) => report.status = Status::Unsupported(why),
+                }
+            }
+            report
+        }
+        (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
+    };
+    if args.json {
+        println!("{}", report.json());
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
 }

@@ -1,0 +1,169 @@
+//! Expression evaluation. An expression is evaluated either as a scalar (`k = None`) or as
+//! element `k` of an elementwise array expression, in which every array reference yields its
+//! `k`-th element in column-major order and scalars stand for every element.
+
+use super::ExecError;
+use super::exec::{Machine, Place};
+use super::intrinsics::{self, ArrayIntrinsic};
+use super::lower::{Expr, Ref};
+use super::memory::Value;
+use crate::ir::BooleanOp;
+
+impl Machine<'_> {
+    pub(crate) fn eval(&self, e: &Expr, k: Option<usize>) -> Result<Value, ExecError> {
+        match e {
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Load(r) => self.load(r, k),
+            Expr::Elemental(op, args) => match args.as_slice() {
+                [a] => intrinsics::apply(*op, &[self.eval(a, k)?]),
+                [a, b] => intrinsics::apply(*op, &[self.eval(a, k)?, self.eval(b, k)?]),
+                more => {
+                    let values = more.iter().map(|a| self.eval(a, k)).collect::<Result<Vec<_>, _>>()?;
+                    intrinsics::apply(*op, &values)
+                }
+            },
+            Expr::Array(op, r, rest) => self.array_intrinsic(*op, r, rest),
+            Expr::Bool(op, args) => self.boolean(*op, args, k),
+            Expr::Unsupported(why) => Err(ExecError::Unsupported(why.clone())),
+        }
+    }
+
+    fn load(&self, r: &Ref, k: Option<usize>) -> Result<Value, ExecError> {
+        let slot = match self.place(r)? {
+            Place::Scalar(slot) => slot,
+            Place::Array(b) => match k {
+                Some(k) if k < b.len() => b.element(k),
+                Some(k) => {
+                    return Err(ExecError::Runtime(format!(
+                        "array {} has {} elements, element {} requested by an array expression",
+                        self.prog.syms[r.sym as usize].name,
+                        b.len(),
+                        k + 1
+                    )));
+                }
+                None => {
+                    return Err(ExecError::Unsupported(format!(
+                        "array {} used where a scalar is expected",
+                        self.prog.syms[r.sym as usize].name
+                    )));
+                }
+            },
+        };
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+    }
+
+    fn array_intrinsic(&self, op: ArrayIntrinsic, r: &Ref, rest: &[Expr]) -> Result<Value, ExecError> {
+        if op == ArrayIntrinsic::Bound {
+            return Ok(Value::Bool(self.binding(r.sym).is_ok()));
+        }
+        let place = self.place(r)?;
+        let dim = match rest.first() {
+            Some(e) => Some(self.eval(e, None)?.as_i64()?),
+            None => None,
+        };
+        let b = place.binding();
+        let pick_dim = |d: i64| {
+            b.dims
+                .get((d - 1) as usize)
+                .copied()
+                .ok_or_else(|| ExecError::Runtime(format!("dimension {d} out of range")))
+        };
+        match op {
+            ArrayIntrinsic::Size => Ok(Value::Int(match dim {
+                Some(d) => pick_dim(d)?.extent,
+                None => b.len() as i64,
+            })),
+            ArrayIntrinsic::Lbound | ArrayIntrinsic::Ubound => {
+                let d = match (dim, b.dims.len()) {
+                    (Some(d), _) => pick_dim(d)?,
+                    (None, 1) => b.dims[0],
+                    (None, _) => {
+                        return Err(ExecError::Unsupported(
+                            "lbound/ubound without dim of a multi-dimensional array".into(),
+                        ));
+                    }
+                };
+                Ok(Value::Int(if op == ArrayIntrinsic::Lbound { d.lower } else { d.lower + d.extent - 1 }))
+            }
+            ArrayIntrinsic::MaxVal | ArrayIntrinsic::MinVal | ArrayIntrinsic::Sum => {
+                if dim.is_some() {
+                    return Err(ExecError::Unsupported("array reduction along a dimension".into()));
+                }
+                let mut acc: Option<Value> = None;
+                for k in 0..place.len() {
+                    let v = self.mem.get(place.slot(k)).clone();
+                    acc = Some(match acc {
+                        None => v,
+                        Some(a) => {
+                            let e = match op {
+                                ArrayIntrinsic::MaxVal => intrinsics::Elemental::Max,
+                                ArrayIntrinsic::MinVal => intrinsics::Elemental::Min,
+                                _ => intrinsics::Elemental::Add,
+                            };
+                            intrinsics::apply(e, &[a, v])?
+                        }
+                    });
+                }
+                acc.ok_or_else(|| ExecError::Runtime("reduction of an empty array".into()))
+            }
+            ArrayIntrinsic::MaxLoc | ArrayIntrinsic::MinLoc => {
+                if b.dims.len() != 1 || dim.is_some() {
+                    return Err(ExecError::Unsupported("maxloc/minloc of a multi-dimensional array".into()));
+                }
+                let mut best: Option<(usize, f64)> = None;
+                for k in 0..place.len() {
+                    let v = self.mem.get(place.slot(k)).as_f64()?;
+                    let better = match best {
+                        None => true,
+                        Some((_, bv)) => {
+                            if op == ArrayIntrinsic::MaxLoc {
+                                v > bv
+                            } else {
+                                v < bv
+                            }
+                        }
+                    };
+                    if better {
+                        best = Some((k, v));
+                    }
+                }
+                Ok(Value::Int(best.map_or(0, |(k, _)| k as i64 + 1)))
+            }
+            ArrayIntrinsic::Bound => unreachable!("handled above"),
+        }
+    }
+
+    fn boolean(&self, op: BooleanOp, args: &[Expr], k: Option<usize>) -> Result<Value, ExecError> {
+        let operand = |i: usize| -> Result<Value, ExecError> {
+            match args.get(i) {
+                Some(e) => self.eval(e, k),
+                None => Err(ExecError::Runtime(format!("boolean operation {op:?} lacks operand {}", i + 1))),
+            }
+        };
+        use std::cmp::Ordering;
+        let compare = || -> Result<Ordering, ExecError> {
+            let (a, b) = (operand(0)?, operand(1)?);
+            match (&a, &b) {
+                (Value::Int(x), Value::Int(y)) => Ok(x.cmp(y)),
+                (Value::Str(x), Value::Str(y)) => Ok(x.trim_end_matches(' ').cmp(y.trim_end_matches(' '))),
+                (Value::Bool(x), Value::Bool(y)) => Ok(x.cmp(y)),
+                _ => {
+                    let (x, y) = (a.as_f64()?, b.as_f64()?);
+                    x.partial_cmp(&y).ok_or_else(|| ExecError::Runtime("comparison with NaN".into()))
+                }
+            }
+        };
+        Ok(Value::Bool(match op {
+            BooleanOp::LessThan => compare()? == Ordering::Less,
+            BooleanOp::LessOrEqual => compare()? != Ordering::Greater,
+            BooleanOp::GreaterThan => compare()? == Ordering::Greater,
+            BooleanOp::GreaterOrEqual => compare()? != Ordering::Less,
+            BooleanOp::Equal => compare()? == Ordering::Equal,
+            BooleanOp::NotEqual => compare()? != Ordering::Equal,
+            BooleanOp::And => operand(0)?.as_bool()? && operand(1)?.as_bool()?,
+            BooleanOp::Or => operand(0)?.as_bool()? || operand(1)?.as_bool()?,
+            BooleanOp::Xor => operand(0)?.as_bool()? != operand(1)?.as_bool()?,
+            BooleanOp::Not => !operand(0)?.as_bool()?,
+        }))
+    }
+}

@@ -1,0 +1,505 @@
+//! The machine: activation records, control flow graph walking, subroutine calls with
+//! by-reference arguments, and the reversal templates that run a replacement list's
+//! placeholders according to the global reversal mode.
+
+use rustc_hash::FxHashMap;
+
+use super::ExecError;
+use super::lower::{Arg, Body, Graph, Node, Program, Ref, Stmt, Storage};
+use super::memory::{Binding, Dim, Memory, Tape, Value};
+
+/// The flags of the original runtime's `our_rev_mode`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RevMode {
+    pub arg_store: bool,
+    pub arg_restore: bool,
+    pub plain: bool,
+    pub tape: bool,
+    pub adjoint: bool,
+}
+
+impl RevMode {
+    pub const PLAIN: RevMode =
+        RevMode { arg_store: false, arg_restore: false, plain: true, tape: false, adjoint: false };
+    pub const TAPE: RevMode =
+        RevMode { arg_store: false, arg_restore: false, plain: false, tape: true, adjoint: false };
+    pub const ADJOINT: RevMode =
+        RevMode { arg_store: false, arg_restore: false, plain: false, tape: false, adjoint: true };
+    const STORE_PLAIN: RevMode =
+        RevMode { arg_store: true, arg_restore: false, plain: true, tape: false, adjoint: false };
+    const RESTORE_TAPE: RevMode =
+        RevMode { arg_store: false, arg_restore: true, plain: false, tape: true, adjoint: false };
+}
+
+/// Which reversal template a replacement list is run with.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Template {
+    /// Joint reversal: a call in tape mode tapes and immediately runs its adjoint; callees are
+    /// run plainly with their arguments checkpointed, then restored and re-run in the reverse
+    /// sweep.
+    #[default]
+    Joint,
+    /// Split reversal: one whole taping sweep, then one whole adjoint sweep.
+    Split,
+}
+
+#[derive(Clone, Debug)]
+pub struct ExecConfig {
+    pub template: Template,
+    /// Executed statements and control flow steps before giving up (endless loops).
+    pub step_limit: u64,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig { template: Template::Joint, step_limit: 200_000_000 }
+    }
+}
+
+/// A bound argument of a call: where the actual lives.
+pub type Actual = Binding;
+
+pub(crate) struct Frame {
+    pub routine: usize,
+    pub slots: Vec<Option<Binding>>,
+}
+
+/// Where a reference points, after evaluating its subscripts.
+#[derive(Clone, Debug)]
+pub enum Place {
+    Scalar(usize),
+    Array(Binding),
+}
+
+impl Place {
+    /// The number of elements an elementwise operation runs over (1 for a scalar).
+    pub fn len(&self) -> usize {
+        match self {
+            Place::Scalar(_) => 1,
+            Place::Array(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The slot of the `k`-th element; a scalar stands for every element.
+    pub fn slot(&self, k: usize) -> usize {
+        match self {
+            Place::Scalar(s) => *s,
+            Place::Array(b) => b.element(k),
+        }
+    }
+
+    pub fn binding(&self) -> Binding {
+        match self {
+            Place::Scalar(s) => Binding::scalar(*s),
+            Place::Array(b) => b.clone(),
+        }
+    }
+}
+
+/// One execution of a lowered program.
+pub struct Machine<'p> {
+    pub prog: &'p Program,
+    pub mem: Memory,
+    pub(crate) globals: Vec<Option<Binding>>,
+    pub(crate) frames: Vec<Frame>,
+    pub tape: Tape,
+    /// The checkpoint stacks, one set per routine (the template declares them `save`).
+    pub(crate) checkpoints: FxHashMap<usize, Tape>,
+    pub mode: RevMode,
+    pub config: ExecConfig,
+    /// Statements and control flow steps executed so far.
+    pub steps: u64,
+}
+
+impl<'p> Machine<'p> {
+    /// A fresh machine: every global variable allocated and zero.
+    pub fn new(prog: &'p Program, config: ExecConfig) -> Machine<'p> {
+        let mut mem = Memory::default();
+        let mut globals = vec![None; prog.global_slots as usize];
+        for sym in &prog.syms {
+            if let Storage::Global { slot } = sym.storage
+                && let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value())
+            {
+                globals[slot as usize] = Some(allocate(&mut mem, bounds, init));
+            }
+        }
+        Machine {
+            prog,
+            mem,
+            globals,
+            frames: Vec::new(),
+            tape: Tape::default(),
+            checkpoints: FxHashMap::default(),
+            mode: RevMode::PLAIN,
+            config,
+            steps: 0,
+        }
+    }
+
+    /// Allocates a variable for the caller of a top routine (a driver's own variable).
+    pub fn alloc_driver(&mut self, bounds: &[(i64, i64)], init: Value) -> Binding {
+        allocate(&mut self.mem, bounds, init)
+    }
+
+    /// The routine whose symbol is named `name`.
+    pub fn routine_named(&self, name: &str) -> Option<usize> {
+        self.prog.routines.iter().position(|r| r.name == name)
+    }
+
+    pub(crate) fn binding(&self, sym: u32) -> Result<&Binding, ExecError> {
+        let info = &self.prog.syms[sym as usize];
+        let found = match info.storage {
+            Storage::Global { slot } => self.globals[slot as usize].as_ref(),
+            Storage::Local { routine, slot } => {
+                self.frames.iter().rev().find(|f| f.routine == routine).and_then(|f| f.slots[slot as usize].as_ref())
+            }
+        };
+        found.ok_or_else(|| {
+            if info.initial_value().is_none() {
+                ExecError::Unsupported(format!("variable {} of type {:?}", info.name, info.ty).to_lowercase())
+            } else if info.bounds.is_none() {
+                ExecError::Unsupported(format!(
+                    "array {} without a declared shape (allocatable or automatic)",
+                    info.name
+                ))
+            } else {
+                ExecError::Runtime(format!("variable {} is not available (absent argument)", info.name))
+            }
+        })
+    }
+
+    /// Evaluates the subscripts of `r`.
+    pub(crate) fn place(&self, r: &Ref) -> Result<Place, ExecError> {
+        if let Some(why) = &r.unsupported {
+            return Err(ExecError::Unsupported(why.clone()));
+        }
+        let b = self.binding(r.sym)?;
+        if r.subs.is_empty() {
+            return Ok(if b.is_array() { Place::Array(b.clone()) } else { Place::Scalar(b.base) });
+        }
+        let name = &self.prog.syms[r.sym as usize].name;
+        if b.dims.is_empty()
+            && matches!(self.prog.syms[r.sym as usize].ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char)
+        {
+            return Err(ExecError::Unsupported(format!("substring of {name}")));
+        }
+        if r.subs.len() != b.dims.len() {
+            return Err(ExecError::Runtime(format!(
+                "{name} has rank {} but is referenced with {} subscripts",
+                b.dims.len(),
+                r.subs.len()
+            )));
+        }
+        let mut indices = [0i64; 8];
+        let mut section = false;
+        for (i, sub) in r.subs.iter().enumerate() {
+            match sub {
+                super::lower::Sub::Index(e) => indices[i] = self.eval(e, None)?.as_i64()?,
+                super::lower::Sub::Section { .. } => section = true,
+            }
+        }
+        if !section {
+            return Ok(Place::Scalar(b.index(&indices[..r.subs.len()], name)?));
+        }
+        let mut base = b.base as i64;
+        let mut dims = Vec::new();
+        for (i, (sub, d)) in r.subs.iter().zip(b.dims.iter()).enumerate() {
+            match sub {
+                super::lower::Sub::Index(_) => {
+                    let ix = indices[i];
+                    if ix < d.lower || ix >= d.lower + d.extent {
+                        return Err(ExecError::Runtime(format!("index {ix} of {name} out of bounds")));
+                    }
+                    base += (ix - d.lower) * d.stride;
+                }
+                super::lower::Sub::Section { lower, upper, stride } => {
+                    let opt = |e: &Option<super::lower::Expr>, default: i64| match e {
+                        Some(e) => self.eval(e, None)?.as_i64(),
+                        None => Ok(default),
+                    };
+                    let lo = opt(lower, d.lower)?;
+                    let hi = opt(upper, d.lower + d.extent - 1)?;
+                    let st = opt(stride, 1)?;
+                    if st == 0 {
+                        return Err(ExecError::Runtime(format!("zero stride in a section of {name}")));
+                    }
+                    let extent = ((hi - lo + st) / st).max(0);
+                    if extent > 0 {
+                        let last = lo + (extent - 1) * st;
+                        for ix in [lo, last] {
+                            if ix < d.lower || ix >= d.lower + d.extent {
+                                return Err(ExecError::Runtime(format!("section of {name} out of bounds")));
+                            }
+                        }
+                    }
+                    base += (lo - d.lower) * d.stride;
+                    dims.push(Dim { lower: 1, extent, stride: d.stride * st });
+                }
+            }
+        }
+        Ok(Place::Array(Binding { base: base as usize, dims: dims.into() }))
+    }
+
+    pub(crate) fn tick(&mut self) -> Result<(), ExecError> {
+        self.steps += 1;
+        if self.steps > self.config.step_limit {
+            return Err(ExecError::Runtime(format!("step limit of {} exceeded", self.config.step_limit)));
+        }
+        Ok(())
+    }
+
+    /// Calls `routine` with the actual arguments `(position, binding)`.
+    pub fn call(&mut self, routine: usize, actuals: &[(u32, Actual)]) -> Result<(), ExecError> {
+        let prog = self.prog;
+        let code = &prog.routines[routine];
+        if matches!(code.body, Body::External) {
+            return Err(ExecError::Unsupported(format!("external routine {}", code.name)));
+        }
+        if self.frames.len() > 10_000 {
+            return Err(ExecError::Runtime("call depth exceeds 10000".into()));
+        }
+        let mark = self.mem.top();
+        let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
+        for &(position, formal) in &code.formals {
+            let info = &prog.syms[formal.into_raw().into_u32() as usize];
+            let Storage::Local { slot, .. } = info.storage else {
+                continue;
+            };
+            if let Some((_, actual)) = actuals.iter().find(|(p, _)| *p == position) {
+                slots[slot as usize] = Some(associate(actual, info.rank, info.bounds.as_deref(), &info.name)?);
+            }
+        }
+        let formal_slots: Vec<bool> = {
+            let mut is_formal = vec![false; code.locals.len()];
+            for &(_, formal) in &code.formals {
+                if let Storage::Local { slot, .. } = prog.syms[formal.into_raw().into_u32() as usize].storage {
+                    is_formal[slot as usize] = true;
+                }
+            }
+            is_formal
+        };
+        for &local in &code.locals {
+            let info = &prog.syms[local.into_raw().into_u32() as usize];
+            let Storage::Local { slot, .. } = info.storage else {
+                continue;
+            };
+            if formal_slots[slot as usize] {
+                continue;
+            }
+            if let (Some(bounds), Some(init)) = (&info.bounds, info.initial_value()) {
+                slots[slot as usize] = Some(allocate(&mut self.mem, bounds, init));
+            }
+        }
+        self.frames.push(Frame { routine, slots });
+        let result = match &code.body {
+            Body::External => Ok(()),
+            Body::Cfg(graph) => self.run_graph(graph),
+            Body::Template(graphs) => self.run_template(graphs),
+        };
+        self.frames.pop();
+        self.mem.release(mark);
+        result
+    }
+
+    fn run_template(&mut self, graphs: &'p [Option<Graph>]) -> Result<(), ExecError> {
+        let run = |m: &mut Self, placeholder: usize| match &graphs[placeholder] {
+            Some(g) => m.run_graph(g),
+            None => Ok(()),
+        };
+        match self.config.template {
+            Template::Split => {
+                if self.mode.plain {
+                    run(self, 1)?;
+                }
+                if self.mode.tape {
+                    run(self, 2)?;
+                }
+                if self.mode.adjoint {
+                    run(self, 3)?;
+                }
+            }
+            Template::Joint => {
+                if self.mode.arg_store {
+                    run(self, 4)?;
+                }
+                if self.mode.arg_restore {
+                    run(self, 6)?;
+                }
+                if self.mode.plain {
+                    let orig = self.mode;
+                    self.mode.arg_store = false;
+                    run(self, 1)?;
+                    self.mode = orig;
+                }
+                if self.mode.tape {
+                    self.mode = RevMode::STORE_PLAIN;
+                    run(self, 2)?;
+                    self.mode = RevMode::ADJOINT;
+                }
+                if self.mode.adjoint {
+                    self.mode = RevMode::RESTORE_TAPE;
+                    run(self, 3)?;
+                    self.mode = RevMode::RESTORE_TAPE;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run_graph(&mut self, g: &'p Graph) -> Result<(), ExecError> {
+        let mut at = g.entry as usize;
+        let mut from_end_loop = false;
+        loop {
+            self.tick()?;
+            let node = &g.nodes[at];
+            let back_edge = std::mem::take(&mut from_end_loop);
+            at = match node {
+                Node::Entry { next } | Node::Jump { next } => *next as usize,
+                Node::Exit => return Ok(()),
+                Node::Block { stmts, next } => {
+                    for stmt in stmts {
+                        self.exec(stmt)?;
+                    }
+                    *next as usize
+                }
+                Node::Branch { cond, arms, default } => {
+                    let selector = match self.eval(cond, None)? {
+                        Value::Bool(b) => b as i64,
+                        Value::Int(i) => i,
+                        other => {
+                            return Err(ExecError::Runtime(format!("branch on a {} value", other.type_name())));
+                        }
+                    };
+                    match arms.iter().find(|(v, _)| *v == selector).map(|(_, t)| *t).or(*default) {
+                        Some(t) => t as usize,
+                        None => {
+                            return Err(ExecError::Runtime(format!("no branch edge for value {selector}")));
+                        }
+                    }
+                }
+                Node::For { init, cond, update, body, exit } => {
+                    let step = if back_edge { update } else { init };
+                    if let Some(a) = step {
+                        self.assign(a)?;
+                    }
+                    if self.eval(cond, None)?.as_bool()? { *body as usize } else { *exit as usize }
+                }
+                Node::Pre { cond, body, exit } => {
+                    if self.eval(cond, None)?.as_bool()? {
+                        *body as usize
+                    } else {
+                        *exit as usize
+                    }
+                }
+                Node::Post { cond, body, exit } => {
+                    if !back_edge || self.eval(cond, None)?.as_bool()? {
+                        *body as usize
+                    } else {
+                        *exit as usize
+                    }
+                }
+                Node::EndLoop { header } => {
+                    from_end_loop = true;
+                    *header as usize
+                }
+                Node::Bad(why) => return Err(ExecError::Runtime(why.clone())),
+            };
+        }
+    }
+
+    fn exec(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
+        self.tick()?;
+        match stmt {
+            Stmt::Assign(a) => self.assign(a),
+            Stmt::Call(call) => {
+                let callee = call.callee.clone().map_err(ExecError::Unsupported)?;
+                let mark = self.mem.top();
+                let mut actuals = Vec::with_capacity(call.args.len());
+                for (position, arg) in &call.args {
+                    let binding = match arg {
+                        Arg::Ref(r) => self.place(r)?.binding(),
+                        Arg::Const(v) => Binding::scalar(self.mem.alloc(1, v.clone())),
+                    };
+                    actuals.push((*position, binding));
+                }
+                let result = self.call(callee, &actuals);
+                self.mem.release(mark);
+                result
+            }
+            Stmt::Inline(call) => self.inline_call(call),
+            Stmt::Prop(ops) => {
+                for op in ops {
+                    self.propagate(op)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn assign(&mut self, a: &super::lower::Assign) -> Result<(), ExecError> {
+        match self.place(&a.lhs)? {
+            Place::Scalar(slot) => {
+                let v = self.eval(&a.rhs, None)?;
+                if a.lhs.deriv {
+                    *self.mem.deriv_mut(slot) = v.as_f64()?;
+                    Ok(())
+                } else {
+                    self.mem.set(slot, v)
+                }
+            }
+            Place::Array(b) => {
+                // Fortran evaluates the whole right-hand side before storing.
+                let values = (0..b.len()).map(|k| self.eval(&a.rhs, Some(k))).collect::<Result<Vec<_>, _>>()?;
+                for (k, v) in values.into_iter().enumerate() {
+                    let slot = b.element(k);
+                    if a.lhs.deriv {
+                        *self.mem.deriv_mut(slot) = v.as_f64()?;
+                    } else {
+                        self.mem.set(slot, v)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The routine of the innermost activation (whose checkpoint stacks a runtime call uses).
+    pub(crate) fn current_routine(&self) -> usize {
+        self.frames.last().map_or(usize::MAX, |f| f.routine)
+    }
+}
+
+fn allocate(mem: &mut Memory, bounds: &[(i64, i64)], init: Value) -> Binding {
+    if bounds.is_empty() {
+        return Binding::scalar(mem.alloc(1, init));
+    }
+    let n: i64 = bounds.iter().map(|(l, u)| (u - l + 1).max(0)).product();
+    let base = mem.alloc(n as usize, init);
+    Binding::contiguous(base, bounds)
+}
+
+/// Binds a formal to an actual: scalars to the actual's slot, explicit-shape arrays by
+/// sequence association from the actual's first element, assumed-shape arrays to the actual's
+/// shape with lower bounds 1.
+fn associate(actual: &Binding, rank: usize, bounds: Option<&[(i64, i64)]>, name: &str) -> Result<Binding, ExecError> {
+    if rank == 0 {
+        return Ok(Binding::scalar(actual.base));
+    }
+    match bounds {
+        Some(bounds) if actual.is_contiguous() => Ok(Binding::contiguous(actual.base, bounds)),
+        Some(bounds) if actual.dims.len() == bounds.len() => {
+            let dims: Vec<Dim> = actual.dims.iter().zip(bounds).map(|(d, &(lower, _))| Dim { lower, ..*d }).collect();
+            Ok(Binding { base: actual.base, dims: dims.into() })
+        }
+        Some(_) => Err(ExecError::Unsupported(format!("non-contiguous actual argument for {name} of another rank"))),
+        None if actual.dims.len() == rank => {
+            let dims: Vec<Dim> = actual.dims.iter().map(|d| Dim { lower: 1, ..*d }).collect();
+            Ok(Binding { base: actual.base, dims: dims.into() })
+        }
+        None => Err(ExecError::Unsupported(format!("assumed-shape argument {name} of rank {rank} with another rank"))),
+    }
+}

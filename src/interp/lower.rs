@@ -1,0 +1,549 @@
+//! Lowering of a [`CallGraph`] into the executor's program form.
+//!
+//! Executing the IR directly would hash names and scan edge lists at every step. Lowering
+//! resolves, once per document: each symbol to a storage slot (a local slot of its routine or
+//! a global slot), each expression graph to an operand tree, each intrinsic name to an
+//! operation, each control flow graph to nodes with their successors, and each call to its
+//! callee. What cannot be executed becomes an `Unsupported` node carrying the reason, which is
+//! reported only if execution reaches it.
+
+use rustc_hash::FxHashMap;
+
+use crate::ir::{
+    self, BooleanOp, CallGraph, CfgVertexKind, ConstantType, ExprVertex, ExprVertexId, FlowGraph, PropagatorEntry,
+    Routine, Shape, Statement, SymbolId, SymbolType, VarRefVertex,
+};
+
+use super::intrinsics::{self, ArrayIntrinsic, Elemental, Resolved};
+use super::memory::Value;
+
+/// Where a symbol's binding is kept during execution.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A slot of the activation record of `routine`.
+    Local { routine: usize, slot: u32 },
+    /// Module variables, front-end globals and engine temporaries in global scopes.
+    Global { slot: u32 },
+}
+
+#[derive(Clone, Debug)]
+pub struct SymInfo {
+    pub name: String,
+    pub ty: SymbolType,
+    pub rank: usize,
+    /// Declared `(lower, upper)` bounds; `None` for an array declared without bounds
+    /// (assumed shape or allocatable).
+    pub bounds: Option<Vec<(i64, i64)>>,
+    pub storage: Storage,
+}
+
+impl SymInfo {
+    /// The initial value of a fresh variable, or `None` for a type the executor cannot hold.
+    pub fn initial_value(&self) -> Option<Value> {
+        match self.ty {
+            SymbolType::Integer => Some(Value::Int(0)),
+            SymbolType::Real => Some(Value::Real(0.0)),
+            SymbolType::Bool => Some(Value::Bool(false)),
+            SymbolType::Char | SymbolType::String => Some(Value::Str("".into())),
+            SymbolType::Void | SymbolType::Complex | SymbolType::Opaque => None,
+        }
+    }
+}
+
+/// The lowered program.
+#[derive(Debug)]
+pub struct Program {
+    pub routines: Vec<RoutineCode>,
+    /// Indexed by the raw index of a [`SymbolId`].
+    pub syms: Vec<SymInfo>,
+    pub global_slots: u32,
+}
+
+#[derive(Debug)]
+pub struct RoutineCode {
+    pub name: String,
+    pub symbol: SymbolId,
+    pub body: Body,
+    /// `(position, symbol)` of each formal argument.
+    pub formals: Vec<(u32, SymbolId)>,
+    /// Every symbol of the routine's own scope, in slot order.
+    pub locals: Vec<SymbolId>,
+}
+
+#[derive(Debug)]
+pub enum Body {
+    /// No control flow graph: an external routine or a module.
+    External,
+    Cfg(Graph),
+    /// A replacement list: the graph of each placeholder `1..=13` (index 0 unused).
+    Template(Vec<Option<Graph>>),
+}
+
+#[derive(Debug)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub entry: u32,
+}
+
+#[derive(Debug)]
+pub enum Node {
+    Entry {
+        next: u32,
+    },
+    Exit,
+    Block {
+        stmts: Vec<Stmt>,
+        next: u32,
+    },
+    /// `If` and `Branch`: the arm whose condition value equals the condition, else `default`.
+    Branch {
+        cond: Expr,
+        arms: Vec<(i64, u32)>,
+        default: Option<u32>,
+    },
+    For {
+        init: Option<Assign>,
+        cond: Expr,
+        update: Option<Assign>,
+        body: u32,
+        exit: u32,
+    },
+    Pre {
+        cond: Expr,
+        body: u32,
+        exit: u32,
+    },
+    Post {
+        cond: Expr,
+        body: u32,
+        exit: u32,
+    },
+    EndLoop {
+        header: u32,
+    },
+    /// `EndBranch`, `Label`, `Goto`: control passes on.
+    Jump {
+        next: u32,
+    },
+    Bad(String),
+}
+
+#[derive(Debug)]
+pub enum Stmt {
+    Assign(Assign),
+    Call(Call),
+    Inline(Inline),
+    Prop(Vec<PropOp>),
+}
+
+#[derive(Debug)]
+pub struct Assign {
+    pub lhs: Ref,
+    pub rhs: Expr,
+}
+
+#[derive(Debug)]
+pub struct Call {
+    /// The callee's index, or why it cannot be called.
+    pub callee: Result<usize, String>,
+    pub args: Vec<(u32, Arg)>,
+}
+
+#[derive(Debug)]
+pub enum Arg {
+    Ref(Ref),
+    Const(Value),
+}
+
+#[derive(Debug)]
+pub struct Inline {
+    pub name: String,
+    pub args: Vec<Arg>,
+}
+
+#[derive(Debug)]
+pub enum PropOp {
+    Set { target: Ref, source: Ref },
+    SetNeg { target: Ref, source: Ref },
+    Inc { target: Ref, source: Ref },
+    Dec { target: Ref, source: Ref },
+    Sax { terms: Vec<(Expr, Ref)>, y: Ref },
+    Saxpy { terms: Vec<(Expr, Ref)>, y: Ref },
+    Zero(Ref),
+}
+
+/// A reference to a variable, an element or a section of it.
+#[derive(Debug)]
+pub struct Ref {
+    pub sym: u32,
+    pub subs: Vec<Sub>,
+    /// The derivative component rather than the value.
+    pub deriv: bool,
+    /// A reference the executor cannot follow (derived-type components).
+    pub unsupported: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum Sub {
+    Index(Expr),
+    Section { lower: Option<Expr>, upper: Option<Expr>, stride: Option<Expr> },
+}
+
+#[derive(Debug)]
+pub enum Expr {
+    Const(Value),
+    Load(Box<Ref>),
+    Elemental(Elemental, Vec<Expr>),
+    Array(ArrayIntrinsic, Box<Ref>, Vec<Expr>),
+    Bool(BooleanOp, Vec<Expr>),
+    Unsupported(String),
+}
+
+impl Program {
+    /// Every routine some call statement targets.
+    pub fn called_routines(&self) -> rustc_hash::FxHashSet<usize> {
+        let mut called = rustc_hash::FxHashSet::default();
+        let mut visit = |g: &Graph| {
+            for node in &g.nodes {
+                if let Node::Block { stmts, .. } = node {
+                    for s in stmts {
+                        if let Stmt::Call(Call { callee: Ok(k), .. }) = s {
+                            called.insert(*k);
+                        }
+                    }
+                }
+            }
+        };
+        for r in &self.routines {
+            match &r.body {
+                Body::External => {}
+                Body::Cfg(g) => visit(g),
+                Body::Template(gs) => gs.iter().flatten().for_each(&mut visit),
+            }
+        }
+        called
+    }
+}
+
+/// Lowers a whole call graph. Never fails: problems become `Unsupported`/`Bad` nodes.
+pub fn lower(cg: &CallGraph) -> Program {
+    let mut lw = Lowerer { cg, routine_by_symbol: FxHashMap::default() };
+    // Scopes whose symbols live in activation records: the body scopes of routines that
+    // have code. A module's scope (its CFG is empty) holds globals.
+    let mut local_scope: FxHashMap<ir::ScopeId, usize> = FxHashMap::default();
+    for (id, routine) in cg.routines.iter() {
+        let index = raw(id);
+        lw.routine_by_symbol.insert(routine.symbol(), index);
+        let (body_scope, has_code) = match routine {
+            Routine::ControlFlowGraph(cfg) => (cfg.body_scope, !cfg.graph.vertices.is_empty()),
+            Routine::ReplacementList(list) => {
+                (list.body_scope, list.replacements.iter().any(|r| !r.graph.vertices.is_empty()))
+            }
+        };
+        if has_code {
+            local_scope.entry(body_scope).or_insert(index);
+        }
+    }
+    let mut global_slots = 0u32;
+    let mut local_counts: FxHashMap<usize, u32> = FxHashMap::default();
+    let mut locals_of: FxHashMap<usize, Vec<SymbolId>> = FxHashMap::default();
+    let mut syms = Vec::with_capacity(cg.symbols.len());
+    for (id, symbol) in cg.symbols.iter() {
+        let storage = match local_scope.get(&symbol.scope) {
+            Some(&routine) => {
+                let count = local_counts.entry(routine).or_default();
+                let slot = *count;
+                *count += 1;
+                locals_of.entry(routine).or_default().push(id);
+                Storage::Local { routine, slot }
+            }
+            None => {
+                global_slots += 1;
+                Storage::Global { slot: global_slots - 1 }
+            }
+        };
+        let rank = symbol.shape.rank();
+        let bounds = if rank == 0 {
+            Some(Vec::new())
+        } else if symbol.dimensions.len() == rank {
+            Some(symbol.dimensions.iter().map(|d| (d.lower, d.upper)).collect())
+        } else {
+            None
+        };
+        debug_assert!(symbol.shape != Shape::Void || rank == 0);
+        syms.push(SymInfo { name: cg.name(symbol.name).to_owned(), ty: symbol.ty, rank, bounds, storage });
+    }
+    let mut routines = Vec::with_capacity(cg.routines.len());
+    for (id, routine) in cg.routines.iter() {
+        let index = raw(id);
+        let (arguments, body) = match routine {
+            Routine::ControlFlowGraph(cfg) => {
+                let body = if cfg.graph.vertices.is_empty() { Body::External } else { Body::Cfg(lw.graph(&cfg.graph)) };
+                (&cfg.arguments, body)
+            }
+            Routine::ReplacementList(list) => {
+                let mut graphs: Vec<Option<Graph>> = (0..14).map(|_| None).collect();
+                for replacement in &list.replacements {
+                    let number: usize = cg.name(replacement.placeholder).trim().parse().unwrap_or(0);
+                    if (1..14).contains(&number) && !replacement.graph.vertices.is_empty() {
+                        graphs[number] = Some(lw.graph(&replacement.graph));
+                    }
+                }
+                (&list.arguments, Body::Template(graphs))
+            }
+        };
+        let formals = arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
+        routines.push(RoutineCode {
+            name: cg.symbol_name(routine.symbol()).to_owned(),
+            symbol: routine.symbol(),
+            body,
+            formals,
+            locals: locals_of.remove(&index).unwrap_or_default(),
+        });
+    }
+    Program { routines, syms, global_slots }
+}
+
+fn raw<T>(id: la_arena::Idx<T>) -> usize {
+    id.into_raw().into_u32() as usize
+}
+
+struct Lowerer<'a> {
+    cg: &'a CallGraph,
+    routine_by_symbol: FxHashMap<SymbolId, usize>,
+}
+
+impl Lowerer<'_> {
+    fn graph(&self, fg: &FlowGraph) -> Graph {
+        let mut outs: Vec<Vec<&ir::CfgEdge>> = vec![Vec::new(); fg.vertices.len()];
+        for edge in &fg.edges {
+            outs[raw(edge.source)].push(edge);
+        }
+        let mut entry = None;
+        let mut nodes = Vec::with_capacity(fg.vertices.len());
+        for (id, vertex) in fg.vertices.iter() {
+            let out = &outs[raw(id)];
+            let vid = self.cg.name(vertex.id);
+            let single = |what: &str| match out.first() {
+                Some(edge) => Ok(raw(edge.target) as u32),
+                None => Err(format!("{what} vertex {vid} has no successor")),
+            };
+            // Loops: the edge with a non-zero condition value enters the body.
+            let loop_edges = || {
+                let body = out.iter().find(|e| e.condition_value.is_some_and(|v| v != 0));
+                let exit = out.iter().find(|e| e.condition_value.is_none_or(|v| v == 0));
+                match (body, exit) {
+                    (Some(b), Some(x)) => Ok((raw(b.target) as u32, raw(x.target) as u32)),
+                    _ => Err(format!("loop vertex {vid} lacks a body or an exit edge")),
+                }
+            };
+            let cond_expr = |c: &Option<ir::Expression>| match c {
+                Some(e) => self.expr(e),
+                None => Expr::Unsupported(format!("vertex {vid} has no condition")),
+            };
+            let node = match &vertex.kind {
+                CfgVertexKind::Entry => {
+                    entry = Some(raw(id) as u32);
+                    single("Entry").map(|next| Node::Entry { next })
+                }
+                CfgVertexKind::Exit => Ok(Node::Exit),
+                CfgVertexKind::BasicBlock(bb) => single("BasicBlock").map(|next| Node::Block {
+                    stmts: bb.statements.iter().filter_map(|s| self.stmt(s)).collect(),
+                    next,
+                }),
+                CfgVertexKind::If(c) | CfgVertexKind::Branch(c) => {
+                    let arms =
+                        out.iter().filter_map(|e| e.condition_value.map(|v| (v, raw(e.target) as u32))).collect();
+                    let default = out.iter().find(|e| e.condition_value.is_none()).map(|e| raw(e.target) as u32);
+                    Ok(Node::Branch { cond: cond_expr(&c.condition), arms, default })
+                }
+                CfgVertexKind::ForLoop(f) => loop_edges().map(|(body, exit)| Node::For {
+                    init: f.initialization.as_ref().map(|a| self.assign(a)),
+                    cond: cond_expr(&f.condition),
+                    update: f.update.as_ref().map(|a| self.assign(a)),
+                    body,
+                    exit,
+                }),
+                CfgVertexKind::PreLoop(c) => {
+                    loop_edges().map(|(body, exit)| Node::Pre { cond: cond_expr(&c.condition), body, exit })
+                }
+                CfgVertexKind::PostLoop(c) => {
+                    loop_edges().map(|(body, exit)| Node::Post { cond: cond_expr(&c.condition), body, exit })
+                }
+                CfgVertexKind::EndLoop => single("EndLoop").map(|header| Node::EndLoop { header }),
+                CfgVertexKind::EndBranch | CfgVertexKind::Label | CfgVertexKind::Goto => {
+                    single(vertex.kind.element_name()).map(|next| Node::Jump { next })
+                }
+            };
+            nodes.push(node.unwrap_or_else(Node::Bad));
+        }
+        match entry {
+            Some(entry) => Graph { nodes, entry },
+            None => Graph { nodes: vec![Node::Bad("control flow graph without Entry".into())], entry: 0 },
+        }
+    }
+
+    fn stmt(&self, s: &Statement) -> Option<Stmt> {
+        Some(match s {
+            Statement::Assignment(a) => Stmt::Assign(self.assign(a)),
+            Statement::SubroutineCall(call) => {
+                let callee =
+                    match call.symbol {
+                        Some(sym) => self.routine_by_symbol.get(&sym).copied().ok_or_else(|| {
+                            format!("call of {} which has no control flow graph", self.cg.symbol_name(sym))
+                        }),
+                        None => Err("call without a callee symbol".to_owned()),
+                    };
+                let args = call.arguments.iter().map(|a| (a.position, self.arg(&a.value))).collect();
+                Stmt::Call(Call { callee, args })
+            }
+            Statement::Marker(_) => return None,
+            Statement::DerivativePropagator(p) => Stmt::Prop(p.entries.iter().map(|e| self.prop(e)).collect()),
+            Statement::InlinableSubroutineCall(call) => {
+                let mut args: Vec<&ir::Argument> = call.arguments.iter().collect();
+                args.sort_by_key(|a| a.position);
+                Stmt::Inline(Inline {
+                    name: self.cg.name(call.subroutine_name).to_owned(),
+                    args: args.into_iter().map(|a| self.arg(&a.value)).collect(),
+                })
+            }
+        })
+    }
+
+    fn prop(&self, e: &PropagatorEntry) -> PropOp {
+        let terms = |ts: &[ir::ScaledTerm]| ts.iter().map(|t| (self.expr(&t.a), self.var(&t.x))).collect();
+        match e {
+            PropagatorEntry::SetDeriv { target, source } => {
+                PropOp::Set { target: self.var(target), source: self.var(source) }
+            }
+            PropagatorEntry::SetNegDeriv { target, source } => {
+                PropOp::SetNeg { target: self.var(target), source: self.var(source) }
+            }
+            PropagatorEntry::IncDeriv { target, source } => {
+                PropOp::Inc { target: self.var(target), source: self.var(source) }
+            }
+            PropagatorEntry::DecDeriv { target, source } => {
+                PropOp::Dec { target: self.var(target), source: self.var(source) }
+            }
+            PropagatorEntry::Sax { terms: ts, y } => PropOp::Sax { terms: terms(ts), y: self.var(y) },
+            PropagatorEntry::Saxpy { terms: ts, y } => PropOp::Saxpy { terms: terms(ts), y: self.var(y) },
+            PropagatorEntry::ZeroDeriv(x) => PropOp::Zero(self.var(x)),
+        }
+    }
+
+    fn arg(&self, value: &ir::ArgumentValue) -> Arg {
+        match value {
+            ir::ArgumentValue::Variable(v) => Arg::Ref(self.var(v)),
+            ir::ArgumentValue::Constant(c) => match self.constant(c) {
+                Expr::Const(v) => Arg::Const(v),
+                _ => Arg::Const(Value::Str(self.cg.name(c.value).into())),
+            },
+        }
+    }
+
+    fn assign(&self, a: &ir::Assignment) -> Assign {
+        Assign { lhs: self.var(&a.lhs), rhs: self.expr(&a.rhs) }
+    }
+
+    fn var(&self, v: &ir::VariableReference) -> Ref {
+        let mut r = Ref { sym: 0, subs: Vec::new(), deriv: v.deriv, unsupported: None };
+        let Some(base) = v.base_symbol() else {
+            r.unsupported = Some("variable reference without a symbol".into());
+            return r;
+        };
+        r.sym = raw(base) as u32;
+        let mut elements = v.vertices.iter().filter_map(|x| match x {
+            VarRefVertex::ArrayElement(a) => Some(a),
+            VarRefVertex::Symbol(_) => None,
+        });
+        let symbols = v.vertices.iter().filter(|x| matches!(x, VarRefVertex::Symbol(_))).count();
+        if let Some(element) = elements.next() {
+            r.subs = element
+                .indices
+                .iter()
+                .map(|t| match (&t.index, &t.bound, &t.stride) {
+                    (Some(i), None, None) => Sub::Index(self.expr(i)),
+                    (lower, upper, stride) => Sub::Section {
+                        lower: lower.as_ref().map(|e| self.expr(e)),
+                        upper: upper.as_ref().map(|e| self.expr(e)),
+                        stride: stride.as_ref().map(|e| self.expr(e)),
+                    },
+                })
+                .collect();
+        }
+        if symbols > 1 || elements.next().is_some() {
+            r.unsupported = Some(format!("derived-type component reference on {}", self.cg.symbol_name(base)));
+        }
+        r
+    }
+
+    fn constant(&self, c: &ir::Constant) -> Expr {
+        let text = self.cg.name(c.value).trim();
+        let parsed = match c.ty {
+            ConstantType::Integer => text.parse::<i64>().ok().map(Value::Int),
+            ConstantType::Real | ConstantType::Double => {
+                text.replace(['D', 'd'], "e").parse::<f64>().ok().map(Value::Real)
+            }
+            ConstantType::Bool => match text.to_ascii_lowercase().trim_matches('.') {
+                "true" | "1" | "t" => Some(Value::Bool(true)),
+                "false" | "0" | "f" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            ConstantType::Char | ConstantType::String => Some(Value::Str(text.into())),
+        };
+        match parsed {
+            Some(v) => Expr::Const(v),
+            None => Expr::Unsupported(format!("constant {text:?} of type {:?}", c.ty)),
+        }
+    }
+
+    fn expr(&self, e: &ir::Expression) -> Expr {
+        let n = e.vertices.len();
+        let mut operands: Vec<Vec<(i64, ExprVertexId)>> = vec![Vec::new(); n];
+        let mut has_out = vec![false; n];
+        for edge in &e.edges {
+            operands[raw(edge.target)].push((edge.position, edge.source));
+            has_out[raw(edge.source)] = true;
+        }
+        for ops in &mut operands {
+            ops.sort_by_key(|&(p, _)| p);
+        }
+        let Some((root, _)) = e.vertices.iter().find(|(id, _)| !has_out[raw(*id)]) else {
+            return Expr::Unsupported("expression without a root".into());
+        };
+        self.expr_at(e, &operands, root, 0)
+    }
+
+    fn expr_at(&self, e: &ir::Expression, ops: &[Vec<(i64, ExprVertexId)>], at: ExprVertexId, depth: u32) -> Expr {
+        if depth > 10_000 {
+            return Expr::Unsupported("cyclic expression graph".into());
+        }
+        let args = || ops[raw(at)].iter().map(|&(_, src)| self.expr_at(e, ops, src, depth + 1)).collect::<Vec<_>>();
+        match &e.vertices[at] {
+            ExprVertex::Variable(v) => Expr::Load(Box::new(self.var(v))),
+            ExprVertex::Constant(c) => self.constant(c),
+            ExprVertex::BooleanOperation(b) => Expr::Bool(b.op, args()),
+            ExprVertex::FunctionCall(f) => Expr::Unsupported(format!(
+                "function call of {}",
+                f.symbol.map_or("an unnamed function", |s| self.cg.symbol_name(s))
+            )),
+            ExprVertex::Intrinsic(i) => {
+                let name = self.cg.name(i.name);
+                match intrinsics::resolve(name) {
+                    Some(Resolved::Elemental(op)) => Expr::Elemental(op, args()),
+                    Some(Resolved::Array(op)) => {
+                        let mut list = args();
+                        if list.is_empty() {
+                            return Expr::Unsupported(format!("intrinsic {name} without operands"));
+                        }
+                        match list.remove(0) {
+                            Expr::Load(r) => Expr::Array(op, r, list),
+                            _ => Expr::Unsupported(format!("intrinsic {name} of an array expression")),
+                        }
+                    }
+                    None => Expr::Unsupported(format!("intrinsic {name}")),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,698 @@
+//! The derivative verifier: drives a top routine like OpenAD's regression drivers do
+//! (`x(i) = i/2`, argument 1 the inputs, argument 2 the outputs), computes the Jacobian of a
+//! transformed program (tangent: one sweep per input direction; adjoint: one sweep per output
+//! row) and compares it with central finite differences of the original program.
+//!
+//! An entry that disagrees with the central difference is accepted if it agrees with a
+//! one-sided difference with a tiny step (a kink of `abs`, `max`, a branch): the derivative
+//! code differentiates one side, the central difference averages both.
+
+use std::fmt::Write as _;
+
+use super::ExecError;
+use super::exec::{ExecConfig, Machine, RevMode, Template};
+use super::lower::{Body, Program};
+use super::memory::{Binding, Value};
+
+use crate::ir::SymbolType;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Tangent,
+    Adjoint,
+}
+
+/// How the top routine is called.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// Name of the top routine's symbol; default: the first routine named `head…` with code.
+    pub entry: Option<String>,
+    /// Input values; default `x(i) = i/2`.
+    pub x: Option<Vec<f64>>,
+    /// Argument positions of the inputs and of the outputs, each list flattened in order
+    /// (column-major within an array).
+    pub input_args: Vec<u32>,
+    pub output_args: Vec<u32>,
+    /// Element counts for arguments declared without bounds (assumed shape).
+    pub n: Option<usize>,
+    pub m: Option<usize>,
+    pub template: Template,
+    pub step_limit: u64,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            entry: None,
+            x: None,
+            input_args: vec![1],
+            output_args: vec![2],
+            n: None,
+            m: None,
+            template: Template::Joint,
+            step_limit: ExecConfig::default().step_limit,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    pub driver: DriverConfig,
+    pub mode: Mode,
+    /// Entry `(ad, fd)` passes when `|ad - fd| <= rtol * max(1, |fd|)`.
+    pub rtol: f64,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig { driver: DriverConfig::default(), mode: Mode::Tangent, rtol: 1e-5 }
+    }
+}
+
+/// What one call of the top routine produced.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    pub x_deriv: Vec<f64>,
+    pub y_deriv: Vec<f64>,
+    /// Statements and control flow steps executed.
+    pub steps: u64,
+}
+
+/// How derivative components are seeded and which sweep runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Sweep<'a> {
+    /// Original code (or placeholder 1 of replacement lists); no seeding.
+    Plain,
+    /// Tangent: input derivative components seeded.
+    Tangent(&'a [f64]),
+    /// Adjoint: output derivative components seeded, then tape and adjoint sweeps.
+    Adjoint(&'a [f64]),
+}
+
+/// `(position, bounds, initial value)` of a formal the driver allocates.
+type DriverFormal = (u32, Vec<(i64, i64)>, Value);
+
+/// A top routine with its argument layout resolved.
+pub struct Driver<'p> {
+    prog: &'p Program,
+    entry: usize,
+    config: DriverConfig,
+    /// `(position, bounds, initial value)` of every formal the driver allocates.
+    formals: Vec<DriverFormal>,
+    pub n: usize,
+    pub m: usize,
+}
+
+/// The routine named `head…` (or `<prefix>head…` after renaming) with code; failing that,
+/// the only routine with code that no routine calls.
+pub fn default_entry(prog: &Program) -> Option<usize> {
+    let has_code = |r: &super::lower::RoutineCode| match &r.body {
+        Body::External => false,
+        Body::Cfg(_) => true,
+        Body::Template(graphs) => graphs.iter().any(Option::is_some),
+    };
+    let is_head =
+        |name: &str| name.starts_with("head") || name.split_once("_head").is_some_and(|(pre, _)| !pre.is_empty());
+    if let Some(k) = prog.routines.iter().position(|r| has_code(r) && r.name.starts_with("head")) {
+        return Some(k);
+    }
+    if let Some(k) = prog.routines.iter().position(|r| has_code(r) && is_head(&r.name)) {
+        return Some(k);
+    }
+    let called = prog.called_routines();
+    let mut tops = (0..prog.routines.len()).filter(|&k| has_code(&prog.routines[k]) && !called.contains(&k));
+    match (tops.next(), tops.next()) {
+        (Some(k), None) => Some(k),
+        _ => None,
+    }
+}
+
+fn bounds_len(bounds: &[(i64, i64)]) -> usize {
+    bounds.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product()
+}
+
+impl<'p> Driver<'p> {
+    pub fn new(prog: &'p Program, config: &DriverConfig) -> Result<Driver<'p>, ExecError> {
+        let entry = match &config.entry {
+            Some(name) => prog
+                .routines
+                .iter()
+                .position(|r| r.name == *name)
+                .ok_or_else(|| ExecError::Unsupported(format!("no routine named {name}")))?,
+            None => default_entry(prog).ok_or_else(|| {
+                ExecError::Unsupported("no routine named head… with code and no unique top routine".into())
+            })?,
+        };
+        let routine = &prog.routines[entry];
+        let mut formals = Vec::new();
+        let (mut n, mut m) = (0, 0);
+        let single_in = config.input_args.len() == 1;
+        let single_out = config.output_args.len() == 1;
+        for &(position, sym) in &routine.formals {
+            let info = &prog.syms[sym.into_raw().into_u32() as usize];
+            let is_in = config.input_args.contains(&position);
+            let is_out = config.output_args.contains(&position);
+            let wanted = if is_in && single_in {
+                config.n.or(config.x.as_ref().map(|x| x.len()))
+            } else if is_out && single_out {
+                config.m
+            } else {
+                None
+            };
+            let bounds = match (&info.bounds, wanted) {
+                (Some(b), _) => b.clone(),
+                (None, Some(len)) if info.rank == 1 => vec![(1, len as i64)],
+                (None, _) => {
+                    return Err(ExecError::Unsupported(format!(
+                        "argument {} of {} has no declared shape (give the element counts)",
+                        info.name, routine.name
+                    )));
+                }
+            };
+            let init = info.initial_value().ok_or_else(|| {
+                ExecError::Unsupported(format!("argument {} of type {:?}", info.name, info.ty).to_lowercase())
+            })?;
+            if (is_in || is_out) && info.ty != SymbolType::Real {
+                return Err(ExecError::Unsupported(format!(
+                    "{} argument {} is not real",
+                    if is_in { "input" } else { "output" },
+                    info.name
+                )));
+            }
+            if is_in {
+                n += bounds_len(&bounds);
+            }
+            if is_out {
+                m += bounds_len(&bounds);
+            }
+            formals.push((position, bounds, init));
+        }
+        for p in config.input_args.iter().chain(&config.output_args) {
+            if !formals.iter().any(|(q, _, _)| q == p) {
+                return Err(ExecError::Unsupported(format!("{} has no argument {p}", routine.name)));
+            }
+        }
+        Ok(Driver { prog, entry, config: config.clone(), formals, n, m })
+    }
+
+    pub fn entry_name(&self) -> &str {
+        &self.prog.routines[self.entry].name
+    }
+
+    /// The default inputs `x(i) = i/2`, or the configured ones.
+    pub fn default_x(&self) -> Vec<f64> {
+        match &self.config.x {
+            Some(x) => x.clone(),
+            None => (1..=self.n).map(|i| i as f64 / 2.0).collect(),
+        }
+    }
+
+    /// One call (two for a split adjoint) of the top routine on a fresh machine.
+    pub fn run(&self, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
+        if x.len() != self.n {
+            return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
+        }
+        let mut machine =
+            Machine::new(self.prog, ExecConfig { template: self.config.template, step_limit: self.config.step_limit });
+        let mut actuals: Vec<(u32, Binding)> = Vec::new();
+        for (position, bounds, init) in &self.formals {
+            actuals.push((*position, machine.alloc_driver(bounds, init.clone())));
+        }
+        let slots = |positions: &[u32]| -> Vec<usize> {
+            let mut out = Vec::new();
+            for p in positions {
+                if let Some((_, b)) = actuals.iter().find(|(q, _)| q == p) {
+                    out.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                }
+            }
+            out
+        };
+        let (xs, ys) = (slots(&self.config.input_args), slots(&self.config.output_args));
+        for (&slot, &v) in xs.iter().zip(x) {
+            machine.mem.set(slot, Value::Real(v))?;
+        }
+        match sweep {
+            Sweep::Plain => {
+                machine.mode = RevMode::PLAIN;
+                machine.call(self.entry, &actuals)?;
+            }
+            Sweep::Tangent(xd) => {
+                for (&slot, &d) in xs.iter().zip(xd) {
+                    *machine.mem.deriv_mut(slot) = d;
+                }
+                machine.mode = RevMode::PLAIN;
+                machine.call(self.entry, &actuals)?;
+            }
+            Sweep::Adjoint(yd) => {
+                for (&slot, &d) in ys.iter().zip(yd) {
+                    *machine.mem.deriv_mut(slot) = d;
+                }
+                machine.mode = RevMode::TAPE;
+                machine.call(self.entry, &actuals)?;
+                if self.config.template == Template::Split {
+                    machine.mode = RevMode::ADJOINT;
+                    machine.call(self.entry, &actuals)?;
+                }
+            }
+        }
+        let read = |slots: &[usize], deriv: bool| -> Result<Vec<f64>, ExecError> {
+            slots.iter().map(|&s| if deriv { Ok(machine.mem.deriv(s)) } else { machine.mem.get(s).as_f64() }).collect()
+        };
+        Ok(RunResult {
+            x: read(&xs, false)?,
+            y: read(&ys, false)?,
+            x_deriv: read(&xs, true)?,
+            y_deriv: read(&ys, true)?,
+            steps: machine.steps,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Ok,
+    Mismatch(String),
+    Unsupported(String),
+}
+
+impl Status {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Mismatch(_) => "MISMATCH",
+            Status::Unsupported(_) => "UNSUPPORTED",
+        }
+    }
+}
+
+/// One compared Jacobian entry.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub output: usize,
+    pub input: usize,
+    pub ad: f64,
+    pub fd: f64,
+    pub err: f64,
+    /// Passed against a one-sided difference only (a kink).
+    pub one_sided: bool,
+    pub ok: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct DotTest {
+    pub tangent_side: f64,
+    pub adjoint_side: f64,
+    pub rel_err: f64,
+    pub ok: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    pub status: Status,
+    pub mode: Mode,
+    pub entry: String,
+    pub n: usize,
+    pub m: usize,
+    pub entries: Vec<Entry>,
+    /// Output values of the transformed program against the original's: `(original, transformed)`.
+    pub values: Vec<(f64, f64)>,
+    pub dot: Option<DotTest>,
+    pub rtol: f64,
+    /// Steps executed by all sweeps of the transformed program.
+    pub steps: u64,
+}
+
+impl VerifyReport {
+    pub fn unsupported(reason: impl Into<String>, mode: Mode) -> VerifyReport {
+        VerifyReport {
+            status: Status::Unsupported(reason.into()),
+            mode,
+            entry: String::new(),
+            n: 0,
+            m: 0,
+            entries: Vec::new(),
+            values: Vec::new(),
+            dot: None,
+            rtol: 0.0,
+            steps: 0,
+        }
+    }
+
+    /// The Jacobian of the transformed program, row-major `m × n`.
+    pub fn jacobian(&self) -> Vec<f64> {
+        let mut j = vec![0.0; self.n * self.m];
+        for e in &self.entries {
+            j[e.output * self.n + e.input] = e.ad;
+        }
+        j
+    }
+
+    pub fn final_line(&self) -> String {
+        let detail = match &self.status {
+            Status::Ok => {
+                let max = self.entries.iter().map(|e| e.err).fold(0.0, f64::max);
+                let kinks = self.entries.iter().filter(|e| e.one_sided).count();
+                let mut s = format!("{}x{} jacobian, max error {max:.2e}", self.m, self.n);
+                if kinks > 0 {
+                    let _ = write!(s, ", {kinks} entries at kinks matched one-sided");
+                }
+                if let Some(d) = &self.dot {
+                    let _ = write!(s, ", dot-product test error {:.2e}", d.rel_err);
+                }
+                s
+            }
+            Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
+        };
+        format!("verify: {} {detail}", self.status.word())
+    }
+
+    /// The human-readable table and the final line.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        if !self.entries.is_empty() {
+            let mode = match self.mode {
+                Mode::Tangent => "tangent",
+                Mode::Adjoint => "adjoint",
+            };
+            let _ = writeln!(out, "{} ({mode}): d y(i) / d x(j), tolerance {:.1e}", self.entry, self.rtol);
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>24} {:>24} {:>10}  status",
+                "i", "j", "derivative code", "finite differences", "error"
+            );
+            for e in &self.entries {
+                let status = match (e.ok, e.one_sided) {
+                    (true, false) => "ok",
+                    (true, true) => "ok (one-sided)",
+                    (false, _) => "MISMATCH",
+                };
+                let _ = writeln!(
+                    out,
+                    "{:>5} {:>5} {:>24.16e} {:>24.16e} {:>10.2e}  {status}",
+                    e.output + 1,
+                    e.input + 1,
+                    e.ad,
+                    e.fd,
+                    e.err
+                );
+            }
+        }
+        if let Some(d) = &self.dot {
+            let _ = writeln!(
+                out,
+                "dot-product test: <J xd, yb> = {:.16e}, <xd, J^T yb> = {:.16e}, error {:.2e}",
+                d.tangent_side, d.adjoint_side, d.rel_err
+            );
+        }
+        out.push_str(&self.final_line());
+        out.push('\n');
+        out
+    }
+
+    pub fn json(&self) -> String {
+        let num = |v: f64| {
+            if v.is_finite() { format!("{v:e}") } else { "null".to_owned() }
+        };
+        let mut out = String::from("{");
+        let reason = match &self.status {
+            Status::Ok => String::new(),
+            Status::Mismatch(r) | Status::Unsupported(r) => r.clone(),
+        };
+        let _ = write!(
+            out,
+            "\"status\":\"{}\",\"reason\":{},\"entry\":{},\"n\":{},\"m\":{},\"rtol\":{},\"entries\":[",
+            self.status.word(),
+            json_string(&reason),
+            json_string(&self.entry),
+            self.n,
+            self.m,
+            num(self.rtol)
+        );
+        for (k, e) in self.entries.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            let _ = write!(
+                out,
+                "{{\"i\":{},\"j\":{},\"ad\":{},\"fd\":{},\"err\":{},\"one_sided\":{},\"ok\":{}}}",
+                e.output + 1,
+                e.input + 1,
+                num(e.ad),
+                num(e.fd),
+                num(e.err),
+                e.one_sided,
+                e.ok
+            );
+        }
+        out.push(']');
+        if let Some(d) = &self.dot {
+            let _ = write!(
+                out,
+                ",\"dot\":{{\"tangent\":{},\"adjoint\":{},\"err\":{},\"ok\":{}}}",
+                num(d.tangent_side),
+                num(d.adjoint_side),
+                num(d.rel_err),
+                d.ok
+            );
+        }
+        out.push('}');
+        out
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn classify_original(e: ExecError) -> Status {
+    match e {
+        ExecError::Unsupported(why) => Status::Unsupported(why),
+        ExecError::Runtime(why) => Status::Unsupported(format!("original program fails: {why}")),
+    }
+}
+
+fn classify_transformed(e: ExecError) -> Status {
+    match e {
+        ExecError::Unsupported(why) => Status::Unsupported(why),
+        ExecError::Runtime(why) => Status::Mismatch(format!("transformed program fails: {why}")),
+    }
+}
+
+/// The Jacobian (row-major `m × n`) of a transformed program.
+pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>, u64), ExecError> {
+    let (n, m) = (driver.n, driver.m);
+    let mut j = vec![0.0; n * m];
+    let mut values = Vec::new();
+    let mut steps = 0;
+    match mode {
+        Mode::Tangent => {
+            for col in 0..n {
+                let mut seed = vec![0.0; n];
+                seed[col] = 1.0;
+                let r = driver.run(x, Sweep::Tangent(&seed))?;
+                steps += r.steps;
+                for (row, d) in r.y_deriv.iter().enumerate() {
+                    j[row * n + col] = *d;
+                }
+                values = r.y;
+            }
+        }
+        Mode::Adjoint => {
+            for row in 0..m {
+                let mut seed = vec![0.0; m];
+                seed[row] = 1.0;
+                let r = driver.run(x, Sweep::Adjoint(&seed))?;
+                steps += r.steps;
+                j[row * n..(row + 1) * n].copy_from_slice(&r.x_deriv);
+            }
+            // After a joint reversal the arguments hold restored checkpoint values, so the
+            // outputs are compared on a plain sweep (placeholder 1).
+            let r = driver.run(x, Sweep::Plain)?;
+            steps += r.steps;
+            values = r.y;
+        }
+    }
+    Ok((j, values, steps))
+}
+
+/// Compares the derivatives of `transformed` with finite differences of `original`.
+pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) -> VerifyReport {
+    let orig = match Driver::new(original, &config.driver) {
+        Ok(d) => d,
+        Err(e) => return VerifyReport::unsupported(classify_original(e).reason(), config.mode),
+    };
+    let trans = match Driver::new(transformed, &config.driver) {
+        Ok(d) => d,
+        Err(e) => return VerifyReport::unsupported(classify_transformed(e).reason(), config.mode),
+    };
+    let mut report = VerifyReport::unsupported("", config.mode);
+    report.entry = orig.entry_name().to_owned();
+    report.rtol = config.rtol;
+    if (orig.n, orig.m) != (trans.n, trans.m) {
+        report.status = Status::Mismatch(format!(
+            "argument sizes differ: original {}x{}, transformed {}x{}",
+            orig.m, orig.n, trans.m, trans.n
+        ));
+        return report;
+    }
+    let (n, m) = (orig.n, orig.m);
+    report.n = n;
+    report.m = m;
+    let x0 = orig.default_x();
+    let base = match orig.run(&x0, Sweep::Plain) {
+        Ok(r) => r,
+        Err(e) => {
+            report.status = classify_original(e);
+            return report;
+        }
+    };
+    let (ad, values, steps) = match jacobian(&trans, config.mode, &x0) {
+        Ok(r) => r,
+        Err(e) => {
+            report.status = classify_transformed(e);
+            return report;
+        }
+    };
+    report.steps = steps;
+    report.values = base.y.iter().copied().zip(values.iter().copied()).collect();
+    let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
+        Ok(fd) => fd,
+        Err(e) => {
+            report.status = classify_original(e);
+            return report;
+        }
+    };
+    debug_assert_eq!(fd.len(), n * m);
+    let bad_values = report
+        .values
+        .iter()
+        .filter(|(o, t)| (o - t).abs() > config.rtol * o.abs().max(1.0) || o.is_nan() != t.is_nan())
+        .count();
+    let bad = report.entries.iter().filter(|e| !e.ok).count();
+    let non_finite = ad.iter().filter(|v| !v.is_finite()).count();
+    let fd_non_finite = fd.iter().chain(&base.y).filter(|v| !v.is_finite()).count();
+    report.status = if fd_non_finite > 0 {
+        Status::Unsupported(format!(
+            "test point outside the domain: the original program yields {fd_non_finite} non-finite values or differences (give other inputs with --x)"
+        ))
+    } else if non_finite > 0 {
+        Status::Unsupported(format!(
+            "test point outside the domain: {non_finite} derivatives are not finite (give other inputs with --x)"
+        ))
+    } else if bad > 0 {
+        Status::Mismatch(format!("{bad} of {} jacobian entries differ from finite differences", n * m))
+    } else if bad_values > 0 {
+        Status::Mismatch(format!("{bad_values} of {m} output values differ from the original program's"))
+    } else {
+        Status::Ok
+    };
+    report
+}
+
+impl Status {
+    fn reason(&self) -> String {
+        match self {
+            Status::Ok => String::new(),
+            Status::Mismatch(r) | Status::Unsupported(r) => r.clone(),
+        }
+    }
+}
+
+/// Central differences per input, with a one-sided retry for entries that disagree.
+fn finite_differences(
+    orig: &Driver<'_>,
+    x0: &[f64],
+    ad: &[f64],
+    rtol: f64,
+    entries: &mut Vec<Entry>,
+) -> Result<Vec<f64>, ExecError> {
+    let (n, m) = (orig.n, orig.m);
+    let mut fd = vec![0.0; n * m];
+    let eval_at = |j: usize, h: f64| -> Result<Vec<f64>, ExecError> {
+        let mut x = x0.to_vec();
+        x[j] += h;
+        Ok(orig.run(&x, Sweep::Plain)?.y)
+    };
+    let pass = |a: f64, f: f64, tol: f64| {
+        let err = (a - f).abs() / f.abs().max(1.0);
+        (err, err <= tol || (a.is_nan() && f.is_nan()))
+    };
+    for j in 0..n {
+        // Cube root of the machine epsilon balances truncation and rounding error.
+        let h = 6e-6 * x0[j].abs().max(1.0);
+        let plus = eval_at(j, h)?;
+        let minus = eval_at(j, -h)?;
+        // Outputs at x+t, x-t and x, and the step t.
+        type OneSided = (Vec<f64>, Vec<f64>, Vec<f64>, f64);
+        let mut one_sided: Option<OneSided> = None;
+        for i in 0..m {
+            let central = (plus[i] - minus[i]) / (2.0 * h);
+            fd[i * n + j] = central;
+            let a = ad[i * n + j];
+            let (err, ok) = pass(a, central, rtol);
+            let mut entry = Entry { output: i, input: j, ad: a, fd: central, err, one_sided: false, ok };
+            if !ok {
+                if one_sided.is_none() {
+                    let t = 1e-8 * x0[j].abs().max(1.0);
+                    one_sided = Some((eval_at(j, t)?, eval_at(j, -t)?, orig.run(x0, Sweep::Plain)?.y, t));
+                }
+                let (p, q, c, t) = one_sided.as_ref().expect("computed above");
+                for side in [(p[i] - c[i]) / t, (c[i] - q[i]) / t] {
+                    // A one-sided difference is accurate to about sqrt(eps).
+                    let (e, ok) = pass(a, side, rtol.max(1e-6) * 10.0);
+                    if ok {
+                        entry = Entry { fd: side, err: e, one_sided: true, ok: true, ..entry };
+                        break;
+                    }
+                }
+            }
+            entries.push(entry);
+        }
+    }
+    Ok(fd)
+}
+
+/// The dot-product test `<J xd, yb> = <xd, J^T yb>` between a tangent and an adjoint program,
+/// with fixed pseudo-random directions.
+pub fn dot_product_test(tangent: &Program, adjoint: &Program, config: &VerifyConfig) -> Result<DotTest, ExecError> {
+    let t = Driver::new(tangent, &config.driver)?;
+    let a = Driver::new(adjoint, &config.driver)?;
+    let x0 = t.default_x();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let xd: Vec<f64> = (0..t.n).map(|_| next()).collect();
+    let yb: Vec<f64> = (0..t.m).map(|_| next()).collect();
+    let ty = t.run(&x0, Sweep::Tangent(&xd))?.y_deriv;
+    let ax = a.run(&x0, Sweep::Adjoint(&yb))?.x_deriv;
+    let lhs: f64 = ty.iter().zip(&yb).map(|(p, q)| p * q).sum();
+    let rhs: f64 = xd.iter().zip(&ax).map(|(p, q)| p * q).sum();
+    let rel_err = (lhs - rhs).abs() / lhs.abs().max(rhs.abs()).max(1.0);
+    Ok(DotTest { tangent_side: lhs, adjoint_side: rhs, rel_err, ok: rel_err <= config.rtol })
+}
+
+/// Reads and lowers an XAIF document; the error is an `unreadable: …` reason.
+pub fn read_program(bytes: &[u8], file: &str) -> Result<Program, String> {
+    match crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default()) {
+        Ok(out) => Ok(super::lower::lower(&out.call_graph)),
+        Err(e) => Err(format!("unreadable: {}", e.diagnostic())),
+    }
+}
