@@ -6,20 +6,14 @@
 //! Required: at least 85% OK per kind; everything else UNSUPPORTED with a reason, except
 //! MISMATCHes of reference outputs known to be wrong (listed below with the evidence).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use xaifbooster::interp::Template;
-use xaifbooster::interp::lower::{Body, Program};
-use xaifbooster::interp::verify::{DriverConfig, Mode, Status, VerifyConfig, VerifyReport, read_program, verify};
+use xaifbooster::interp::verify::{Mode, Status, VerifyReport, read_program, verify};
 
-fn shared() -> PathBuf {
-    let dir = std::env::var("XAIF_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
-    assert!(dir.join("corpus").is_dir(), "shared reference material missing: {} (set XAIF_SHARED)", dir.display());
-    dir
-}
 
 /// Reference outputs that are wrong, with the evidence: facts file section 8 ("Its reference
 /// adjoints of argArrayIndexOverwrite* index out of bounds (an overwritten index is not
@@ -36,90 +30,6 @@ const KNOWN_WRONG_ADJOINTS: &[&str] = &[
     // so it pops past the tape (facts file section 6 lists the `!=` loop-condition bug).
     "Loop_simple_16a",
 ];
-
-/// The argument layout of an example whose driver passes more than two arguments: leading
-/// formals totalling `n` elements are the inputs, the following ones totalling `m` the outputs
-/// (as OpenAD's per-example drivers of graphEx1, cancellation, … do).
-fn layout(prog: &Program, n: usize, m: usize) -> (Vec<u32>, Vec<u32>) {
-    let default = (vec![1], vec![2]);
-    let Some(head) = prog.routines.iter().find(|r| r.name.starts_with("head") && !matches!(r.body, Body::External))
-    else {
-        return default;
-    };
-    if head.formals.len() <= 2 {
-        return default;
-    }
-    let mut formals = head.formals.clone();
-    formals.sort_by_key(|(p, _)| *p);
-    let size = |sym: xaifbooster::ir::SymbolId| {
-        prog.syms[sym.into_raw().into_u32() as usize]
-            .bounds
-            .as_ref()
-            .map(|b| b.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product::<usize>())
-    };
-    let (mut inputs, mut outputs, mut sum) = (Vec::new(), Vec::new(), 0);
-    let mut it = formals.iter();
-    for (p, sym) in it.by_ref() {
-        let Some(len) = size(*sym) else {
-            return default;
-        };
-        inputs.push(*p);
-        sum += len;
-        if sum >= n {
-            break;
-        }
-    }
-    if sum != n {
-        return default;
-    }
-    sum = 0;
-    for (p, sym) in it {
-        let Some(len) = size(*sym) else {
-            return default;
-        };
-        outputs.push(*p);
-        sum += len;
-        if sum >= m {
-            break;
-        }
-    }
-    if sum != m {
-        return default;
-    }
-    (inputs, outputs)
-}
-
-struct Params {
-    n: usize,
-    m: usize,
-}
-
-fn params(dir: &Path) -> Params {
-    let text = std::fs::read_to_string(dir.join("params.conf")).expect("params.conf");
-    let mut lines = text.lines().map(str::trim);
-    let n = lines.next().and_then(|l| l.parse().ok()).expect("n in params.conf");
-    let m = lines.next().and_then(|l| l.parse().ok()).expect("m in params.conf");
-    Params { n, m }
-}
-
-/// `F(  i,  j)=  value` lines of ad.out: row-major `m × n`.
-fn ad_out(dir: &Path, n: usize, m: usize) -> Option<Vec<f64>> {
-    let text = std::fs::read_to_string(dir.join("ad.out")).ok()?;
-    let mut j = vec![f64::NAN; n * m];
-    for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("F(") else {
-            continue;
-        };
-        let (idx, value) = rest.split_once(")=")?;
-        let (i, k) = idx.split_once(',')?;
-        let (i, k): (usize, usize) = (i.trim().parse().ok()?, k.trim().parse().ok()?);
-        let v: f64 = value.trim().replace(['D', 'd'], "E").parse().ok()?;
-        if i >= 1 && i <= m && k >= 1 && k <= n {
-            j[(i - 1) * n + (k - 1)] = v;
-        }
-    }
-    Some(j)
-}
 
 struct Outcome {
     example: String,
@@ -139,29 +49,14 @@ fn check(dir: &Path, kind: &'static str) -> Option<Outcome> {
     if !out_path.exists() {
         return None;
     }
-    let p = params(dir);
+    let p = common::params(dir);
     let example = dir.file_name().unwrap().to_string_lossy().into_owned();
     let load = |path: &Path| read_program(&std::fs::read(path).expect("readable file"), &path.display().to_string());
     let report = match (load(&dir.join(input)), load(&out_path)) {
-        (Ok(original), Ok(transformed)) => {
-            let (input_args, output_args) = layout(&original, p.n, p.m);
-            let config = VerifyConfig {
-                driver: DriverConfig {
-                    n: Some(p.n),
-                    m: Some(p.m),
-                    template,
-                    input_args,
-                    output_args,
-                    ..DriverConfig::default()
-                },
-                mode,
-                rtol: 1e-5,
-            };
-            verify(&original, &transformed, &config)
-        }
+        (Ok(original), Ok(transformed)) => verify(&original, &transformed, &common::verify_config(&p, &original, mode, template)),
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
-    let matches_ad_out = match (&report.status, ad_out(dir, report.n, report.m)) {
+    let matches_ad_out = match (&report.status, common::ad_out(dir, report.n, report.m)) {
         (Status::Ok, Some(reference)) => {
             Some(report.jacobian().iter().zip(&reference).all(|(a, r)| (a - r).abs() <= 1e-6 * r.abs().max(1.0)))
         }
@@ -185,7 +80,7 @@ fn reason_class(reason: &str) -> String {
 
 #[test]
 fn reference_outputs_verify() {
-    let corpus = shared().join("corpus");
+    let corpus = common::shared_dir().join("corpus");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .expect("corpus directory")
         .map(|e| e.expect("directory entry").path())

@@ -58,6 +58,18 @@ impl Catalogue {
                 d("ln_scal", vec![nl(f("div_scal_scal", vec![c("1"), a(1)]))]),
                 d("mod_scal_scal", vec![p(LinearOne, c("1")), passive()]),
                 d("nc_min_scal_scal", vec![passive(), passive()]),
+                d("lbound", vec![passive(), passive()]),
+                d("ubound", vec![passive(), passive()]),
+                d("size", vec![passive(), passive()]),
+                d("len", vec![passive()]),
+                d("present", vec![passive()]),
+                d("allocated", vec![passive()]),
+                d("scan", vec![passive(), passive()]),
+                d("string_eq_scal_scal", vec![passive(), passive()]),
+                d("maxloc_arr", vec![passive()]),
+                d("nc_maxval", vec![passive()]),
+                d("transfer", vec![passive(), passive()]),
+                d("transpose_arr", vec![p(LinearOne, c("1"))]),
             ]}
         })
     }

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use xaifbooster::interp::lower::{Body, Program};
+
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 /// Missing material is a failure, never a skip: CI must not pass by testing nothing.
 pub fn shared_dir() -> PathBuf {
@@ -168,4 +170,113 @@ fn canonical_value(node: roxmltree::Node, attribute: &str, value: &str) -> Strin
         }
     }
     value.to_owned()
+}
+
+/// The argument layout of an example whose driver passes more than two arguments: leading
+/// formals totalling `n` elements are the inputs, the following ones totalling `m` the outputs
+/// (as OpenAD's per-example drivers of graphEx1, cancellation, … do).
+pub fn layout(prog: &Program, n: usize, m: usize) -> (Vec<u32>, Vec<u32>) {
+    let default = (vec![1], vec![2]);
+    let Some(head) = prog.routines.iter().find(|r| r.name.starts_with("head") && !matches!(r.body, Body::External))
+    else {
+        return default;
+    };
+    if head.formals.len() <= 2 {
+        return default;
+    }
+    let mut formals = head.formals.clone();
+    formals.sort_by_key(|(p, _)| *p);
+    let size = |sym: xaifbooster::ir::SymbolId| {
+        prog.syms[sym.into_raw().into_u32() as usize]
+            .bounds
+            .as_ref()
+            .map(|b| b.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product::<usize>())
+    };
+    let (mut inputs, mut outputs, mut sum) = (Vec::new(), Vec::new(), 0);
+    let mut it = formals.iter();
+    for (p, sym) in it.by_ref() {
+        let Some(len) = size(*sym) else {
+            return default;
+        };
+        inputs.push(*p);
+        sum += len;
+        if sum >= n {
+            break;
+        }
+    }
+    if sum != n {
+        return default;
+    }
+    sum = 0;
+    for (p, sym) in it {
+        let Some(len) = size(*sym) else {
+            return default;
+        };
+        outputs.push(*p);
+        sum += len;
+        if sum >= m {
+            break;
+        }
+    }
+    if sum != m {
+        return default;
+    }
+    (inputs, outputs)
+}
+
+pub struct Params {
+    pub n: usize,
+    pub m: usize,
+}
+
+pub fn params(dir: &Path) -> Params {
+    let text = std::fs::read_to_string(dir.join("params.conf")).expect("params.conf");
+    let mut lines = text.lines().map(str::trim);
+    let n = lines.next().and_then(|l| l.parse().ok()).expect("n in params.conf");
+    let m = lines.next().and_then(|l| l.parse().ok()).expect("m in params.conf");
+    Params { n, m }
+}
+
+/// `F(  i,  j)=  value` lines of ad.out: row-major `m × n`.
+pub fn ad_out(dir: &Path, n: usize, m: usize) -> Option<Vec<f64>> {
+    let text = std::fs::read_to_string(dir.join("ad.out")).ok()?;
+    let mut j = vec![f64::NAN; n * m];
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("F(") else {
+            continue;
+        };
+        let (idx, value) = rest.split_once(")=")?;
+        let (i, k) = idx.split_once(',')?;
+        let (i, k): (usize, usize) = (i.trim().parse().ok()?, k.trim().parse().ok()?);
+        let v: f64 = value.trim().replace(['D', 'd'], "E").parse().ok()?;
+        if i >= 1 && i <= m && k >= 1 && k <= n {
+            j[(i - 1) * n + (k - 1)] = v;
+        }
+    }
+    Some(j)
+}
+
+
+/// How an example's top routine is driven: its params.conf sizes, its argument layout, the
+/// corpus' tolerance.
+pub fn verify_config(
+    params: &Params,
+    original: &Program,
+    mode: xaifbooster::interp::verify::Mode,
+    template: xaifbooster::interp::Template,
+) -> xaifbooster::interp::verify::VerifyConfig {
+    use xaifbooster::interp::verify::{DriverConfig, VerifyConfig};
+    let (input_args, output_args) = layout(original, params.n, params.m);
+    VerifyConfig {
+        driver: DriverConfig {
+            n: Some(params.n),
+            m: Some(params.m),
+            template,
+            input_args,
+            output_args,
+            ..DriverConfig::default()
+        },
+        mode,
+        rtol: 1e-5,
+    }
 }

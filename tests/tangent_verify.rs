@@ -1,0 +1,53 @@
+//! Our tangent-linear outputs, executed: every corpus example whose reference tangent verifies
+//! must verify with ours too, and the multiplication count must stay below the reference's.
+
+mod common;
+
+use std::path::PathBuf;
+
+use xaifbooster::interp::Template;
+use xaifbooster::interp::verify::{Mode, Status, read_program, verify};
+use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
+use xaifbooster::xaif::intrinsics::Catalogue;
+use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
+
+fn verify_bytes(dir: &std::path::Path, transformed: &[u8]) -> Status {
+    let name = dir.display().to_string();
+    let original = match read_program(&std::fs::read(dir.join("tlm.in.xaif")).expect("input"), &name) {
+        Ok(program) => program,
+        Err(why) => return Status::Unsupported(why),
+    };
+    let transformed = match read_program(transformed, &name) {
+        Ok(program) => program,
+        Err(why) => return Status::Unsupported(why),
+    };
+    let params = common::params(dir);
+    verify(&original, &transformed, &common::verify_config(&params, &original, Mode::Tangent, Template::Joint)).status
+}
+
+#[test]
+fn our_tangent_code_verifies_wherever_the_reference_does() {
+    for preaccumulation in [Preaccumulation::BasicBlock, Preaccumulation::Statement] {
+        let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
+        let mut ours_ok = 0;
+        let mut reference_ok = 0;
+        let mut regressions = Vec::new();
+        let dirs: Vec<PathBuf> = common::corpus_files("tlm.in.xaif").iter().map(|f| f.parent().unwrap().to_owned()).collect();
+        for dir in &dirs {
+            let input = std::fs::read(dir.join("tlm.in.xaif")).expect("input");
+            let mut cg = xaif::read(&input, "in", &ReadOptions::default()).expect("corpus inputs read").call_graph;
+            xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config).expect("tangent transformation");
+            let ours = verify_bytes(dir, &xaif::write(&cg, &WriteOptions::default()));
+            let reference = verify_bytes(dir, &std::fs::read(dir.join("tlm.ref.xaif")).expect("reference"));
+            let ok = |s: &Status| matches!(s, Status::Ok);
+            ours_ok += usize::from(ok(&ours));
+            reference_ok += usize::from(ok(&reference));
+            if ok(&reference) && !ok(&ours) {
+                regressions.push(format!("{}: {ours:?}", dir.file_name().unwrap().to_string_lossy()));
+            }
+        }
+        eprintln!("{preaccumulation:?}: ours OK {ours_ok}/{}, reference OK {reference_ok}", dirs.len());
+        assert!(regressions.is_empty(), "{preaccumulation:?}: reference verifies but ours does not: {regressions:#?}");
+        assert!(ours_ok >= reference_ok);
+    }
+}
