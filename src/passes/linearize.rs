@@ -57,6 +57,18 @@ pub struct LocalEdge {
     pub partial: Partial,
 }
 
+/// The shape of a value, as far as the compiler knows it.
+#[derive(Clone, Debug, Default)]
+pub enum ValueShape {
+    #[default]
+    Scalar,
+    /// Constant bounds (an array section's renumbered from 1, as Fortran does).
+    Known(Vec<DimensionBounds>),
+    /// Bounds known only at run time: a temporary of this shape is allocated like `like`
+    /// (`oad_AllocateMatching`, a runtime routine of OpenAD).
+    Matching { rank: usize, like: Box<VariableReference> },
+}
+
 /// Operands → operations → result of one assignment.
 #[derive(Clone, Debug, Default)]
 pub struct LocalGraph {
@@ -64,6 +76,8 @@ pub struct LocalGraph {
     /// operand), as they are spelled in the statement.
     pub operands: Vec<VariableReference>,
     pub operations: usize,
+    /// The shape of each operation's result (whole-array statements have array values).
+    pub operation_shapes: Vec<ValueShape>,
     pub edges: Vec<LocalEdge>,
     /// What the left-hand side becomes; `None` when the right-hand side is passive.
     pub result: Option<LocalNode>,
@@ -72,10 +86,11 @@ pub struct LocalGraph {
 /// One active assignment, linearized.
 #[derive(Clone, Debug)]
 pub struct LinearizedAssignment {
-    /// `<prefix>aux_N = subexpression`, in evaluation order, before the partials.
-    pub auxiliaries: Vec<Assignment>,
+    /// `<prefix>aux_N = subexpression`, in evaluation order, before the partials (with the
+    /// allocations of array-valued auxiliaries).
+    pub auxiliaries: Vec<Statement>,
     /// `<prefix>lin_N = partial`, before the statement.
-    pub partials: Vec<Assignment>,
+    pub partials: Vec<Statement>,
     /// The statement, with auxiliary subexpressions replaced by their variables.
     pub statement: Assignment,
     pub graph: LocalGraph,
@@ -91,6 +106,7 @@ pub enum LinearizeError {
     FunctionCall { statement: String },
     #[error("statement {statement}: the right-hand side has no root")]
     NoRoot { statement: String },
+
 }
 
 /// Creates the engine's temporaries (`<prefix>aux_N`, `lin_N`, …) with call-graph-wide counters,
@@ -103,6 +119,18 @@ pub struct Temporaries {
 impl Temporaries {
     /// A new scalar temporary in `scope`.
     pub fn create(&mut self, cg: &mut CallGraph, scope: ScopeId, kind: &'static str, active: bool) -> SymbolId {
+        self.create_shaped(cg, scope, kind, active, &ValueShape::Scalar)
+    }
+
+    /// A new temporary of the given shape in `scope`.
+    pub fn create_shaped(
+        &mut self,
+        cg: &mut CallGraph,
+        scope: ScopeId,
+        kind: &'static str,
+        active: bool,
+        shape: &ValueShape,
+    ) -> SymbolId {
         loop {
             let counter = self.counters.entry(kind).or_insert(0);
             let name = format!("{}{kind}_{counter}", cg.names.get(cg.prefix));
@@ -114,6 +142,14 @@ impl Temporaries {
             let mut symbol = Symbol::new(scope, name);
             symbol.active = active;
             symbol.temp = true;
+            match shape {
+                ValueShape::Scalar => {}
+                ValueShape::Known(dimensions) => {
+                    symbol.shape = shape_of_rank(dimensions.len());
+                    symbol.dimensions = dimensions.clone();
+                }
+                ValueShape::Matching { rank, .. } => symbol.shape = shape_of_rank(*rank),
+            }
             return cg.add_symbol(symbol);
         }
     }
@@ -251,6 +287,24 @@ pub fn linearize_assignment(
         active.insert(v, is_active);
     }
 
+    let mut shapes: FxHashMap<ExprVertexId, ValueShape> = FxHashMap::default();
+    for &v in &order {
+        let shape = match &rhs.vertices[v] {
+            ExprVertex::Variable(r) => reference_shape(cg, r),
+            ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {
+                ValueShape::Scalar
+            }
+            ExprVertex::Intrinsic(i) if i.result_shape == Shape::Scalar => ValueShape::Scalar,
+            ExprVertex::Intrinsic(_) => rhs
+                .operands(v)
+                .iter()
+                .map(|o| shapes[o].clone())
+                .find(|s| !matches!(s, ValueShape::Scalar))
+                .unwrap_or_default(),
+        };
+        shapes.insert(v, shape);
+    }
+
     let mut graph = LocalGraph::default();
     let mut node_of: FxHashMap<ExprVertexId, LocalNode> = FxHashMap::default();
     let mut operand_keys: FxHashMap<String, usize> = FxHashMap::default();
@@ -259,6 +313,7 @@ pub fn linearize_assignment(
     let mut auxiliaries = Vec::new();
     let mut partials = Vec::new();
     let mut partial_edges: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
+    let mut operation_vertex: Vec<ExprVertexId> = Vec::new();
 
     for &v in &order {
         if !active[&v] {
@@ -283,6 +338,8 @@ pub fn linearize_assignment(
                 let operands = rhs.operands(v);
                 let operation = graph.operations;
                 graph.operations += 1;
+                graph.operation_shapes.push(shapes[&v].clone());
+                operation_vertex.push(v);
                 node_of.insert(v, LocalNode::Operation(operation));
                 // Arguments the partials read must be available as values: leaves as they are,
                 // subexpressions through an auxiliary.
@@ -306,9 +363,11 @@ pub fn linearize_assignment(
                                     for referenced in referenced_arguments(&partial.expression) {
                                         let Some(&arg) = operands.get(referenced - 1) else { continue };
                                         if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
-                                            let symbol = temporaries.create(cg, scope, "aux", false);
+                                            let shape = &shapes[&arg];
+                                            let symbol = temporaries.create_shaped(cg, scope, "aux", false, shape);
+                                            auxiliaries.extend(allocation(cg, symbol, shape));
                                             let value = copy_subtree(cg, rhs, arg, &auxiliary_of, true);
-                                            auxiliaries.push(make_assignment(cg, symbol, value, false));
+                                            auxiliaries.push(Statement::Assignment(make_assignment(cg, symbol, value, false)));
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }
@@ -344,8 +403,10 @@ pub fn linearize_assignment(
             PartialValue::Known(0.0) => continue,
             PartialValue::Known(number) => Partial::from_value(number),
             PartialValue::Expression(expression) => {
-                let symbol = temporaries.create(cg, scope, "lin", false);
-                partials.push(make_assignment(cg, symbol, expression, false));
+                let shape = &shapes[&operation_vertex[target]];
+                let symbol = temporaries.create_shaped(cg, scope, "lin", false, shape);
+                partials.extend(allocation(cg, symbol, shape));
+                partials.push(Statement::Assignment(make_assignment(cg, symbol, expression, false)));
                 Partial::Variable(symbol)
             }
         };
@@ -599,4 +660,105 @@ pub fn add_constant(cg: &mut CallGraph, target: &mut Expression, value: f64) -> 
         target,
         ExprVertex::Constant(Constant { id: Name::EMPTY, annotation: Name::EMPTY, ty, fe_type: Name::EMPTY, value }),
     )
+}
+
+fn shape_of_rank(rank: usize) -> Shape {
+    match rank {
+        0 => Shape::Scalar,
+        1 => Shape::Vector,
+        2 => Shape::Matrix,
+        3 => Shape::ThreeTensor,
+        4 => Shape::FourTensor,
+        5 => Shape::FiveTensor,
+        6 => Shape::SixTensor,
+        _ => Shape::SevenTensor,
+    }
+}
+
+/// The shape of the value a reference denotes.
+pub fn reference_shape(cg: &CallGraph, reference: &VariableReference) -> ValueShape {
+    let matching = |rank| ValueShape::Matching { rank, like: Box::new(reference.clone()) };
+    let Some(base) = reference.base_symbol() else { return ValueShape::Scalar };
+    let symbol = &cg.symbols[base];
+    let rank = symbol.shape.rank();
+    if rank == 0 {
+        return ValueShape::Scalar;
+    }
+    let elements: Vec<&ArrayElementReference> = reference
+        .vertices
+        .iter()
+        .filter_map(|v| match v {
+            VarRefVertex::ArrayElement(a) => Some(a),
+            VarRefVertex::Symbol(_) => None,
+        })
+        .collect();
+    let [element] = elements.as_slice() else {
+        return if elements.is_empty() && symbol.dimensions.len() == rank {
+            ValueShape::Known(symbol.dimensions.clone())
+        } else {
+            matching(rank)
+        };
+    };
+    let sections: Vec<(usize, &IndexTriplet)> = element
+        .indices
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.bound.is_some() || t.stride.is_some() || t.index.is_none())
+        .collect();
+    if sections.is_empty() {
+        return ValueShape::Scalar;
+    }
+    let mut dimensions = Vec::new();
+    for &(d, triplet) in &sections {
+        let declared = symbol.dimensions.get(d);
+        let constant = |e: &Option<Expression>| e.as_ref().map(|e| constant_expression(cg, e));
+        let lower = match constant(&triplet.index) {
+            Some(v) => v,
+            None => declared.map(|b| b.lower as f64),
+        };
+        let upper = match constant(&triplet.bound) {
+            Some(v) => v,
+            None => declared.map(|b| b.upper as f64),
+        };
+        let stride = constant(&triplet.stride).unwrap_or(Some(1.0));
+        let (Some(lower), Some(upper), Some(stride)) = (lower, upper, stride) else {
+            return matching(sections.len());
+        };
+        if stride == 0.0 {
+            return matching(sections.len());
+        }
+        let extent = (((upper - lower) / stride).floor() + 1.0).max(0.0) as i64;
+        dimensions.push(DimensionBounds { lower: 1, upper: extent });
+    }
+    ValueShape::Known(dimensions)
+}
+
+/// The run-time allocation a temporary of this shape needs before it is assigned.
+pub fn allocation(cg: &mut CallGraph, temporary: SymbolId, shape: &ValueShape) -> Option<Statement> {
+    let ValueShape::Matching { like, .. } = shape else { return None };
+    let one = cg.names.intern("1");
+    let id = cg.names.intern("oad_allocate_matching");
+    let subroutine_name = cg.names.intern("oad_AllocateMatching");
+    let mut target = scalar_reference(cg, temporary, false);
+    target.id = one;
+    let mut source = (**like).clone();
+    source.id = one;
+    source.deriv = false;
+    Some(Statement::InlinableSubroutineCall(InlinableSubroutineCall {
+        id,
+        subroutine_name,
+        arguments: vec![
+            Argument { position: 1, annotation: Name::EMPTY, value: ArgumentValue::Variable(target) },
+            Argument { position: 2, annotation: Name::EMPTY, value: ArgumentValue::Variable(source) },
+        ],
+    }))
+}
+
+/// The value of an expression made of one constant, if it is one.
+fn constant_expression(cg: &CallGraph, expression: &Expression) -> Option<f64> {
+    let root = expression.root()?;
+    match &expression.vertices[root] {
+        ExprVertex::Constant(c) => constant_value(cg, c),
+        _ => None,
+    }
 }

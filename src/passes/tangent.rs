@@ -16,8 +16,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::linearize::{
-    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, add_constant, add_vertex,
-    is_active_reference, linearize_assignment, reference_key, scalar_reference,
+    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_vertex,
+    allocation, is_active_reference, linearize_assignment, reference_key, reference_shape, scalar_reference,
 };
 use crate::ir::*;
 use crate::xaif::intrinsics::Catalogue;
@@ -124,7 +124,7 @@ struct BlockContext<'a> {
 enum Vertex {
     /// A value read before the sequence writes it.
     Independent(VariableReference),
-    Intermediate,
+    Intermediate(ValueShape),
     /// The final value of a variable the sequence assigns.
     Dependent(VariableReference),
 }
@@ -254,8 +254,8 @@ impl BlockContext<'_> {
             operand_vertex.push(vertex);
         }
         let first_operation = sequence.vertices.len();
-        for _ in 0..graph.operations {
-            sequence.vertices.push(Vertex::Intermediate);
+        for shape in &graph.operation_shapes {
+            sequence.vertices.push(Vertex::Intermediate(shape.clone()));
         }
         let map = |node: LocalNode| match node {
             LocalNode::Operand(i) => operand_vertex[i],
@@ -268,7 +268,7 @@ impl BlockContext<'_> {
             Some(node) => map(node),
             None => {
                 // A passive right-hand side: the new value has no derivative.
-                sequence.vertices.push(Vertex::Intermediate);
+                sequence.vertices.push(Vertex::Intermediate(ValueShape::Scalar));
                 sequence.vertices.len() - 1
             }
         };
@@ -296,8 +296,8 @@ impl BlockContext<'_> {
                 Item::Passive(statement) => out.push(statement),
                 Item::Active(linearized) => {
                     let LinearizedAssignment { auxiliaries, partials, statement, .. } = *linearized;
-                    out.extend(auxiliaries.into_iter().map(Statement::Assignment));
-                    out.extend(partials.into_iter().map(Statement::Assignment));
+                    out.extend(auxiliaries);
+                    out.extend(partials);
                     out.push(Statement::Assignment(statement));
                 }
             }
@@ -323,7 +323,8 @@ impl BlockContext<'_> {
             dependents: sequence.assigned.len(),
             ..SequenceStats::default()
         };
-        let propagator = self.propagate(&vertices, &edges, &mut stats);
+        let (allocations, propagator) = self.propagate(&vertices, &edges, &mut stats);
+        out.extend(allocations);
         out.push(Statement::DerivativePropagator(propagator));
         self.stats.sequences.push(stats);
     }
@@ -332,8 +333,15 @@ impl BlockContext<'_> {
     /// order: each non-independent vertex gets the sum of its in-edges' partial × source
     /// derivative. Intermediates keep their derivative in `<prefix>prp_N` temporaries, as do
     /// independents whose variable the propagator overwrites before it is done reading them.
-    fn propagate(&mut self, vertices: &[Vertex], edges: &[(usize, usize, Partial)], stats: &mut SequenceStats) -> DerivativePropagator {
+    /// Returns the allocations of array temporaries (to run first) and the propagator.
+    fn propagate(
+        &mut self,
+        vertices: &[Vertex],
+        edges: &[(usize, usize, Partial)],
+        stats: &mut SequenceStats,
+    ) -> (Vec<Statement>, DerivativePropagator) {
         let mut entries = Vec::new();
+        let mut allocations = Vec::new();
         let mut incoming: Vec<Vec<(usize, Partial)>> = vec![Vec::new(); vertices.len()];
         for &(source, target, partial) in edges {
             incoming[target].push((source, partial));
@@ -342,7 +350,7 @@ impl BlockContext<'_> {
             .iter()
             .filter_map(|v| match v {
                 Vertex::Dependent(r) => Some(r.base_symbol()),
-                Vertex::Independent(_) | Vertex::Intermediate => None,
+                Vertex::Independent(_) | Vertex::Intermediate(_) => None,
             })
             .collect();
         // Where each vertex's derivative lives; `None` for a vertex whose derivative is zero.
@@ -353,14 +361,15 @@ impl BlockContext<'_> {
                     let mut source = reference.clone();
                     source.deriv = true;
                     if written.contains(&reference.base_symbol()) {
-                        let copy = self.derivative_temporary();
+                        let shape = reference_shape(self.cg, reference);
+                        let copy = self.derivative_temporary(&shape, &mut allocations);
                         entries.push(PropagatorEntry::SetDeriv { target: copy.clone(), source });
                         holder[v] = Some(copy);
                     } else {
                         holder[v] = Some(source);
                     }
                 }
-                Vertex::Intermediate | Vertex::Dependent(_) => {
+                Vertex::Intermediate(_) | Vertex::Dependent(_) => {
                     let terms: Vec<(VariableReference, Partial)> = incoming[v]
                         .iter()
                         .filter_map(|&(source, partial)| holder[source].clone().map(|h| (h, partial)))
@@ -371,8 +380,9 @@ impl BlockContext<'_> {
                             target.deriv = true;
                             target
                         }
-                        Vertex::Intermediate if terms.is_empty() => continue,
-                        Vertex::Intermediate | Vertex::Independent(_) => self.derivative_temporary(),
+                        Vertex::Intermediate(_) if terms.is_empty() => continue,
+                        Vertex::Intermediate(shape) => self.derivative_temporary(shape, &mut allocations),
+                        Vertex::Independent(_) => self.derivative_temporary(&ValueShape::Scalar, &mut allocations),
                     };
                     if terms.is_empty() {
                         entries.push(PropagatorEntry::ZeroDeriv(target));
@@ -405,12 +415,13 @@ impl BlockContext<'_> {
             }
         }
         stats.propagator_entries = entries.len();
-        DerivativePropagator { entries }
+        (allocations, DerivativePropagator { entries })
     }
 
     /// An active scalar temporary holding a derivative, referenced as its derivative component.
-    fn derivative_temporary(&mut self) -> VariableReference {
-        let symbol = self.temporaries.create(self.cg, self.scope, "prp", true);
+    fn derivative_temporary(&mut self, shape: &ValueShape, allocations: &mut Vec<Statement>) -> VariableReference {
+        let symbol = self.temporaries.create_shaped(self.cg, self.scope, "prp", true, shape);
+        allocations.extend(allocation(self.cg, symbol, shape));
         let mut reference = scalar_reference(self.cg, symbol, true);
         reference.deriv = true;
         reference
