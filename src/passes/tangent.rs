@@ -17,7 +17,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_vertex,
-    allocation, is_active_reference, linearize_assignment, reference_key, reference_shape, scalar_reference,
+    add_edge, add_intrinsic, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
+    scalar_reference,
 };
 use crate::ir::*;
 use crate::xaif::intrinsics::Catalogue;
@@ -323,10 +324,156 @@ impl BlockContext<'_> {
             dependents: sequence.assigned.len(),
             ..SequenceStats::default()
         };
+        let edges = self.preaccumulate(&vertices, edges, &mut stats, out);
         let (allocations, propagator) = self.propagate(&vertices, &edges, &mut stats);
         out.extend(allocations);
         out.push(Statement::DerivativePropagator(propagator));
         self.stats.sequences.push(stats);
+    }
+
+    /// Eliminates intermediate vertices while that lowers the multiplications per derivative
+    /// direction: the accumulation products it emits (`<prefix>acc_N`, once per execution)
+    /// plus one per non-unit edge left for the propagator. Products and sums of constants fold
+    /// at compile time and unit factors are free, so eliminating through unit and constant
+    /// edges is what pays; preaccumulating where propagating through the graph is cheaper
+    /// does not happen (the scarcity argument of the elimination papers). Ties in cost are
+    /// broken by fewer propagator entries, then by vertex order, so the result is
+    /// deterministic. Returns the remainder graph's edges.
+    fn preaccumulate(
+        &mut self,
+        vertices: &[Vertex],
+        edges: Vec<(usize, usize, Partial)>,
+        stats: &mut SequenceStats,
+        out: &mut Vec<Statement>,
+    ) -> Vec<(usize, usize, Partial)> {
+        use std::collections::BTreeMap;
+        let n = vertices.len();
+        let mut preds: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
+        let mut succs: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
+        for (source, target, partial) in edges {
+            // Two operands of one statement may be the same vertex (`f = a; g = f - a`):
+            // parallel edges add up.
+            let shape = match &vertices[target] {
+                Vertex::Intermediate(shape) => shape.clone(),
+                Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
+            };
+            let label = match preds[target].get(&source).copied() {
+                Some(existing) => self.sum(existing, partial, &shape, stats, out),
+                None => partial,
+            };
+            preds[target].insert(source, label);
+            succs[source].insert(target, label);
+        }
+        loop {
+            let mut best: Option<((i64, i64, usize), usize)> = None;
+            for v in 0..n {
+                if !matches!(vertices[v], Vertex::Intermediate(_)) || preds[v].is_empty() || succs[v].is_empty() {
+                    continue;
+                }
+                let (delta, edge_change) = elimination_cost(&preds, &succs, v);
+                let key = (delta, edge_change, v);
+                if (delta < 0 || (delta == 0 && edge_change < 0)) && best.is_none_or(|(b, _)| key < b) {
+                    best = Some((key, v));
+                }
+            }
+            let Some((_, v)) = best else { break };
+            let shape = match &vertices[v] {
+                Vertex::Intermediate(shape) => shape.clone(),
+                Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
+            };
+            let incoming: Vec<(usize, Partial)> = preds[v].iter().map(|(&p, &l)| (p, l)).collect();
+            let outgoing: Vec<(usize, Partial)> = succs[v].iter().map(|(&s, &l)| (s, l)).collect();
+            for &(p, _) in &incoming {
+                succs[p].remove(&v);
+            }
+            for &(s, _) in &outgoing {
+                preds[s].remove(&v);
+            }
+            preds[v].clear();
+            succs[v].clear();
+            for &(p, a) in &incoming {
+                for &(s, b) in &outgoing {
+                    let product = self.multiply(a, b, &shape, stats, out);
+                    let label = match preds[s].get(&p).copied() {
+                        Some(existing) => self.sum(existing, product, &shape, stats, out),
+                        None => product,
+                    };
+                    if label == Partial::Constant(0.0) {
+                        preds[s].remove(&p);
+                        succs[p].remove(&s);
+                    } else {
+                        preds[s].insert(p, label);
+                        succs[p].insert(s, label);
+                    }
+                }
+            }
+        }
+        preds.iter().enumerate().flat_map(|(t, ins)| ins.iter().map(move |(&s, &l)| (s, t, l))).collect()
+    }
+
+    /// `a × b` as a label, emitting an accumulation assignment when it is not known statically.
+    fn multiply(
+        &mut self,
+        a: Partial,
+        b: Partial,
+        shape: &ValueShape,
+        stats: &mut SequenceStats,
+        out: &mut Vec<Statement>,
+    ) -> Partial {
+        match (known(a), known(b)) {
+            (Some(x), Some(y)) => Partial::from_value(x * y),
+            (Some(1.0), None) => b,
+            (None, Some(1.0)) => a,
+            (Some(-1.0), None) => self.negate(b, shape, out),
+            (None, Some(-1.0)) => self.negate(a, shape, out),
+            _ => {
+                stats.accumulation_multiplications += 1;
+                self.accumulate("mul_scal_scal", &[a, b], shape, out)
+            }
+        }
+    }
+
+    fn sum(&mut self, a: Partial, b: Partial, shape: &ValueShape, stats: &mut SequenceStats, out: &mut Vec<Statement>) -> Partial {
+        match (known(a), known(b)) {
+            (Some(x), Some(y)) => Partial::from_value(x + y),
+            _ => {
+                stats.accumulation_additions += 1;
+                self.accumulate("add_scal_scal", &[a, b], shape, out)
+            }
+        }
+    }
+
+    fn negate(&mut self, a: Partial, shape: &ValueShape, out: &mut Vec<Statement>) -> Partial {
+        match known(a) {
+            Some(x) => Partial::from_value(-x),
+            None => self.accumulate("minus_scal", &[a], shape, out),
+        }
+    }
+
+    /// `<prefix>acc_N = name(operands…)`.
+    fn accumulate(&mut self, name: &str, operands: &[Partial], shape: &ValueShape, out: &mut Vec<Statement>) -> Partial {
+        let mut rhs = Expression::default();
+        let name = self.cg.names.intern(name);
+        let root = add_intrinsic(self.cg, &mut rhs, name);
+        for (i, operand) in operands.iter().enumerate() {
+            let vertex = match *operand {
+                Partial::One => add_constant(self.cg, &mut rhs, 1.0),
+                Partial::MinusOne => add_constant(self.cg, &mut rhs, -1.0),
+                Partial::Constant(value) => add_constant(self.cg, &mut rhs, value),
+                Partial::Variable(symbol) => {
+                    let reference = scalar_reference(self.cg, symbol, false);
+                    add_vertex(self.cg, &mut rhs, ExprVertex::Variable(reference))
+                }
+            };
+            add_edge(self.cg, &mut rhs, vertex, root, i as i64 + 1);
+        }
+        let symbol = self.temporaries.create_shaped(self.cg, self.scope, "acc", false, shape);
+        out.extend(allocation(self.cg, symbol, shape));
+        let id = format!("_{}", self.cg.symbol_name(symbol));
+        let id = self.cg.names.intern(&id);
+        let lhs = scalar_reference(self.cg, symbol, false);
+        out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
+        Partial::Variable(symbol)
     }
 
     /// Derivative propagation through a (remainder) graph whose vertices are in topological
@@ -509,4 +656,64 @@ impl TangentStats {
         ));
         out
     }
+}
+
+/// The value of a label known at compile time.
+fn known(partial: Partial) -> Option<f64> {
+    match partial {
+        Partial::One => Some(1.0),
+        Partial::MinusOne => Some(-1.0),
+        Partial::Constant(value) => Some(value),
+        Partial::Variable(_) => None,
+    }
+}
+
+/// Multiplications per derivative direction an edge costs the propagator.
+fn edge_cost(partial: Option<f64>) -> i64 {
+    match partial {
+        Some(v) if v == 1.0 || v == -1.0 || v == 0.0 => 0,
+        Some(_) | None => 1,
+    }
+}
+
+/// The change in multiplications (accumulation plus propagation) and in the number of edges if
+/// `v` were eliminated, computed on label kinds only (no code is emitted).
+fn elimination_cost(
+    preds: &[std::collections::BTreeMap<usize, Partial>],
+    succs: &[std::collections::BTreeMap<usize, Partial>],
+    v: usize,
+) -> (i64, i64) {
+    let mut delta = 0i64;
+    let mut edge_change = -((preds[v].len() + succs[v].len()) as i64);
+    for &a in preds[v].values() {
+        delta -= edge_cost(known(a));
+    }
+    for &b in succs[v].values() {
+        delta -= edge_cost(known(b));
+    }
+    for (&p, &a) in &preds[v] {
+        for (&s, &b) in &succs[v] {
+            let (product, multiplications) = match (known(a), known(b)) {
+                (Some(x), Some(y)) => (Some(x * y), 0),
+                (Some(x), None) | (None, Some(x)) if x == 1.0 || x == -1.0 => (None, 0),
+                _ => (None, 1),
+            };
+            delta += multiplications;
+            let result = match preds[s].get(&p) {
+                Some(&existing) => {
+                    delta -= edge_cost(known(existing));
+                    match (known(existing), product) {
+                        (Some(x), Some(y)) => Some(x + y),
+                        _ => None,
+                    }
+                }
+                None => {
+                    edge_change += 1;
+                    product
+                }
+            };
+            delta += edge_cost(result);
+        }
+    }
+    (delta, edge_change)
 }
