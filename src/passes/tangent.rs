@@ -364,19 +364,30 @@ impl BlockContext<'_> {
             preds[target].insert(source, label);
             succs[source].insert(target, label);
         }
+        // Costs change only around an eliminated vertex, so they are cached and recomputed for
+        // the neighbourhood that changed (graphs of long basic blocks have hundreds of vertices).
+        let candidate = |v: usize, preds: &[BTreeMap<usize, Partial>], succs: &[BTreeMap<usize, Partial>]| {
+            matches!(vertices[v], Vertex::Intermediate(_)) && !preds[v].is_empty() && !succs[v].is_empty()
+        };
+        let mut costs: Vec<Option<(i64, i64)>> =
+            (0..n).map(|v| candidate(v, &preds, &succs).then(|| elimination_cost(&preds, &succs, v))).collect();
         loop {
-            let mut best: Option<((i64, i64, usize), usize)> = None;
-            for v in 0..n {
-                if !matches!(vertices[v], Vertex::Intermediate(_)) || preds[v].is_empty() || succs[v].is_empty() {
-                    continue;
-                }
-                let (delta, edge_change) = elimination_cost(&preds, &succs, v);
-                let key = (delta, edge_change, v);
-                if (delta < 0 || (delta == 0 && edge_change < 0)) && best.is_none_or(|(b, _)| key < b) {
-                    best = Some((key, v));
-                }
+            let best = costs
+                .iter()
+                .enumerate()
+                .filter_map(|(v, cost)| cost.map(|(delta, edges)| (delta, edges, v)))
+                .filter(|&(delta, edges, _)| delta < 0 || (delta == 0 && edges < 0))
+                .min();
+            let Some((_, _, v)) = best else { break };
+            let mut dirty: Vec<usize> = Vec::new();
+            for &p in preds[v].keys() {
+                dirty.push(p);
+                dirty.extend(succs[p].keys().copied());
             }
-            let Some((_, v)) = best else { break };
+            for &s in succs[v].keys() {
+                dirty.push(s);
+                dirty.extend(preds[s].keys().copied());
+            }
             let shape = match &vertices[v] {
                 Vertex::Intermediate(shape) => shape.clone(),
                 Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
@@ -405,6 +416,18 @@ impl BlockContext<'_> {
                         preds[s].insert(p, label);
                         succs[p].insert(s, label);
                     }
+                }
+            }
+            costs[v] = None;
+            for &(p, _) in &incoming {
+                dirty.extend(succs[p].keys().copied());
+            }
+            for &(s, _) in &outgoing {
+                dirty.extend(preds[s].keys().copied());
+            }
+            for u in dirty {
+                if u != v {
+                    costs[u] = candidate(u, &preds, &succs).then(|| elimination_cost(&preds, &succs, u));
                 }
             }
         }
