@@ -307,7 +307,7 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
+    let config = TangentConfig { preaccumulation };
     let stats = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(stats) => stats,
         Err(error) => {

@@ -542,11 +542,9 @@ fn copy_rec(
     is_kept_root: bool,
     target: &mut Expression,
 ) -> ExprVertexId {
-    if !is_kept_root {
-        if let Some(&symbol) = replaced.get(&vertex) {
-            let reference = scalar_reference(cg, symbol, false);
-            return add_vertex(cg, target, ExprVertex::Variable(reference));
-        }
+    if let Some(&symbol) = replaced.get(&vertex).filter(|_| !is_kept_root) {
+        let reference = scalar_reference(cg, symbol, false);
+        return add_vertex(cg, target, ExprVertex::Variable(reference));
     }
     let operands = source.operands(vertex);
     let children: Vec<ExprVertexId> =

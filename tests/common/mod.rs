@@ -164,12 +164,11 @@ pub fn first_difference(ours: &[String], theirs: &[String]) -> Option<String> {
 /// `0.00000000000000000000e+00`); we keep the front end's spelling. Compare the numbers.
 fn canonical_value(node: roxmltree::Node, attribute: &str, value: &str) -> String {
     let is_real = matches!(node.attribute("type"), Some("real" | "double"));
-    if node.tag_name().name() == "Constant" && attribute == "value" && is_real {
-        if let Ok(number) = value.replace(['d', 'D'], "e").parse::<f64>() {
-            return format!("{number:e}");
-        }
+    let number = value.replace(['d', 'D'], "e").parse::<f64>();
+    match number {
+        Ok(number) if node.tag_name().name() == "Constant" && attribute == "value" && is_real => format!("{number:e}"),
+        _ => value.to_owned(),
     }
-    value.to_owned()
 }
 
 /// The argument layout of an example whose driver passes more than two arguments: leading
