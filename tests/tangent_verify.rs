@@ -51,3 +51,32 @@ fn our_tangent_code_verifies_wherever_the_reference_does() {
         assert!(ours_ok >= reference_ok);
     }
 }
+
+/// The README's example, end to end through the command line: transform, then verify.
+#[test]
+fn readme_example_differentiates_and_verifies_through_the_cli() {
+    let binary = env!("CARGO_BIN_EXE_xaifbooster");
+    let input = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/examples/head.xaif");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = dir.path().join("head.tlm.xaif");
+    let stats = dir.path().join("stats.json");
+    let status = std::process::Command::new(binary)
+        .args(["tangent", "-i", input, "-o"])
+        .arg(&output)
+        .arg("--stats")
+        .arg(&stats)
+        .status()
+        .expect("binary runs");
+    assert!(status.success());
+    let stats = std::fs::read_to_string(&stats).expect("stats written");
+    assert!(stats.contains("\"totals\""), "{stats}");
+    let verify = std::process::Command::new(binary)
+        .args(["verify", "--original", input, "--transformed"])
+        .arg(&output)
+        .args(["--mode", "tangent"])
+        .output()
+        .expect("binary runs");
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{text}");
+    assert!(text.lines().last().is_some_and(|l| l.starts_with("verify: OK")), "{text}");
+}
