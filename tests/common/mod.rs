@@ -279,3 +279,6 @@ pub fn verify_config(
         rtol: 1e-5,
     }
 }
+
+/// The XAIF namespace, for roxmltree lookups.
+pub const XAIF: &str = "http://www.mcs.anl.gov/XAIF";
