@@ -1,0 +1,34 @@
+//! Random programs, differentiated and verified: the tangent-linear transformation of every
+//! generated straight-line or loop program must give the Jacobian finite differences give.
+
+#[path = "interp_support/mod.rs"]
+mod support;
+
+use proptest::prelude::*;
+use xaifbooster::interp::verify::{Mode, Status, VerifyConfig, read_program, verify};
+use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
+use xaifbooster::xaif::intrinsics::Catalogue;
+use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
+
+fn differentiate(source: &str, preaccumulation: Preaccumulation) -> Vec<u8> {
+    let mut cg = xaif::read(source.as_bytes(), "random", &ReadOptions::default()).expect("generated XAIF reads").call_graph;
+    xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig { preaccumulation })
+        .expect("tangent transformation");
+    xaif::write(&cg, &WriteOptions::default())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn random_programs_differentiate_correctly(p in support::program()) {
+        let source = p.to_xaif();
+        let original = read_program(source.as_bytes(), "random").expect("original runs");
+        for preaccumulation in [Preaccumulation::BasicBlock, Preaccumulation::Statement] {
+            let transformed = differentiate(&source, preaccumulation);
+            let transformed = read_program(&transformed, "random tangent").expect("tangent output loads");
+            let config = VerifyConfig { mode: Mode::Tangent, rtol: 1e-5, ..VerifyConfig::default() };
+            let report = verify(&original, &transformed, &config);
+            prop_assert!(matches!(report.status, Status::Ok), "{:?}: {}\n{}", preaccumulation, report.final_line(), source);
+        }
+    }
+}
