@@ -108,10 +108,17 @@ pub struct Driver<'p> {
 /// The routine named `head…` (or `<prefix>head…` after renaming) with code; failing that,
 /// the only routine with code that no routine calls.
 pub fn default_entry(prog: &Program) -> Option<usize> {
+    // Module initialisation routines (empty bodies, or replacement lists of empty
+    // placeholders) are not candidates for the top routine.
+    let graph_has_code = |g: &super::lower::Graph| {
+        g.nodes.iter().any(|n| !matches!(n, super::lower::Node::Entry { .. } | super::lower::Node::Exit))
+    };
     let has_code = |r: &super::lower::RoutineCode| match &r.body {
         Body::External => false,
-        Body::Cfg(_) => true,
-        Body::Template(graphs) => graphs.iter().any(Option::is_some),
+        Body::Cfg(graph) => graph_has_code(graph),
+        // Placeholders 1–3 (original, taping, adjoint) hold the routine's own code; the
+        // others are checkpointing fragments every routine has.
+        Body::Template(graphs) => graphs.iter().take(4).flatten().any(graph_has_code),
     };
     let is_head =
         |name: &str| name.starts_with("head") || name.split_once("_head").is_some_and(|(pre, _)| !pre.is_empty());
