@@ -15,7 +15,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::ir::*;
-use crate::xaif::intrinsics::{Catalogue, PartialExpr, PartialKind};
+use crate::xaif::intrinsics::{Catalogue, PartialExpr, PartialKind, eval_intrinsic};
 
 /// An edge label of a linearized computational graph, as far as it is known at compile time.
 #[derive(Copy, Clone, PartialEq, Debug)]
@@ -357,11 +357,18 @@ pub fn linearize_assignment(
                         PartialKind::LinearMinusOne => PartialValue::Known(-1.0),
                         PartialKind::Passive => continue,
                         PartialKind::Linear | PartialKind::Nonlinear => {
-                            match fold(cg, rhs, &operands, &partial.expression, catalogue) {
+                            match fold(cg, rhs, &operands, &partial.expression, &name) {
                                 Some(number) => PartialValue::Known(number),
                                 None => {
                                     for referenced in referenced_arguments(&partial.expression) {
-                                        let Some(&arg) = operands.get(referenced - 1) else { continue };
+                                        // Argument 0 is the operation's own value.
+                                        let arg = match referenced {
+                                            0 => v,
+                                            k => match operands.get(k - 1) {
+                                                Some(&arg) => arg,
+                                                None => continue,
+                                            },
+                                        };
                                         if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
                                             let shape = &shapes[&arg];
                                             let symbol = temporaries.create_shaped(cg, scope, "aux", false, shape);
@@ -371,10 +378,12 @@ pub fn linearize_assignment(
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }
+                                    let with_result: Vec<ExprVertexId> =
+                                        std::iter::once(v).chain(operands.iter().copied()).collect();
                                     PartialValue::Expression(build_partial(
                                         cg,
                                         rhs,
-                                        &operands,
+                                        &with_result,
                                         &partial.expression,
                                         &auxiliary_of,
                                     ))
@@ -494,13 +503,7 @@ fn referenced_arguments(partial: &PartialExpr) -> Vec<usize> {
 }
 
 /// The number a partial stands for when every argument it reads is a constant.
-fn fold(
-    cg: &CallGraph,
-    rhs: &Expression,
-    operands: &[ExprVertexId],
-    partial: &PartialExpr,
-    catalogue: &Catalogue,
-) -> Option<f64> {
+fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &PartialExpr, name: &str) -> Option<f64> {
     let mut values = Vec::with_capacity(operands.len());
     let referenced = referenced_arguments(partial);
     for (i, &operand) in operands.iter().enumerate() {
@@ -511,7 +514,8 @@ fn fold(
         };
         values.push(value?);
     }
-    partial.eval(&values, catalogue).filter(|v| v.is_finite())
+    let result = if partial.uses_result() { eval_intrinsic(name, &values) } else { None };
+    partial.eval(&values, result).filter(|v| v.is_finite())
 }
 
 fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active: bool) -> Assignment {
@@ -588,7 +592,8 @@ fn build_rec(
             add_constant(cg, target, number)
         }
         PartialExpr::Argument(i) => {
-            let argument = operands[*i - 1];
+            // `operands[0]` is the operation itself (argument 0), then its arguments.
+            let argument = operands[*i];
             match auxiliary_of.get(&argument) {
                 Some(&symbol) => {
                     let reference = scalar_reference(cg, symbol, false);

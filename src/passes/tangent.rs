@@ -158,6 +158,16 @@ impl BlockContext<'_> {
         let mut sequence = Sequence::default();
         for statement in statements {
             match statement {
+                Statement::Assignment(assignment)
+                    if is_active_reference(self.cg, &assignment.lhs)
+                        && let Some(derivative) = direct_action(self.cg, self.catalogue, &assignment) =>
+                {
+                    // `b = transpose(a)` is linear: its derivative is the same operation on the
+                    // derivatives, `b.d = transpose(a.d)`, printed right after it.
+                    self.flush(&mut sequence, &mut out);
+                    out.push(Statement::Assignment(assignment));
+                    out.push(Statement::Assignment(derivative));
+                }
                 Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
                     let linearized =
                         linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, &assignment)?;
@@ -739,4 +749,30 @@ fn elimination_cost(
         }
     }
     (delta, edge_change)
+}
+
+/// For `y = f(x)` with `f` a non-inlinable intrinsic acting directly on derivatives
+/// (`DirectAction` in the catalogue), the derivative statement `y.d = f'(x.d)`.
+fn direct_action(cg: &mut CallGraph, catalogue: &Catalogue, assignment: &Assignment) -> Option<Assignment> {
+    let rhs = &assignment.rhs;
+    let root = rhs.root()?;
+    let ExprVertex::Intrinsic(intrinsic) = &rhs.vertices[root] else { return None };
+    let definition = catalogue.get(cg.name(intrinsic.name))?;
+    if definition.inlinable {
+        return None;
+    }
+    let action = definition.builtin_name.clone()?;
+    let mut derivative = assignment.clone();
+    // The reference engine reuses the statement id, which the schema forbids.
+    let id = format!("_derivative_{}", cg.name(assignment.id));
+    derivative.id = cg.names.intern(&id);
+    derivative.lhs.deriv = true;
+    for (_, vertex) in derivative.rhs.vertices.iter_mut() {
+        match vertex {
+            ExprVertex::Variable(reference) => reference.deriv = true,
+            ExprVertex::Intrinsic(intrinsic) => intrinsic.name = cg.names.intern(&action),
+            ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {}
+        }
+    }
+    Some(derivative)
 }
