@@ -1,19 +1,886 @@
-//! Schema-free validation of XAIF input (interim: the reader's own checks).
+//! Schema-free validation of XAIF documents: the rules of the XAIF schemas (element nesting,
+//! attributes and their value types), kept here in code, plus what an XSD cannot express —
+//! every reference resolves, ids are unique per container, control flow graphs are well formed.
 //!
-//! To be replaced by the roxmltree-based validator that collects every finding.
+//! Unlike the reader, which stops at the first problem, the validator reports every finding,
+//! each located at its element's start tag. It accepts input XAIF and the output dialect
+//! (derivative propagators, inlinable calls, replacement lists). Messages use the reader's
+//! wording for the faults both detect.
 
-use super::diagnostic::Diagnostic;
-use super::read::{ReadOptions, read};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::diagnostic::{Diagnostic, Severity};
+use super::read::XAIF_NAMESPACE;
 
 #[derive(Clone, Debug, Default)]
 pub struct ValidateOptions {
+    /// Report what lenient reading forgives (missing `formalArgCount`, duplicate edge ids,
+    /// unknown attributes, dangling statement ids) as errors.
     pub strict: bool,
 }
 
-/// All findings about one document, errors and warnings, in document order.
+/// All findings about one document, in document order.
 pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diagnostic> {
-    match read(input, file, &ReadOptions { strict: options.strict }) {
-        Ok(output) => output.warnings,
-        Err(error) => vec![*error.0],
+    let text = match std::str::from_utf8(input) {
+        Ok(text) => text,
+        Err(e) => {
+            let (line, column) = super::diagnostic::line_column(input, e.valid_up_to());
+            return vec![finding(Severity::Error, file, line, column, "document", "the input is not valid UTF-8".into())];
+        }
+    };
+    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
+    let doc = match roxmltree::Document::parse_with_options(text, parse_options) {
+        Ok(doc) => doc,
+        Err(error) => {
+            let position = error.pos();
+            let message = match error {
+                roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
+                other => format!("malformed XML: {other}"),
+            };
+            return vec![finding(Severity::Error, file, position.row as usize, position.col as usize, "document", message)];
+        }
+    };
+    let mut validator = Validator { doc: &doc, file, strict: options.strict, findings: Vec::new() };
+    validator.document();
+    validator.findings.sort_by_key(|f| (f.line, f.column));
+    validator.findings
+}
+
+fn finding(severity: Severity, file: &str, line: usize, column: usize, element: &str, message: String) -> Diagnostic {
+    Diagnostic { severity, file: file.to_owned(), line, column, element: element.to_owned(), message }
+}
+
+/// The value type of an attribute.
+#[derive(Copy, Clone)]
+enum Value {
+    Text,
+    Boolean,
+    Integer,
+    NonNegative,
+    Positive,
+    OneOf(&'static [&'static str]),
+}
+
+const KINDS: &[&str] = &["subroutine", "variable", "pointer"];
+const TYPES: &[&str] = &["void", "integer", "real", "complex", "bool", "char", "string", "opaque"];
+const SHAPES: &[&str] =
+    &["void", "scalar", "vector", "matrix", "three_tensor", "four_tensor", "five_tensor", "six_tensor", "seven_tensor"];
+const CONSTANT_TYPES: &[&str] = &["real", "double", "integer", "bool", "char", "string"];
+const ACTIVE_USE: &[&str] = &["undefined", "true", "false", "1", "0"];
+const INTENTS: &[&str] = &["in", "out", "inout"];
+const REVERSALS: &[&str] = &["explicit", "anonymous"];
+const BOOLEAN_OPERATIONS: &[&str] = &[
+    "less_than",
+    "less_or_equal",
+    "greater_than",
+    "greater_or_equal",
+    "equal",
+    "not_equal",
+    "and",
+    "or",
+    "not",
+    "xor",
+];
+
+/// How an element's content is checked; several element names share a content type.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Content {
+    CallGraph,
+    ScopeHierarchy,
+    Scope,
+    SymbolTable,
+    Symbol,
+    DimensionBounds,
+    Edge,
+    AliasSetMap,
+    AliasSet,
+    AliasRange,
+    StmtIdSetMap,
+    StmtIdSet,
+    StatementId,
+    ControlFlowGraph,
+    ReplacementList,
+    Replacement,
+    ArgumentList,
+    ArgumentSymbolReference,
+    SideEffectList,
+    VariableReference,
+    Lhs,
+    SymbolReference,
+    SymbolReferenceProperty,
+    ArrayElementReference,
+    IndexTriplet,
+    Expression,
+    PlainVertex,
+    BasicBlock,
+    Conditional,
+    ForLoop,
+    ControlFlowEdge,
+    Assignment,
+    LoopAssignment,
+    Constant,
+    Intrinsic,
+    BooleanOperation,
+    FunctionCall,
+    ExpressionEdge,
+    SubroutineCall,
+    CallArgument,
+    Marker,
+    InlinableSubroutineCall,
+    DerivativePropagator,
+    TargetSource,
+    Sax,
+    Ax,
+    PropagatorOperand,
+}
+
+/// Attributes of each content type: name, value type, required.
+fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
+    use Value::*;
+    const VERTEX: &[(&str, Value, bool)] = &[("vertex_id", Text, false), ("annotation", Text, false)];
+    const VARIABLE_REFERENCE: &[(&str, Value, bool)] = &[
+        ("vertex_id", Text, false),
+        ("annotation", Text, false),
+        ("active", OneOf(ACTIVE_USE), false),
+        ("alias", Integer, false),
+        ("du_ud", Integer, false),
+        ("deriv", Boolean, false),
+        ("constant", Boolean, false),
+    ];
+    match content {
+        Content::CallGraph => &[("program_name", Text, false), ("prefix", Text, false)],
+        Content::ScopeHierarchy
+        | Content::SymbolTable
+        | Content::AliasSetMap
+        | Content::StmtIdSetMap
+        | Content::ArgumentList
+        | Content::SideEffectList
+        | Content::IndexTriplet
+        | Content::Expression
+        | Content::DerivativePropagator
+        | Content::TargetSource
+        | Content::Sax
+        | Content::Ax => &[],
+        Content::Scope | Content::PlainVertex | Content::ArrayElementReference => VERTEX,
+        Content::Symbol => &[
+            ("symbol_id", Text, true),
+            ("kind", OneOf(KINDS), false),
+            ("type", OneOf(TYPES), false),
+            ("feType", Text, false),
+            ("shape", OneOf(SHAPES), false),
+            ("annotation", Text, false),
+            ("active", Boolean, false),
+            ("temp", Boolean, false),
+            ("pointer", Boolean, false),
+        ],
+        Content::DimensionBounds => &[("lower", Integer, true), ("upper", Integer, true)],
+        Content::Edge => &[("edge_id", Text, true), ("source", Text, true), ("target", Text, true), ("annotation", Text, false)],
+        Content::AliasSet | Content::StmtIdSet => &[("key", NonNegative, true)],
+        Content::AliasRange => {
+            &[("from_virtual_address", Positive, true), ("to_virtual_address", Positive, true), ("partial", Boolean, false)]
+        }
+        Content::StatementId => &[("idRef", Text, false)],
+        Content::ControlFlowGraph => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("symbol_id", Text, true),
+            ("scope_id", Positive, true),
+            ("controlflowgraph_scope_id", Positive, true),
+            ("active", Boolean, false),
+            ("structured", Boolean, false),
+        ],
+        Content::ReplacementList => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("template_name", Text, true),
+            ("symbol_id", Text, true),
+            ("scope_id", Positive, true),
+            ("controlflowgraph_scope_id", Positive, true),
+        ],
+        Content::Replacement => &[("placeholder", Text, true), ("structured", Boolean, false)],
+        Content::ArgumentSymbolReference => &[
+            ("position", Positive, true),
+            ("symbol_id", Text, true),
+            ("scope_id", Positive, true),
+            ("annotation", Text, false),
+            ("deriv", Boolean, false),
+            ("intent", OneOf(INTENTS), false),
+        ],
+        Content::VariableReference | Content::PropagatorOperand => VARIABLE_REFERENCE,
+        Content::Lhs => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("active", OneOf(ACTIVE_USE), false),
+            ("alias", Integer, false),
+            ("du_ud", Integer, false),
+            ("deriv", Boolean, false),
+            ("constant", Boolean, false),
+            ("live", Boolean, false),
+        ],
+        Content::SymbolReference => {
+            &[("vertex_id", Text, false), ("annotation", Text, false), ("symbol_id", Text, true), ("scope_id", Positive, true)]
+        }
+        Content::SymbolReferenceProperty => &[("name", Text, true), ("value", Text, true)],
+        Content::BasicBlock => &[("vertex_id", Text, false), ("annotation", Text, false), ("scope_id", Positive, true)],
+        Content::Conditional => &[("vertex_id", Text, false), ("annotation", Text, false), ("lineNumber", NonNegative, false)],
+        Content::ForLoop => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("reversal", OneOf(REVERSALS), false),
+            ("lineNumber", NonNegative, false),
+        ],
+        Content::ControlFlowEdge => &[
+            ("edge_id", Text, true),
+            ("source", Text, true),
+            ("target", Text, true),
+            ("annotation", Text, false),
+            ("has_condition_value", Boolean, false),
+            ("condition_value", Integer, false),
+        ],
+        Content::Assignment => {
+            &[("statement_id", Text, true), ("do_chain", Integer, false), ("lineNumber", NonNegative, false)]
+        }
+        Content::LoopAssignment => &[("statement_id", Text, true), ("do_chain", Integer, false)],
+        Content::Constant => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("type", OneOf(CONSTANT_TYPES), true),
+            ("feType", Text, false),
+            ("value", Text, true),
+        ],
+        Content::Intrinsic => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("name", Text, true),
+            ("type", Text, false),
+            ("rType", OneOf(TYPES), false),
+            ("rShape", OneOf(SHAPES), false),
+        ],
+        Content::BooleanOperation => {
+            &[("vertex_id", Text, false), ("annotation", Text, false), ("name", OneOf(BOOLEAN_OPERATIONS), true)]
+        }
+        Content::FunctionCall => {
+            &[("vertex_id", Text, false), ("annotation", Text, false), ("symbol_id", Text, false), ("scope_id", Positive, false)]
+        }
+        Content::ExpressionEdge => &[
+            ("edge_id", Text, true),
+            ("source", Text, true),
+            ("target", Text, true),
+            ("position", Integer, true),
+            ("annotation", Text, false),
+        ],
+        Content::SubroutineCall => &[
+            ("statement_id", Text, true),
+            ("symbol_id", Text, false),
+            ("scope_id", Positive, false),
+            ("active", OneOf(ACTIVE_USE), false),
+            ("lineNumber", NonNegative, false),
+            // Required by the schema; older front ends omit it (checked separately).
+            ("formalArgCount", NonNegative, false),
+        ],
+        Content::CallArgument => &[("position", Positive, true), ("annotation", Text, false)],
+        Content::Marker => &[("statement_id", Text, true), ("annotation", Text, false)],
+        Content::InlinableSubroutineCall => &[("subroutine_name", Text, true), ("statement_id", Text, true)],
+    }
+}
+
+/// The content type of a child element, or `None` when it may not stand there.
+fn child_content(parent: Content, child: &str) -> Option<Content> {
+    use Content as C;
+    let vertex = |c: &str| match c {
+        "Entry" | "Exit" | "EndBranch" | "EndLoop" | "Label" | "Goto" => Some(C::PlainVertex),
+        "BasicBlock" => Some(C::BasicBlock),
+        "If" | "Branch" | "PreLoop" | "PostLoop" => Some(C::Conditional),
+        "ForLoop" => Some(C::ForLoop),
+        "ControlFlowEdge" => Some(C::ControlFlowEdge),
+        _ => None,
+    };
+    let reference_vertex = |c: &str| match c {
+        "SymbolReference" => Some(C::SymbolReference),
+        "ArrayElementReference" => Some(C::ArrayElementReference),
+        "VariableReferenceEdge" => Some(C::Edge),
+        _ => None,
+    };
+    match parent {
+        C::CallGraph => match child {
+            "ScopeHierarchy" => Some(C::ScopeHierarchy),
+            "AliasSetMap" => Some(C::AliasSetMap),
+            "DUUDSetMap" | "DOSetMap" => Some(C::StmtIdSetMap),
+            "ControlFlowGraph" => Some(C::ControlFlowGraph),
+            "ReplacementList" => Some(C::ReplacementList),
+            "CallGraphEdge" => Some(C::Edge),
+            _ => None,
+        },
+        C::ScopeHierarchy => match child {
+            "Scope" => Some(C::Scope),
+            "ScopeEdge" => Some(C::Edge),
+            _ => None,
+        },
+        C::Scope => (child == "SymbolTable").then_some(C::SymbolTable),
+        C::SymbolTable => (child == "Symbol").then_some(C::Symbol),
+        C::Symbol => (child == "DimensionBounds").then_some(C::DimensionBounds),
+        C::AliasSetMap => (child == "AliasSet").then_some(C::AliasSet),
+        C::AliasSet => (child == "AliasRange").then_some(C::AliasRange),
+        C::StmtIdSetMap => (child == "StmtIdSet").then_some(C::StmtIdSet),
+        C::StmtIdSet => (child == "StatementId").then_some(C::StatementId),
+        C::ControlFlowGraph => match child {
+            "ArgumentList" => Some(C::ArgumentList),
+            "ModLocal" | "Mod" | "ReadLocal" | "Read" | "OnEntry" => Some(C::SideEffectList),
+            other => vertex(other),
+        },
+        C::ReplacementList => match child {
+            "ArgumentList" => Some(C::ArgumentList),
+            "Replacement" => Some(C::Replacement),
+            _ => None,
+        },
+        C::Replacement => vertex(child),
+        C::ArgumentList => (child == "ArgumentSymbolReference").then_some(C::ArgumentSymbolReference),
+        C::SideEffectList => (child == "SideEffectReference").then_some(C::VariableReference),
+        C::VariableReference | C::Lhs | C::PropagatorOperand => reference_vertex(child),
+        C::SymbolReference => (child == "SymbolReferenceProperty").then_some(C::SymbolReferenceProperty),
+        C::ArrayElementReference => (child == "IndexTriplet").then_some(C::IndexTriplet),
+        C::IndexTriplet => matches!(child, "Index" | "Bound" | "Stride").then_some(C::Expression),
+        C::Expression => match child {
+            "VariableReference" => Some(C::VariableReference),
+            "Constant" => Some(C::Constant),
+            "Intrinsic" => Some(C::Intrinsic),
+            "BooleanOperation" => Some(C::BooleanOperation),
+            "FunctionCall" => Some(C::FunctionCall),
+            "ExpressionEdge" => Some(C::ExpressionEdge),
+            _ => None,
+        },
+        C::BasicBlock => match child {
+            "Assignment" => Some(C::Assignment),
+            "SubroutineCall" => Some(C::SubroutineCall),
+            "Marker" => Some(C::Marker),
+            "DerivativePropagator" => Some(C::DerivativePropagator),
+            "InlinableSubroutineCall" => Some(C::InlinableSubroutineCall),
+            _ => None,
+        },
+        C::Conditional => (child == "Condition").then_some(C::Expression),
+        C::ForLoop => match child {
+            "Initialization" | "Update" => Some(C::LoopAssignment),
+            "Condition" => Some(C::Expression),
+            _ => None,
+        },
+        C::Assignment | C::LoopAssignment => match child {
+            "AssignmentLHS" => Some(C::Lhs),
+            "AssignmentRHS" => Some(C::Expression),
+            _ => None,
+        },
+        C::FunctionCall => (child == "Argument").then_some(C::VariableReference),
+        C::SubroutineCall | C::InlinableSubroutineCall => (child == "Argument").then_some(C::CallArgument),
+        C::CallArgument => match child {
+            "VariableReference" => Some(C::VariableReference),
+            "Constant" => Some(C::Constant),
+            _ => None,
+        },
+        C::DerivativePropagator => match child {
+            "SetDeriv" | "SetNegDeriv" | "IncDeriv" | "DecDeriv" => Some(C::TargetSource),
+            "Sax" | "Saxpy" => Some(C::Sax),
+            "ZeroDeriv" => Some(C::PropagatorOperand),
+            _ => None,
+        },
+        C::TargetSource => matches!(child, "Tgt" | "Src").then_some(C::PropagatorOperand),
+        C::Sax => match child {
+            "AX" => Some(C::Ax),
+            "Y" => Some(C::PropagatorOperand),
+            _ => None,
+        },
+        C::Ax => match child {
+            "A" => Some(C::Expression),
+            "X" => Some(C::PropagatorOperand),
+            _ => None,
+        },
+        C::DimensionBounds
+        | C::Edge
+        | C::AliasRange
+        | C::StatementId
+        | C::ArgumentSymbolReference
+        | C::SymbolReferenceProperty
+        | C::PlainVertex
+        | C::ControlFlowEdge
+        | C::Constant
+        | C::Intrinsic
+        | C::BooleanOperation
+        | C::ExpressionEdge
+        | C::Marker => None,
+    }
+}
+
+/// Children an element must have, in the order the schema lists them.
+fn required_children(content: Content) -> &'static [&'static str] {
+    match content {
+        Content::CallGraph => &["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"],
+        Content::Scope => &["SymbolTable"],
+        Content::AliasSetMap => &["AliasSet"],
+        Content::StmtIdSetMap => &["StmtIdSet"],
+        Content::VariableReference | Content::Lhs | Content::PropagatorOperand => &["SymbolReference"],
+        Content::ArrayElementReference => &["IndexTriplet"],
+        Content::Assignment | Content::LoopAssignment => &["AssignmentLHS", "AssignmentRHS"],
+        Content::TargetSource => &["Tgt", "Src"],
+        Content::Sax => &["AX", "Y"],
+        Content::Ax => &["A", "X"],
+        _ => &[],
+    }
+}
+
+type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
+
+struct Validator<'a, 'input> {
+    doc: &'a roxmltree::Document<'input>,
+    file: &'a str,
+    strict: bool,
+    findings: Vec<Diagnostic>,
+}
+
+/// What the reference checks need, gathered in a first walk.
+#[derive(Default)]
+struct Tables<'a> {
+    scopes: FxHashMap<&'a str, FxHashSet<&'a str>>,
+    alias_keys: FxHashSet<u64>,
+    duud_keys: FxHashSet<u64>,
+    do_keys: FxHashSet<u64>,
+    statements: FxHashSet<&'a str>,
+}
+
+impl<'a, 'input> Validator<'a, 'input> {
+    fn report(&mut self, severity: Severity, node: Node, message: String) {
+        let position = self.doc.text_pos_at(node.range().start);
+        let element = node.tag_name().name().to_owned();
+        self.findings.push(finding(severity, self.file, position.row as usize, position.col as usize, &element, message));
+    }
+
+    fn error(&mut self, node: Node, message: String) {
+        self.report(Severity::Error, node, message);
+    }
+
+    fn lenient(&mut self, node: Node, message: String) {
+        let severity = if self.strict { Severity::Error } else { Severity::Warning };
+        self.report(severity, node, message);
+    }
+
+    fn document(&mut self) {
+        let root = self.doc.root_element();
+        if root.tag_name().namespace() != Some(XAIF_NAMESPACE) {
+            let message = match root.tag_name().namespace() {
+                Some(uri) => format!("element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"),
+                None => format!("element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"),
+            };
+            self.error(root, message);
+            return;
+        }
+        if root.tag_name().name() != "CallGraph" {
+            self.error(root, "the root element must be CallGraph".into());
+            return;
+        }
+        self.structure(root, Content::CallGraph);
+        let tables = self.tables(root);
+        self.references(root, &tables);
+    }
+
+    // ------------------------------------------------------------------ structure
+
+    fn structure(&mut self, node: Node<'a, 'input>, content: Content) {
+        self.check_attributes(node, content);
+        let mut required = required_children(content).iter().peekable();
+        let mut seen_sections = 0usize;
+        for child in node.children() {
+            if child.is_text() && !child.text().unwrap_or_default().trim().is_empty() {
+                self.error(node, "unexpected text content".into());
+                continue;
+            }
+            if !child.is_element() {
+                continue;
+            }
+            let name = child.tag_name().name();
+            if child.tag_name().namespace() != Some(XAIF_NAMESPACE) {
+                self.error(child, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}"));
+                continue;
+            }
+            let Some(child_type) = child_content(content, name) else {
+                self.error(child, format!("unexpected element in {}", node.tag_name().name()));
+                continue;
+            };
+            if content == Content::CallGraph {
+                let order = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
+                match order.iter().position(|s| *s == name) {
+                    Some(i) if i != seen_sections => {
+                        let message = if i < seen_sections {
+                            "appears twice in CallGraph".to_owned()
+                        } else {
+                            format!("must come after {}", order[seen_sections])
+                        };
+                        self.error(child, message);
+                    }
+                    Some(_) => seen_sections += 1,
+                    None if seen_sections < order.len() => {
+                        self.error(child, format!("unexpected here: CallGraph needs {} first", order[seen_sections]));
+                    }
+                    None => {}
+                }
+            }
+            while required.peek().is_some_and(|r| **r == name) {
+                required.next();
+            }
+            self.structure(child, child_type);
+        }
+        let present: FxHashSet<&str> = node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
+        for needed in required_children(content) {
+            if !present.contains(needed) {
+                self.error(node, format!("missing required child {needed}"));
+            }
+        }
+        if content == Content::SubroutineCall && node.attribute("formalArgCount").is_none() {
+            self.lenient(node, "missing required attribute 'formalArgCount' (inferred)".into());
+        }
+    }
+
+    fn check_attributes(&mut self, node: Node, content: Content) {
+        let known = attributes(content);
+        for (name, value, required) in known {
+            match node.attribute(*name) {
+                None if *required => self.error(node, format!("missing required attribute '{name}'")),
+                None => {}
+                Some(text) => {
+                    if let Some(expected) = bad_value(*value, text) {
+                        self.error(node, format!("attribute '{name}' has value '{text}', expected {expected}"));
+                    }
+                }
+            }
+        }
+        for attribute in node.attributes() {
+            if attribute.namespace().is_some() {
+                continue;
+            }
+            if !known.iter().any(|(name, _, _)| *name == attribute.name()) {
+                self.lenient(node, format!("unknown attribute '{}' (dropped)", attribute.name()));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ references
+
+    fn tables(&mut self, root: Node<'a, 'input>) -> Tables<'a> {
+        let mut tables = Tables::default();
+        for section in root.children().filter(|c| c.is_element()) {
+            match section.tag_name().name() {
+                "ScopeHierarchy" => {
+                    for scope in section.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Scope"))) {
+                        let id = scope.attribute("vertex_id").unwrap_or("1");
+                        if tables.scopes.contains_key(id) {
+                            self.error(scope, format!("duplicate vertex_id '{id}' in ScopeHierarchy"));
+                            continue;
+                        }
+                        let mut symbols = FxHashSet::default();
+                        for symbol in scope.descendants().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Symbol"))) {
+                            let Some(name) = symbol.attribute("symbol_id") else { continue };
+                            if !symbols.insert(name) {
+                                self.error(symbol, format!("duplicate symbol_id '{name}' in scope {id}"));
+                            }
+                        }
+                        tables.scopes.insert(id, symbols);
+                    }
+                }
+                "AliasSetMap" | "DUUDSetMap" | "DOSetMap" => {
+                    let what = section.tag_name().name();
+                    let mut keys = FxHashSet::default();
+                    for set in section.children().filter(|c| c.is_element()) {
+                        let Some(key) = set.attribute("key").and_then(|k| k.trim().parse::<u64>().ok()) else { continue };
+                        if !keys.insert(key) {
+                            self.error(set, format!("duplicate key {key} in {what}"));
+                        }
+                    }
+                    match what {
+                        "AliasSetMap" => tables.alias_keys = keys,
+                        "DUUDSetMap" => tables.duud_keys = keys,
+                        _ => tables.do_keys = keys,
+                    }
+                }
+                _ => {}
+            }
+        }
+        for node in root.descendants().filter(|n| n.is_element()) {
+            let statement = matches!(
+                node.tag_name().name(),
+                "Assignment" | "SubroutineCall" | "Marker" | "Initialization" | "Update" | "InlinableSubroutineCall"
+            );
+            if let Some(id) = node.attribute("statement_id").filter(|_| statement) {
+                tables.statements.insert(id);
+            }
+        }
+        tables
+    }
+
+    fn references(&mut self, root: Node<'a, 'input>, tables: &Tables<'a>) {
+        // Scope edges and call graph edges.
+        let mut routine_ids = FxHashSet::default();
+        for routine in root.children().filter(|c| matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")) {
+            let id = routine.attribute("vertex_id").unwrap_or("1");
+            if !routine_ids.insert(id) {
+                self.error(routine, format!("duplicate vertex_id '{id}' in CallGraph"));
+            }
+        }
+        for node in root.descendants().filter(|n| n.is_element()) {
+            let name = node.tag_name().name();
+            match name {
+                "ScopeEdge" => {
+                    for end in ["source", "target"] {
+                        if let Some(v) = node.attribute(end).filter(|v| !tables.scopes.contains_key(v)) {
+                            self.error(node, format!("{end} '{v}' names no scope"));
+                        }
+                    }
+                }
+                "CallGraphEdge" => {
+                    for end in ["source", "target"] {
+                        if let Some(v) = node.attribute(end).filter(|v| !routine_ids.contains(v)) {
+                            self.error(node, format!("{end} '{v}' names no vertex of the CallGraph"));
+                        }
+                    }
+                }
+                "ControlFlowGraph" | "Replacement" => self.flow_graph(node),
+                "AssignmentRHS" | "Condition" | "Index" | "Bound" | "Stride" | "A" => self.expression_graph(node),
+                _ => {}
+            }
+            if child_is_reference(node) {
+                self.reference_graph(node);
+            }
+            // Symbol and scope references.
+            let scope_attribute = match name {
+                "BasicBlock" => Some("scope_id"),
+                "ControlFlowGraph" | "ReplacementList" => Some("controlflowgraph_scope_id"),
+                _ => None,
+            };
+            if let Some(attribute) = scope_attribute
+                && let Some(scope) = node.attribute(attribute)
+                && !tables.scopes.contains_key(scope)
+            {
+                self.error(node, format!("{attribute} '{scope}' names no scope"));
+            }
+            if matches!(
+                name,
+                "SymbolReference"
+                    | "ArgumentSymbolReference"
+                    | "ControlFlowGraph"
+                    | "ReplacementList"
+                    | "SubroutineCall"
+                    | "FunctionCall"
+            ) && let (Some(symbol), Some(scope)) = (node.attribute("symbol_id"), node.attribute("scope_id"))
+            {
+                match tables.scopes.get(scope) {
+                    None => self.error(node, format!("scope_id '{scope}' names no scope")),
+                    Some(symbols) if !symbols.contains(symbol) => {
+                        self.error(node, format!("symbol '{symbol}' is not declared in scope {scope}"));
+                    }
+                    Some(_) => {}
+                }
+            }
+            // Map keys (0 means "no information" and is always allowed).
+            for (attribute, keys, map) in [
+                ("alias", &tables.alias_keys, "AliasSetMap"),
+                ("du_ud", &tables.duud_keys, "DUUDSetMap"),
+                ("do_chain", &tables.do_keys, "DOSetMap"),
+            ] {
+                let Some(value) = node.attribute(attribute) else { continue };
+                let Ok(key) = value.trim().parse::<i64>() else { continue };
+                if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
+                    self.error(node, format!("{attribute} key {value} is not in the {map}"));
+                }
+            }
+            if name == "StatementId"
+                && let Some(id) = node.attribute("idRef")
+                && !id.is_empty()
+                && !tables.statements.contains(id)
+            {
+                self.lenient(node, format!("idRef '{id}' names no statement of the document"));
+            }
+        }
+    }
+
+    /// Unique vertex ids, edges between existing vertices, and the shape of the graph.
+    fn flow_graph(&mut self, graph: Node<'a, 'input>) {
+        let container = graph.tag_name().name();
+        let vertices: Vec<Node> = graph
+            .children()
+            .filter(|c| c.is_element() && child_content(Content::Replacement, c.tag_name().name()).is_some())
+            .filter(|c| c.tag_name().name() != "ControlFlowEdge")
+            .collect();
+        let mut ids: FxHashMap<&str, Node> = FxHashMap::default();
+        for vertex in &vertices {
+            let id = vertex.attribute("vertex_id").unwrap_or("1");
+            if ids.insert(id, *vertex).is_some() {
+                self.error(*vertex, format!("duplicate vertex_id '{id}' in {container}"));
+            }
+        }
+        let mut edge_ids = FxHashSet::default();
+        let count = |kind: &str| vertices.iter().filter(|v| v.tag_name().name() == kind).count();
+        for edge in graph.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "ControlFlowEdge"))) {
+            if let Some(id) = edge.attribute("edge_id")
+                && !edge_ids.insert(id)
+            {
+                self.lenient(edge, format!("duplicate edge_id '{id}' in {container}"));
+            }
+            for end in ["source", "target"] {
+                let Some(v) = edge.attribute(end) else { continue };
+                match ids.get(v) {
+                    None => self.error(edge, format!("{end} '{v}' names no vertex of this {container}")),
+                    Some(vertex) => match (end, vertex.tag_name().name()) {
+                        ("target", "Entry") => self.error(edge, format!("an edge may not enter the Entry vertex '{v}'")),
+                        ("source", "Exit") => self.error(edge, format!("an edge may not leave the Exit vertex '{v}'")),
+                        _ => {}
+                    },
+                }
+            }
+        }
+        // An empty graph is allowed: modules have routines without code, and a replacement
+        // may leave its placeholder empty.
+        if !vertices.is_empty() {
+            for kind in ["Entry", "Exit"] {
+                let found = count(kind);
+                if found != 1 {
+                    self.error(graph, format!("needs exactly one {kind} vertex, found {found}"));
+                }
+            }
+        }
+        let structured = !matches!(graph.attribute("structured"), Some("false" | "0"));
+        if structured {
+            // Two-way `If`s and multi-way `Branch`es both close with an `EndBranch`.
+            let (branches, ends) = (count("Branch") + count("If"), count("EndBranch"));
+            if branches != ends {
+                self.error(graph, format!("structured graph has {branches} If/Branch but {ends} EndBranch vertices"));
+            }
+            let loops = count("ForLoop") + count("PreLoop") + count("PostLoop");
+            let end_loops = count("EndLoop");
+            if loops != end_loops {
+                self.error(graph, format!("structured graph has {loops} loops but {end_loops} EndLoop vertices"));
+            }
+        }
+    }
+
+    fn expression_graph(&mut self, expression: Node<'a, 'input>) {
+        let container = expression.tag_name().name();
+        let mut ids = FxHashSet::default();
+        for vertex in expression.children().filter(|c| c.is_element() && c.tag_name().name() != "ExpressionEdge") {
+            let id = vertex.attribute("vertex_id").unwrap_or("1");
+            if !ids.insert(id) {
+                self.error(vertex, format!("duplicate vertex_id '{id}' in {container}"));
+            }
+        }
+        self.edges(expression, "ExpressionEdge", &ids, container);
+    }
+
+    fn reference_graph(&mut self, reference: Node<'a, 'input>) {
+        let container = reference.tag_name().name();
+        let mut ids = FxHashSet::default();
+        for vertex in reference
+            .children()
+            .filter(|c| matches!(c.tag_name().name(), "SymbolReference" | "ArrayElementReference"))
+        {
+            let id = vertex.attribute("vertex_id").unwrap_or("1");
+            if !ids.insert(id) {
+                self.error(vertex, format!("duplicate vertex_id '{id}' in {container}"));
+            }
+        }
+        self.edges(reference, "VariableReferenceEdge", &ids, container);
+    }
+
+    fn edges(&mut self, graph: Node<'a, 'input>, element: &str, ids: &FxHashSet<&str>, container: &str) {
+        let mut edge_ids = FxHashSet::default();
+        for edge in graph.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, element))) {
+            if let Some(id) = edge.attribute("edge_id")
+                && !edge_ids.insert(id)
+            {
+                self.lenient(edge, format!("duplicate edge_id '{id}' in {container}"));
+            }
+            for end in ["source", "target"] {
+                if let Some(v) = edge.attribute(end).filter(|v| !ids.contains(v)) {
+                    self.error(edge, format!("{end} '{v}' names no vertex of this {container}"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether an element holds a variable reference graph (`VariableReferenceType` content).
+fn child_is_reference(node: Node) -> bool {
+    node.children().any(|c| c.has_tag_name((XAIF_NAMESPACE, "SymbolReference")))
+}
+
+/// What a value should have been, when it is not of its type.
+fn bad_value(value: Value, text: &str) -> Option<String> {
+    let ok = match value {
+        Value::Text => true,
+        Value::Boolean => matches!(text, "true" | "false" | "1" | "0"),
+        Value::Integer => text.trim().parse::<i64>().is_ok(),
+        Value::NonNegative => text.trim().parse::<u64>().is_ok(),
+        Value::Positive => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+        Value::OneOf(allowed) => allowed.contains(&text),
+    };
+    if ok {
+        return None;
+    }
+    Some(match value {
+        Value::Text => unreachable!("text is always valid"),
+        Value::Boolean => "a boolean (true, false, 1, 0)".into(),
+        Value::Integer => "an integer".into(),
+        Value::NonNegative => "a non-negative integer".into(),
+        Value::Positive => "a positive integer".into(),
+        Value::OneOf(allowed) => format!("one of {}", allowed.join(", ")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = r#"<xaif:CallGraph xmlns:xaif="http://www.mcs.anl.gov/XAIF">
+<xaif:ScopeHierarchy><xaif:Scope vertex_id="1"><xaif:SymbolTable>
+<xaif:Symbol symbol_id="head" kind="subroutine"/><xaif:Symbol symbol_id="x"/>
+</xaif:SymbolTable></xaif:Scope></xaif:ScopeHierarchy>
+<xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap>
+<xaif:DUUDSetMap><xaif:StmtIdSet key="0"/></xaif:DUUDSetMap>
+<xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>
+"#;
+
+    fn messages(body: &str, strict: bool) -> Vec<String> {
+        let text = format!("{HEAD}{body}</xaif:CallGraph>");
+        validate(text.as_bytes(), "t.xaif", &ValidateOptions { strict }).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_well_formed_routine_has_no_findings() {
+        let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1">
+<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
+</xaif:ControlFlowGraph>"#;
+        assert_eq!(messages(body, true), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_finding_is_reported_in_document_order() {
+        let body = r#"<xaif:ControlFlowGraph symbol_id="nobody" scope_id="1" controlflowgraph_scope_id="1">
+<xaif:Entry vertex_id="1"/><xaif:Entry vertex_id="1"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="9" has_condition_value="maybe"/>
+</xaif:ControlFlowGraph>"#;
+        assert_eq!(
+            messages(body, false),
+            vec![
+                "t.xaif:8:1: ControlFlowGraph: needs exactly one Entry vertex, found 2",
+                "t.xaif:8:1: ControlFlowGraph: needs exactly one Exit vertex, found 0",
+                "t.xaif:8:1: ControlFlowGraph: symbol 'nobody' is not declared in scope 1",
+                "t.xaif:9:28: Entry: duplicate vertex_id '1' in ControlFlowGraph",
+                "t.xaif:10:1: ControlFlowEdge: attribute 'has_condition_value' has value 'maybe', expected a boolean (true, false, 1, 0)",
+                "t.xaif:10:1: ControlFlowEdge: target '9' names no vertex of this ControlFlowGraph",
+            ]
+        );
+    }
+
+    #[test]
+    fn lenient_findings_are_warnings_unless_strict() {
+        let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1" colour="red">
+<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
+</xaif:ControlFlowGraph>"#;
+        assert_eq!(messages(body, false), vec!["t.xaif:8:1: warning: ControlFlowGraph: unknown attribute 'colour' (dropped)"]);
+        assert_eq!(messages(body, true), vec!["t.xaif:8:1: ControlFlowGraph: unknown attribute 'colour' (dropped)"]);
     }
 }
