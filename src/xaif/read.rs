@@ -257,7 +257,8 @@ impl<'a> Lower<'a> {
                 if key.starts_with("xmlns") || key.starts_with("xsi:") {
                     continue;
                 }
-                self.lenient(elem.offset, elem.name, format!("unknown attribute '{key}' (dropped)"))?;
+                let dropped = if self.strict { "" } else { " (dropped)" };
+                self.lenient(elem.offset, elem.name, format!("unknown attribute '{key}'{dropped}"))?;
                 continue;
             };
             let value = attr.normalized_value(XmlVersion::Implicit1_0).map_err(|e| {
@@ -844,7 +845,7 @@ impl<'a> Lower<'a> {
             }
             self.flow_graph_child(child, &mut builder, "ControlFlowGraph")?;
         }
-        cfg.graph = self.finish_flow_graph(builder, "ControlFlowGraph")?;
+        cfg.graph = self.finish_flow_graph(builder, "ControlFlowGraph", elem.offset, structured)?;
         Ok((cfg, elem.offset))
     }
 
@@ -885,7 +886,7 @@ impl<'a> Lower<'a> {
                     while let Some(vertex) = self.children(&child)? {
                         self.flow_graph_child(vertex, &mut builder, "Replacement")?;
                     }
-                    let graph = self.finish_flow_graph(builder, "Replacement")?;
+                    let graph = self.finish_flow_graph(builder, "Replacement", child.offset, structured)?;
                     list.replacements.push(Replacement { placeholder, structured, graph });
                 }
                 _ => return Err(self.unexpected(&child, "ReplacementList")),
@@ -1056,7 +1057,40 @@ impl<'a> Lower<'a> {
         Ok(())
     }
 
-    fn finish_flow_graph(&mut self, mut builder: FlowGraphBuilder<'a>, parent: &str) -> Result<FlowGraph> {
+    fn finish_flow_graph(
+        &mut self,
+        mut builder: FlowGraphBuilder<'a>,
+        parent: &str,
+        offset: usize,
+        structured: bool,
+    ) -> Result<FlowGraph> {
+        // The shape every non-empty graph must have (empty ones are modules' routines or
+        // unused placeholders); the validator words these the same way.
+        let count = |wanted: &str| {
+            builder.graph.vertices.iter().filter(|(_, v)| v.kind.element_name() == wanted).count()
+        };
+        if !builder.graph.vertices.is_empty() {
+            for kind in ["Entry", "Exit"] {
+                let found = count(kind);
+                if found != 1 {
+                    return Err(self.error(offset, parent, format!("needs exactly one {kind} vertex, found {found}")));
+                }
+            }
+        }
+        if structured {
+            let (branches, ends) = (count("Branch") + count("If"), count("EndBranch"));
+            if branches != ends {
+                return Err(self.error(offset, parent, format!(
+                    "structured graph has {branches} If/Branch but {ends} EndBranch vertices"
+                )));
+            }
+            let (loops, end_loops) = (count("ForLoop") + count("PreLoop") + count("PostLoop"), count("EndLoop"));
+            if loops != end_loops {
+                return Err(self.error(offset, parent, format!(
+                    "structured graph has {loops} loops but {end_loops} EndLoop vertices"
+                )));
+            }
+        }
         let ids: Vec<CfgVertexId> = builder.graph.vertices.iter().map(|(id, _)| id).collect();
         let mut edge_ids = FxHashMap::default();
         for (id, annotation, condition_value, edge) in builder.edges {
@@ -1073,6 +1107,15 @@ impl<'a> Lower<'a> {
             };
             let source = lookup(edge.source, "source")?;
             let target = lookup(edge.target, "target")?;
+            let end_kind = |v: CfgVertexId| builder.graph.vertices[v].kind.element_name();
+            if end_kind(target) == "Entry" {
+                let shown = self.cg.names.get(edge.target);
+                return Err(self.error(edge.offset, edge.element, format!("an edge may not enter the Entry vertex '{shown}'")));
+            }
+            if end_kind(source) == "Exit" {
+                let shown = self.cg.names.get(edge.source);
+                return Err(self.error(edge.offset, edge.element, format!("an edge may not leave the Exit vertex '{shown}'")));
+            }
             builder.graph.edges.push(CfgEdge { id, annotation, source, target, condition_value });
         }
         Ok(builder.graph)
@@ -1149,7 +1192,9 @@ impl<'a> Lower<'a> {
         let formal_arg_count = match count.as_deref() {
             Some(v) => self.non_negative(&elem, "formalArgCount", v)? as u32,
             None => {
-                self.lenient(elem.offset, elem.name, "missing required attribute 'formalArgCount' (inferred)".into())?;
+                let message = if self.strict { "" } else { " (inferred)" };
+                let message = format!("missing required attribute 'formalArgCount'{message}");
+                self.lenient(elem.offset, elem.name, message)?;
                 self.calls_without_count.push(elem.offset);
                 u32::MAX
             }

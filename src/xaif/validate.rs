@@ -32,7 +32,14 @@ pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diag
     let doc = match roxmltree::Document::parse_with_options(text, parse_options) {
         Ok(doc) => doc,
         Err(error) => {
-            let position = error.pos();
+            // An unfinished document is best located where it ends.
+            let position = match error {
+                roxmltree::Error::UnclosedRootNode => {
+                    let (line, column) = super::diagnostic::line_column(input, input.len());
+                    roxmltree::TextPos::new(line as u32, column as u32)
+                }
+                _ => error.pos(),
+            };
             let message = match error {
                 roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
                 other => format!("malformed XML: {other}"),
@@ -486,8 +493,16 @@ impl<'a, 'input> Validator<'a, 'input> {
         let mut required = required_children(content).iter().peekable();
         let mut seen_sections = 0usize;
         for child in node.children() {
-            if child.is_text() && !child.text().unwrap_or_default().trim().is_empty() {
-                self.error(node, "unexpected text content".into());
+            if child.is_text() {
+                let text = child.text().unwrap_or_default();
+                let leading = text.len() - text.trim_start().len();
+                if leading < text.len() {
+                    let position = self.doc.text_pos_at(child.range().start + leading);
+                    let element = node.tag_name().name();
+                    let (line, column) = (position.row as usize, position.col as usize);
+                    let message = "unexpected text content".to_owned();
+                    self.findings.push(finding(Severity::Error, self.file, line, column, element, message));
+                }
                 continue;
             }
             if !child.is_element() {
@@ -532,7 +547,8 @@ impl<'a, 'input> Validator<'a, 'input> {
             }
         }
         if content == Content::SubroutineCall && node.attribute("formalArgCount").is_none() {
-            self.lenient(node, "missing required attribute 'formalArgCount' (inferred)".into());
+            let inferred = if self.strict { "" } else { " (inferred)" };
+            self.lenient(node, format!("missing required attribute 'formalArgCount'{inferred}"));
         }
     }
 
@@ -554,7 +570,8 @@ impl<'a, 'input> Validator<'a, 'input> {
                 continue;
             }
             if !known.iter().any(|(name, _, _)| *name == attribute.name()) {
-                self.lenient(node, format!("unknown attribute '{}' (dropped)", attribute.name()));
+                let dropped = if self.strict { "" } else { " (dropped)" };
+                self.lenient(node, format!("unknown attribute '{}'{dropped}", attribute.name()));
             }
         }
     }
@@ -881,6 +898,6 @@ mod tests {
 <xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
 </xaif:ControlFlowGraph>"#;
         assert_eq!(messages(body, false), vec!["t.xaif:8:1: warning: ControlFlowGraph: unknown attribute 'colour' (dropped)"]);
-        assert_eq!(messages(body, true), vec!["t.xaif:8:1: ControlFlowGraph: unknown attribute 'colour' (dropped)"]);
+        assert_eq!(messages(body, true), vec!["t.xaif:8:1: ControlFlowGraph: unknown attribute 'colour'"]);
     }
 }
