@@ -24,11 +24,13 @@ impl Name {
 pub struct Names {
     lookup: FxHashMap<Box<str>, Name>,
     strings: Vec<Box<str>>,
+    /// `small[n]` is the name of the decimal string `n` (for n < 100), once interned.
+    small: Vec<Name>,
 }
 
 impl Default for Names {
     fn default() -> Self {
-        let mut names = Names { lookup: FxHashMap::default(), strings: Vec::new() };
+        let mut names = Names { lookup: FxHashMap::default(), strings: Vec::new(), small: Vec::new() };
         let empty = names.intern("");
         debug_assert_eq!(empty, Name::EMPTY);
         names
@@ -37,6 +39,27 @@ impl Default for Names {
 
 impl Names {
     pub fn intern(&mut self, s: &str) -> Name {
+        // Small decimal ids ("1", "2", …) are most of what XAIF spells; they skip the hash.
+        let small = match s.as_bytes() {
+            [d @ b'0'..=b'9'] => Some((d - b'0') as usize),
+            [b'1'..=b'9', b'0'..=b'9'] => s.parse::<usize>().ok(),
+            _ => None,
+        };
+        if let Some(n) = small {
+            if let Some(&name) = self.small.get(n).filter(|name| **name != Name::EMPTY) {
+                return name;
+            }
+            let name = self.intern_slow(s);
+            if self.small.len() <= n {
+                self.small.resize(n + 1, Name::EMPTY);
+            }
+            self.small[n] = name;
+            return name;
+        }
+        self.intern_slow(s)
+    }
+
+    fn intern_slow(&mut self, s: &str) -> Name {
         if let Some(&name) = self.lookup.get(s) {
             return name;
         }
@@ -78,5 +101,10 @@ mod tests {
         assert_eq!(names.intern(""), Name::EMPTY);
         assert_eq!(names.get(b), "y");
         assert_eq!(names.find("z"), None);
+        let one = names.intern("1");
+        assert_eq!(names.intern("1"), one);
+        assert_eq!(names.find("1"), Some(one));
+        assert_eq!(names.get(names.intern("42")), "42");
+        assert_ne!(names.intern("01"), names.intern("1"));
     }
 }

@@ -210,17 +210,16 @@ impl<'a> Lower<'a> {
         // Re-slice the tag from the input so that it lives for 'a, not for the event.
         let raw: &'a str = &self.text[offset + 1..offset + 1 + start.len()];
         let name_len = start.name().into_inner().len();
-        let qname: &'a [u8] = &raw.as_bytes()[..name_len];
+        let qname: &'a str = &raw[..name_len];
         let local = if self.prefix.is_empty() {
-            if qname.contains(&b':') { None } else { Some(qname) }
+            (!qname.contains(':')).then_some(qname)
         } else {
-            qname.strip_prefix(self.prefix.as_slice())
+            // The prefix is ASCII (it was matched as bytes against the root's name).
+            qname.as_bytes().starts_with(&self.prefix).then(|| &qname[self.prefix.len()..])
         };
-        let full = std::str::from_utf8(qname).unwrap_or("?");
-        let Some(local) = local else {
-            return Err(self.error(offset, full, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}")));
+        let Some(name) = local else {
+            return Err(self.error(offset, qname, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}")));
         };
-        let name = std::str::from_utf8(local).map_err(|_| self.error(offset, full, "element name is not UTF-8"))?;
         Ok(Elem { raw, name_len, empty, offset, name })
     }
 
@@ -252,24 +251,41 @@ impl<'a> Lower<'a> {
         // A hand-written scanner: XAIF tags are attribute-heavy, and this is the reader's
         // hottest loop (quick-xml's general attribute iterator costs twice as much).
         let text = &elem.raw[elem.name_len..];
-        let mut rest = text;
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        let malformed = |this: &Self, what: &str| this.error(elem.offset, elem.name, format!("malformed attribute: {what}"));
         loop {
-            rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
-            if rest.is_empty() {
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            if at == bytes.len() {
                 break;
             }
-            let malformed = |what: &str| self.error(elem.offset, elem.name, format!("malformed attribute: {what}"));
-            let equals = rest.find('=').ok_or_else(|| malformed("expected '=' after the attribute name"))?;
-            let key = rest[..equals].trim_end_matches(|c: char| c.is_ascii_whitespace());
-            if key.is_empty() || key.contains(|c: char| c.is_ascii_whitespace()) {
-                return Err(malformed("expected an attribute name"));
+            let key_start = at;
+            while at < bytes.len() && bytes[at] != b'=' && !bytes[at].is_ascii_whitespace() {
+                at += 1;
             }
-            rest = rest[equals + 1..].trim_start_matches(|c: char| c.is_ascii_whitespace());
-            let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')
-                .ok_or_else(|| malformed("the value must be quoted"))?;
-            let close = rest[1..].find(quote).ok_or_else(|| malformed("the value is not closed"))?;
-            let raw = &rest[1..1 + close];
-            rest = &rest[close + 2..];
+            let key = &text[key_start..at];
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            if key.is_empty() || at == bytes.len() || bytes[at] != b'=' {
+                return Err(malformed(self, "expected name=\"value\""));
+            }
+            at += 1;
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            let quote = match bytes.get(at) {
+                Some(&q @ (b'"' | b'\'')) => q,
+                _ => return Err(malformed(self, "the value must be quoted")),
+            };
+            let value_start = at + 1;
+            let Some(length) = bytes[value_start..].iter().position(|&b| b == quote) else {
+                return Err(malformed(self, "the value is not closed"));
+            };
+            let raw = &text[value_start..value_start + length];
+            at = value_start + length + 1;
             let Some(slot) = known.iter().position(|k| *k == key) else {
                 if key.starts_with("xmlns") || key.starts_with("xsi:") {
                     continue;
@@ -281,12 +297,14 @@ impl<'a> Lower<'a> {
             if values[slot].is_some() {
                 return Err(self.error(elem.offset, elem.name, format!("duplicate attribute '{key}'")));
             }
-            let value = match raw.contains(['&', '<', '\t', '\n', '\r']) {
-                false => Cow::Borrowed(raw),
-                true => Cow::Owned(
+            let plain = raw.bytes().all(|b| !matches!(b, b'&' | b'<' | b'\t' | b'\n' | b'\r'));
+            let value = if plain {
+                Cow::Borrowed(raw)
+            } else {
+                Cow::Owned(
                     decode_attribute(raw)
                         .map_err(|e| self.error(elem.offset, elem.name, format!("attribute '{key}': {e}")))?,
-                ),
+                )
             };
             values[slot] = Some(value);
         }
