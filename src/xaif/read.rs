@@ -262,14 +262,14 @@ impl<'a> Lower<'a> {
                 break;
             }
             let key_start = at;
-            while at < bytes.len() && bytes[at] != b'=' && !bytes[at].is_ascii_whitespace() {
+            while at < bytes.len() && bytes[at] != b'=' {
                 at += 1;
             }
-            let key = &text[key_start..at];
-            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
-                at += 1;
+            if at == bytes.len() {
+                return Err(malformed(self, "expected name=\"value\""));
             }
-            if key.is_empty() || at == bytes.len() || bytes[at] != b'=' {
+            let key = text[key_start..at].trim_end_matches(|c: char| c.is_ascii_whitespace());
+            if key.is_empty() || key.bytes().any(|b| b.is_ascii_whitespace()) {
                 return Err(malformed(self, "expected name=\"value\""));
             }
             at += 1;
@@ -281,11 +281,18 @@ impl<'a> Lower<'a> {
                 _ => return Err(malformed(self, "the value must be quoted")),
             };
             let value_start = at + 1;
-            let Some(length) = bytes[value_start..].iter().position(|&b| b == quote) else {
+            // One pass finds the closing quote and notices characters that need decoding.
+            let mut end = value_start;
+            let mut plain = true;
+            while end < bytes.len() && bytes[end] != quote {
+                plain &= !matches!(bytes[end], b'&' | b'<' | b'\t' | b'\n' | b'\r');
+                end += 1;
+            }
+            if end == bytes.len() {
                 return Err(malformed(self, "the value is not closed"));
-            };
-            let raw = &text[value_start..value_start + length];
-            at = value_start + length + 1;
+            }
+            let raw = &text[value_start..end];
+            at = end + 1;
             let Some(slot) = known.iter().position(|k| *k == key) else {
                 if key.starts_with("xmlns") || key.starts_with("xsi:") {
                     continue;
@@ -297,7 +304,6 @@ impl<'a> Lower<'a> {
             if values[slot].is_some() {
                 return Err(self.error(elem.offset, elem.name, format!("duplicate attribute '{key}'")));
             }
-            let plain = raw.bytes().all(|b| !matches!(b, b'&' | b'<' | b'\t' | b'\n' | b'\r'));
             let value = if plain {
                 Cow::Borrowed(raw)
             } else {
@@ -1359,7 +1365,7 @@ impl<'a> Lower<'a> {
     fn expression(&mut self, elem: Elem<'a>) -> Result<Expression> {
         let [] = self.attrs(&elem, [])?;
         let mut expression = Expression::default();
-        let mut ids: FxHashMap<Name, ExprVertexId> = FxHashMap::default();
+        let mut ids: LinearMap<ExprVertexId> = LinearMap::default();
         let mut pending = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let (offset, element) = (child.offset, child.name);
@@ -1446,7 +1452,7 @@ impl<'a> Lower<'a> {
             }
             ids.insert(id, expression.vertices.alloc(vertex));
         }
-        let mut edge_ids = FxHashMap::default();
+        let mut edge_ids: LinearMap<()> = LinearMap::default();
         for (id, annotation, position, edge) in pending {
             if edge_ids.insert(id, ()).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
@@ -1524,7 +1530,7 @@ impl<'a> Lower<'a> {
             vertices: Vec::new(),
             edges: Vec::new(),
         };
-        let mut ids: FxHashMap<Name, u32> = FxHashMap::default();
+        let mut ids: LinearMap<u32> = LinearMap::default();
         let mut pending = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let vertex = match child.name {
@@ -1596,7 +1602,7 @@ impl<'a> Lower<'a> {
         if reference.vertices.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child SymbolReference"));
         }
-        let mut edge_ids = FxHashMap::default();
+        let mut edge_ids: LinearMap<()> = LinearMap::default();
         for (id, annotation, edge) in pending {
             if edge_ids.insert(id, ()).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
@@ -1749,5 +1755,36 @@ mod tests {
         assert!(decode_attribute("&nbsp;").is_err());
         assert!(decode_attribute("a<b").is_err());
         assert!(decode_attribute("&amp").is_err());
+    }
+}
+
+/// A map from XML ids to values for the small graphs of one expression or variable reference:
+/// a vector searched linearly beats hashing (and its allocation) at these sizes.
+struct LinearMap<V> {
+    entries: Vec<(Name, V)>,
+}
+
+impl<V> Default for LinearMap<V> {
+    fn default() -> Self {
+        LinearMap { entries: Vec::new() }
+    }
+}
+
+impl<V: Copy> LinearMap<V> {
+    fn get(&self, key: &Name) -> Option<&V> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn contains_key(&self, key: &Name) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Inserts unless present; returns the existing value like `HashMap::insert` would.
+    fn insert(&mut self, key: Name, value: V) -> Option<V> {
+        if let Some(&existing) = self.get(&key) {
+            return Some(existing);
+        }
+        self.entries.push((key, value));
+        None
     }
 }

@@ -75,7 +75,22 @@ impl<'a> Writer<'a> {
         self.out.push(b' ');
         self.out.extend_from_slice(key.as_bytes());
         self.out.extend_from_slice(b"=\"");
-        self.out.extend_from_slice(value.to_string().as_bytes());
+        // Decimal digits without a temporary String: this runs for every key and position.
+        let mut digits = [0u8; 20];
+        let mut n = value.unsigned_abs();
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if value < 0 {
+            self.out.push(b'-');
+        }
+        self.out.extend_from_slice(&digits[start..]);
         self.out.push(b'"');
     }
 
@@ -725,6 +740,11 @@ enum RefStyle {
 
 fn escape_into(out: &mut Vec<u8>, value: &str) {
     let bytes = value.as_bytes();
+    // Almost no value needs escaping (values are short: a plain loop beats SIMD searches).
+    if !bytes.iter().any(|&b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t')) {
+        out.extend_from_slice(bytes);
+        return;
+    }
     let mut last = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let replacement: &[u8] = match b {
