@@ -1,0 +1,76 @@
+//! Peak heap memory of reading a document into the model and writing it back, relative to the
+//! input's size (target: at most 10×). Measured with a counting global allocator; the count
+//! depends only on the program and its input, so unlike time it can be asserted.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Measurements must not overlap (the test harness runs tests on several threads).
+static MEASURING: Mutex<()> = Mutex::new(());
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Peak heap growth while reading and writing `bytes` (the input itself not counted).
+fn peak_of_round_trip(bytes: &[u8]) -> usize {
+    let _guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let cg = xaif::read(bytes, "memory", &ReadOptions::default()).expect("valid input").call_graph;
+    let out = xaif::write(&cg, &WriteOptions::default());
+    drop(cg);
+    drop(out);
+    PEAK.load(Ordering::Relaxed) - base
+}
+
+#[test]
+fn round_trip_peak_memory_stays_within_ten_times_the_input() {
+    let shared = common::shared_dir();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let synthetic = dir.path().join("synthetic.xaif");
+    let status = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen_xaif.py"))
+        .args(["--mb", "10", "--seed", "2", "-o"])
+        .arg(&synthetic)
+        .status()
+        .expect("python3 runs the generator");
+    assert!(status.success());
+    let files: Vec<PathBuf> = vec![
+        shared.join("corpus/graphEx2/tlm.in.xaif"),
+        shared.join("corpus/RoehFlux/tlm.in.xaif"),
+        shared.join("xaif/examples/whole_box_model.xaif"),
+        synthetic,
+    ];
+    for file in files {
+        let bytes = std::fs::read(&file).expect("readable input");
+        let peak = peak_of_round_trip(&bytes);
+        let ratio = peak as f64 / bytes.len() as f64;
+        eprintln!("{}: {} bytes in, peak {} bytes, {ratio:.2}x", file.display(), bytes.len(), peak);
+        assert!(ratio <= 10.0, "{}: peak memory {ratio:.2}x the input", file.display());
+    }
+}
