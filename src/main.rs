@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use xaifbooster::ir::CallGraph;
+use xaifbooster::passes::elimination::Method;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::validate::{ValidateOptions, validate};
@@ -57,6 +58,24 @@ struct TangentArgs {
     /// Write per-sequence statistics (graph sizes, operation counts, propagator entries) as JSON
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
+    /// Also search for the cheapest vertex elimination order exactly (branch and bound) on
+    /// graphs with at most 12 intermediates; by default the best of the heuristics is used
+    #[arg(long)]
+    exact_elimination: bool,
+    /// Use one elimination method instead of the best of all (for comparisons)
+    #[arg(long, value_enum, value_name = "METHOD")]
+    elimination: Option<EliminationArg>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EliminationArg {
+    Forward,
+    Reverse,
+    Markowitz,
+    MarkowitzReverse,
+    Sibling,
+    Greedy,
+    Exact,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -307,7 +326,16 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let config = TangentConfig { preaccumulation };
+    let method = args.elimination.map(|m| match m {
+        EliminationArg::Forward => Method::Forward,
+        EliminationArg::Reverse => Method::Reverse,
+        EliminationArg::Markowitz => Method::LowestMarkowitz,
+        EliminationArg::MarkowitzReverse => Method::LowestMarkowitzReverse,
+        EliminationArg::Sibling => Method::HighestSibling,
+        EliminationArg::Greedy => Method::Greedy,
+        EliminationArg::Exact => Method::Exact,
+    });
+    let config = TangentConfig { preaccumulation, exact_elimination: args.exact_elimination, method };
     let stats = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(stats) => stats,
         Err(error) => {

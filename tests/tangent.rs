@@ -35,7 +35,7 @@ fn transform_corpus(config: &TangentConfig) -> (Vec<std::path::PathBuf>, Vec<Str
 #[test]
 fn every_corpus_input_transforms_to_schema_valid_tangent_code() {
     for preaccumulation in [Preaccumulation::BasicBlock, Preaccumulation::Statement] {
-        let config = TangentConfig { preaccumulation };
+        let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
         let (written, failures, _dir) = transform_corpus(&config);
         assert!(failures.is_empty(), "{preaccumulation:?}: transformation failures: {failures:#?}");
         assert!(written.len() >= 190, "{preaccumulation:?}: {} outputs", written.len());

@@ -46,7 +46,7 @@ fn our_tangent_code_verifies_wherever_the_reference_does() {
 
 fn check_corpus(catalogue: &Catalogue, preaccumulation: Preaccumulation) {
     {
-        let config = TangentConfig { preaccumulation };
+        let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
         let mut ours_ok = 0;
         let mut reference_ok = 0;
         let mut regressions = Vec::new();
@@ -97,4 +97,35 @@ fn readme_example_differentiates_and_verifies_through_the_cli() {
     let text = String::from_utf8_lossy(&verify.stdout);
     assert!(verify.status.success(), "{text}");
     assert!(text.lines().last().is_some_and(|l| l.starts_with("verify: OK")), "{text}");
+}
+
+/// Multiplications per derivative direction the transformation adds: mul/div intrinsics of the
+/// output minus those of the input, plus one per `AX` term of the propagators.
+fn tangent_cost(input: &str, output: &str) -> i64 {
+    let multiplications = |text: &str| {
+        text.matches("<xaif:Intrinsic")
+            .zip(text.split("<xaif:Intrinsic").skip(1))
+            .filter(|(_, rest)| {
+                let tag = &rest[..rest.find('>').unwrap_or(rest.len())];
+                tag.contains("name=\"mul_scal_scal\"") || tag.contains("name=\"div_scal_scal\"")
+            })
+            .count() as i64
+    };
+    multiplications(output) - multiplications(input) + output.matches("<xaif:AX>").count() as i64
+}
+
+#[test]
+fn tangent_code_costs_at_most_eight_tenths_of_the_reference() {
+    let (mut ours, mut reference) = (0, 0);
+    for input in common::corpus_files("tlm.in.xaif") {
+        let dir = input.parent().expect("example folder");
+        let source = std::fs::read_to_string(&input).expect("input");
+        let mut cg = xaif::read(source.as_bytes(), "in", &ReadOptions::default()).expect("reads").call_graph;
+        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+        let output = String::from_utf8(xaif::write(&cg, &WriteOptions::default())).expect("UTF-8");
+        ours += tangent_cost(&source, &output);
+        reference += tangent_cost(&source, &std::fs::read_to_string(dir.join("tlm.ref.xaif")).expect("reference"));
+    }
+    eprintln!("tangent cost: ours {ours}, reference {reference}, ratio {:.3}", ours as f64 / reference as f64);
+    assert!(ours * 10 <= reference * 8, "ours {ours} vs reference {reference}");
 }

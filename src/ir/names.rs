@@ -104,7 +104,8 @@ mod tests {
         let one = names.intern("1");
         assert_eq!(names.intern("1"), one);
         assert_eq!(names.find("1"), Some(one));
-        assert_eq!(names.get(names.intern("42")), "42");
+        let forty_two = names.intern("42");
+        assert_eq!(names.get(forty_two), "42");
         assert_ne!(names.intern("01"), names.intern("1"));
     }
 }

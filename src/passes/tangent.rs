@@ -15,6 +15,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::elimination::{CostModel, Label, Lcg, Method, VertexKind, best_of, plan};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_vertex,
     add_edge, add_intrinsic, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
@@ -36,6 +37,11 @@ pub enum Preaccumulation {
 #[derive(Clone, Debug, Default)]
 pub struct TangentConfig {
     pub preaccumulation: Preaccumulation,
+    /// Also run the exact (branch and bound) search for the cheapest elimination order on
+    /// graphs with at most [`super::elimination::EXACT_LIMIT`] intermediates.
+    pub exact_elimination: bool,
+    /// Use this elimination method only, instead of the best of all (for comparisons).
+    pub method: Option<Method>,
 }
 
 /// What the transformation did to one sequence.
@@ -53,6 +59,8 @@ pub struct SequenceStats {
     pub propagator_entries: usize,
     /// `AX` terms of Sax/Saxpy: one multiplication per derivative direction each.
     pub propagator_multiplications: usize,
+    /// The elimination method whose order was used.
+    pub method: String,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -374,30 +382,29 @@ impl BlockContext<'_> {
             preds[target].insert(source, label);
             succs[source].insert(target, label);
         }
-        // Costs change only around an eliminated vertex, so they are cached and recomputed for
-        // the neighbourhood that changed (graphs of long basic blocks have hundreds of vertices).
-        let candidate = |v: usize, preds: &[BTreeMap<usize, Partial>], succs: &[BTreeMap<usize, Partial>]| {
-            matches!(vertices[v], Vertex::Intermediate(_)) && !preds[v].is_empty() && !succs[v].is_empty()
-        };
-        let mut costs: Vec<Option<(i64, i64)>> =
-            (0..n).map(|v| candidate(v, &preds, &succs).then(|| elimination_cost(&preds, &succs, v))).collect();
-        loop {
-            let best = costs
+        // The elimination order: the cheapest of the heuristics (and of the exact search,
+        // when asked) under the tangent code's cost model, then replayed here with code.
+        let lcg = Lcg {
+            kinds: vertices
+                .iter()
+                .map(|v| match v {
+                    Vertex::Independent(_) => VertexKind::Independent,
+                    Vertex::Intermediate(_) => VertexKind::Intermediate,
+                    Vertex::Dependent(_) => VertexKind::Dependent,
+                })
+                .collect(),
+            edges: preds
                 .iter()
                 .enumerate()
-                .filter_map(|(v, cost)| cost.map(|(delta, edges)| (delta, edges, v)))
-                .filter(|&(delta, edges, _)| delta < 0 || (delta == 0 && edges < 0))
-                .min();
-            let Some((_, _, v)) = best else { break };
-            let mut dirty: Vec<usize> = Vec::new();
-            for &p in preds[v].keys() {
-                dirty.push(p);
-                dirty.extend(succs[p].keys().copied());
-            }
-            for &s in succs[v].keys() {
-                dirty.push(s);
-                dirty.extend(preds[s].keys().copied());
-            }
+                .flat_map(|(t, ins)| ins.iter().map(move |(&s, &l)| (s, t, label(l))))
+                .collect(),
+        };
+        let plan = match self.config.method {
+            Some(method) => plan(&lcg, method, CostModel::UnitAware),
+            None => best_of(&lcg, CostModel::UnitAware, self.config.exact_elimination),
+        };
+        stats.method = format!("{:?}", plan.method);
+        for v in plan.order {
             let shape = match &vertices[v] {
                 Vertex::Intermediate(shape) => shape.clone(),
                 Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
@@ -426,18 +433,6 @@ impl BlockContext<'_> {
                         preds[s].insert(p, label);
                         succs[p].insert(s, label);
                     }
-                }
-            }
-            costs[v] = None;
-            for &(p, _) in &incoming {
-                dirty.extend(succs[p].keys().copied());
-            }
-            for &(s, _) in &outgoing {
-                dirty.extend(preds[s].keys().copied());
-            }
-            for u in dirty {
-                if u != v {
-                    costs[u] = candidate(u, &preds, &succs).then(|| elimination_cost(&preds, &succs, u));
                 }
             }
         }
@@ -662,8 +657,8 @@ impl TangentStats {
         for (i, s) in self.sequences.iter().enumerate() {
             out.push_str(&format!(
                 "    {{\"routine\": {}, \"basic_block\": {}, \"statements\": {}, \"vertices\": {}, \"edges\": {}, \
-\"independents\": {}, \"dependents\": {}, \"accumulation_multiplications\": {}, \"accumulation_additions\": {}, \
-\"propagator_entries\": {}, \"propagator_multiplications\": {}}}{}\n",
+\"independents\": {}, \"dependents\": {}, \"method\": {}, \"accumulation_multiplications\": {}, \
+\"accumulation_additions\": {}, \"propagator_entries\": {}, \"propagator_multiplications\": {}}}{}\n",
                 string(&s.routine),
                 string(&s.basic_block),
                 s.statements,
@@ -671,6 +666,7 @@ impl TangentStats {
                 s.edges,
                 s.independents,
                 s.dependents,
+                string(&s.method),
                 s.accumulation_multiplications,
                 s.accumulation_additions,
                 s.propagator_entries,
@@ -701,54 +697,14 @@ fn known(partial: Partial) -> Option<f64> {
     }
 }
 
-/// Multiplications per derivative direction an edge costs the propagator.
-fn edge_cost(partial: Option<f64>) -> i64 {
+/// What the elimination planner needs to know of a partial.
+fn label(partial: Partial) -> Label {
     match partial {
-        Some(v) if v == 1.0 || v == -1.0 || v == 0.0 => 0,
-        Some(_) | None => 1,
+        Partial::One => Label::One,
+        Partial::MinusOne => Label::MinusOne,
+        Partial::Constant(value) => Label::Constant(value),
+        Partial::Variable(_) => Label::Variable,
     }
-}
-
-/// The change in multiplications (accumulation plus propagation) and in the number of edges if
-/// `v` were eliminated, computed on label kinds only (no code is emitted).
-fn elimination_cost(
-    preds: &[std::collections::BTreeMap<usize, Partial>],
-    succs: &[std::collections::BTreeMap<usize, Partial>],
-    v: usize,
-) -> (i64, i64) {
-    let mut delta = 0i64;
-    let mut edge_change = -((preds[v].len() + succs[v].len()) as i64);
-    for &a in preds[v].values() {
-        delta -= edge_cost(known(a));
-    }
-    for &b in succs[v].values() {
-        delta -= edge_cost(known(b));
-    }
-    for (&p, &a) in &preds[v] {
-        for (&s, &b) in &succs[v] {
-            let (product, multiplications) = match (known(a), known(b)) {
-                (Some(x), Some(y)) => (Some(x * y), 0),
-                (Some(x), None) | (None, Some(x)) if x == 1.0 || x == -1.0 => (None, 0),
-                _ => (None, 1),
-            };
-            delta += multiplications;
-            let result = match preds[s].get(&p) {
-                Some(&existing) => {
-                    delta -= edge_cost(known(existing));
-                    match (known(existing), product) {
-                        (Some(x), Some(y)) => Some(x + y),
-                        _ => None,
-                    }
-                }
-                None => {
-                    edge_change += 1;
-                    product
-                }
-            };
-            delta += edge_cost(result);
-        }
-    }
-    (delta, edge_change)
 }
 
 /// For `y = f(x)` with `f` a non-inlinable intrinsic acting directly on derivatives
