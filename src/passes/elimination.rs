@@ -130,21 +130,40 @@ struct State {
     preds: Vec<BTreeMap<usize, Label>>,
     succs: Vec<BTreeMap<usize, Label>>,
     multiplications: usize,
+    /// Edges whose label is not ±1, kept up to date so a prefix's cost is O(1) to read.
+    nonunit: usize,
+}
+
+fn is_nonunit(label: Label) -> bool {
+    !matches!(label, Label::One | Label::MinusOne)
 }
 
 impl State {
     fn new(lcg: &Lcg) -> State {
         let n = lcg.kinds.len();
-        let mut state = State { preds: vec![BTreeMap::new(); n], succs: vec![BTreeMap::new(); n], multiplications: 0 };
+        let mut state =
+            State { preds: vec![BTreeMap::new(); n], succs: vec![BTreeMap::new(); n], multiplications: 0, nonunit: 0 };
         for &(s, t, label) in &lcg.edges {
             let label = match state.preds[t].get(&s) {
                 Some(&existing) => sum(existing, label),
                 None => label,
             };
-            state.preds[t].insert(s, label);
-            state.succs[s].insert(t, label);
+            state.set(s, t, label);
         }
         state
+    }
+
+    /// Sets (or, for a zero label, removes) the edge `s → t`.
+    fn set(&mut self, s: usize, t: usize, label: Label) {
+        if let Some(old) = self.preds[t].remove(&s) {
+            self.succs[s].remove(&t);
+            self.nonunit -= usize::from(is_nonunit(old));
+        }
+        if label != Label::Constant(0.0) {
+            self.preds[t].insert(s, label);
+            self.succs[s].insert(t, label);
+            self.nonunit += usize::from(is_nonunit(label));
+        }
     }
 
     fn eliminable(&self, lcg: &Lcg, v: usize) -> bool {
@@ -155,13 +174,11 @@ impl State {
         let incoming: Vec<(usize, Label)> = self.preds[v].iter().map(|(&p, &l)| (p, l)).collect();
         let outgoing: Vec<(usize, Label)> = self.succs[v].iter().map(|(&s, &l)| (s, l)).collect();
         for &(p, _) in &incoming {
-            self.succs[p].remove(&v);
+            self.set(p, v, Label::Constant(0.0));
         }
         for &(s, _) in &outgoing {
-            self.preds[s].remove(&v);
+            self.set(v, s, Label::Constant(0.0));
         }
-        self.preds[v].clear();
-        self.succs[v].clear();
         for &(p, a) in &incoming {
             for &(s, b) in &outgoing {
                 let (product, cost) = product(a, b, model);
@@ -170,13 +187,7 @@ impl State {
                     Some(&existing) => sum(existing, product),
                     None => product,
                 };
-                if label == Label::Constant(0.0) {
-                    self.preds[s].remove(&p);
-                    self.succs[p].remove(&s);
-                } else {
-                    self.preds[s].insert(p, label);
-                    self.succs[p].insert(s, label);
-                }
+                self.set(p, s, label);
             }
         }
     }
@@ -185,12 +196,7 @@ impl State {
     fn propagation(&self, model: CostModel) -> usize {
         match model {
             CostModel::Classic => 0,
-            CostModel::UnitAware => self
-                .preds
-                .iter()
-                .flat_map(|ins| ins.values())
-                .filter(|l| !matches!(l, Label::One | Label::MinusOne))
-                .count(),
+            CostModel::UnitAware => self.nonunit,
         }
     }
 
@@ -230,30 +236,51 @@ fn sum(a: Label, b: Label) -> Label {
     }
 }
 
-/// The order a heuristic chooses (all eliminable intermediates).
-fn heuristic_order(lcg: &Lcg, method: Method, model: CostModel) -> Vec<usize> {
+/// Graphs larger than this (in intermediates) are not tried with the sibling heuristic, whose
+/// degree computation is quadratic in the neighbourhood size.
+const SIBLING_LIMIT: usize = 64;
+
+/// Runs a heuristic, keeping the cheapest prefix of its order. Under the unit-aware model the
+/// run stops once its accumulation multiplications alone reach the cheapest prefix seen: they
+/// never decrease, so no longer prefix can win (this also avoids the fill-in explosion of
+/// eliminating everything in large graphs).
+fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
+    if method == Method::Greedy {
+        return evaluate(lcg, method, &greedy_order(lcg, model), model);
+    }
     let mut state = State::new(lcg);
     let mut order = Vec::new();
+    let mut best = Plan { method, order: Vec::new(), multiplications: 0, propagation: state.propagation(model) };
     loop {
-        let candidates: Vec<usize> = (0..lcg.kinds.len()).filter(|&v| state.eliminable(lcg, v)).collect();
+        let candidates = (0..lcg.kinds.len()).filter(|&v| state.eliminable(lcg, v));
         let choice = match method {
-            Method::Forward => candidates.first().copied(),
-            Method::Reverse => candidates.last().copied(),
-            Method::LowestMarkowitz => candidates.iter().copied().min_by_key(|&v| (state.markowitz(v), v)),
-            Method::LowestMarkowitzReverse => {
-                candidates.iter().copied().min_by_key(|&v| (state.markowitz(v), std::cmp::Reverse(v)))
+            Method::Forward => candidates.min(),
+            Method::Reverse => candidates.max(),
+            Method::LowestMarkowitz => candidates.min_by_key(|&v| (state.markowitz(v), v)),
+            Method::LowestMarkowitzReverse => candidates.min_by_key(|&v| (state.markowitz(v), std::cmp::Reverse(v))),
+            Method::HighestSibling => {
+                candidates.max_by_key(|&v| (state.siblings(v), std::cmp::Reverse(state.markowitz(v)), v))
             }
-            Method::HighestSibling => candidates.iter().copied().max_by_key(|&v| {
-                (state.siblings(v), std::cmp::Reverse(state.markowitz(v)), v)
-            }),
-            Method::Greedy => return greedy_order(lcg, model),
-            Method::Exact => unreachable!("the exact search is not a heuristic"),
+            Method::Greedy | Method::Exact => unreachable!("not a stepwise heuristic"),
         };
         let Some(v) = choice else { break };
         state.eliminate(v, model);
         order.push(v);
+        let cost = state.multiplications + state.propagation(model);
+        let complete = (0..lcg.kinds.len()).all(|u| !state.eliminable(lcg, u));
+        if cost < best.cost() || (model == CostModel::Classic && complete) {
+            best = Plan {
+                method,
+                order: order.clone(),
+                multiplications: state.multiplications,
+                propagation: state.propagation(model),
+            };
+        }
+        if model == CostModel::UnitAware && state.multiplications >= best.cost() {
+            break;
+        }
     }
-    order
+    best
 }
 
 /// Repeatedly the elimination that lowers the cost most (ties: fewer edges, then lower
@@ -360,21 +387,24 @@ fn evaluate(lcg: &Lcg, method: Method, order: &[usize], model: CostModel) -> Pla
 pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     match method {
         Method::Exact => exact(lcg, model),
-        heuristic => evaluate(lcg, heuristic, &heuristic_order(lcg, heuristic, model), model),
+        heuristic => run_heuristic(lcg, heuristic, model),
     }
 }
 
 /// Every heuristic (and, when `exact` is set and the graph is small enough, the exact
 /// search); the cheapest wins, ties going to the earlier method in [`HEURISTICS`] order.
 pub fn best_of(lcg: &Lcg, model: CostModel, exact_search: bool) -> Plan {
+    let intermediates = lcg.kinds.iter().filter(|k| **k == VertexKind::Intermediate).count();
     let mut best = plan(lcg, HEURISTICS[0], model);
     for method in HEURISTICS.into_iter().skip(1) {
+        if method == Method::HighestSibling && intermediates > SIBLING_LIMIT {
+            continue;
+        }
         let candidate = plan(lcg, method, model);
         if candidate.cost() < best.cost() {
             best = candidate;
         }
     }
-    let intermediates = lcg.kinds.iter().filter(|k| **k == VertexKind::Intermediate).count();
     if exact_search && intermediates <= EXACT_LIMIT {
         let candidate = exact(lcg, model);
         if candidate.cost() < best.cost() {

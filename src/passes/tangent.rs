@@ -379,8 +379,14 @@ impl BlockContext<'_> {
                 Some(existing) => self.sum(existing, partial, &shape, stats, out),
                 None => partial,
             };
-            preds[target].insert(source, label);
-            succs[source].insert(target, label);
+            // Contributions that cancel (`f - a` with f = a) leave no edge at all.
+            if label == Partial::Constant(0.0) {
+                preds[target].remove(&source);
+                succs[source].remove(&target);
+            } else {
+                preds[target].insert(source, label);
+                succs[source].insert(target, label);
+            }
         }
         // The elimination order: the cheapest of the heuristics (and of the exact search,
         // when asked) under the tangent code's cost model, then replayed here with code.
