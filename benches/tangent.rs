@@ -14,7 +14,8 @@ fn corpus_inputs() -> Vec<Vec<u8>> {
         .unwrap_or_else(|_| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
     let corpus = shared.join("corpus");
     let entries = std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e} (set XAIF_SHARED)", corpus.display()));
-    let mut paths: Vec<_> = entries.map(|e| e.expect("entry").path().join("tlm.in.xaif")).filter(|p| p.is_file()).collect();
+    let mut paths: Vec<_> =
+        entries.map(|e| e.expect("entry").path().join("tlm.in.xaif")).filter(|p| p.is_file()).collect();
     paths.sort();
     paths.iter().map(|p| std::fs::read(p).expect("readable input")).collect()
 }

@@ -395,16 +395,22 @@ fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
     };
     let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
         let x = driver.default_x();
-        let transformed = program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)))
-            || args.file.to_string_lossy().contains("tlm");
+        let transformed =
+            program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)))
+                || args.file.to_string_lossy().contains("tlm");
         let plain = driver.run(&x, Sweep::Plain)?;
         let mut text = format!("{}: {} inputs, {} outputs\n", driver.entry_name(), driver.n, driver.m);
         for (i, v) in plain.y.iter().enumerate() {
             text.push_str(&format!("y({}) = {v:.16e}\n", i + 1));
         }
         if transformed {
-            let adjoint = program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)));
-            let mode = if adjoint { xaifbooster::interp::verify::Mode::Adjoint } else { xaifbooster::interp::verify::Mode::Tangent };
+            let adjoint =
+                program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)));
+            let mode = if adjoint {
+                xaifbooster::interp::verify::Mode::Adjoint
+            } else {
+                xaifbooster::interp::verify::Mode::Tangent
+            };
             let (j, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
             for i in 0..driver.m {
                 for k in 0..driver.n {
@@ -436,11 +442,13 @@ fn run_verify(args: &VerifyArgs) -> Result<Result<(), Reported>> {
             if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
                 match load_program(dot)? {
                     Ok(other) => {
-                        let (t, a) = if mode == Mode::Tangent { (&transformed, &other) } else { (&other, &transformed) };
+                        let (t, a) =
+                            if mode == Mode::Tangent { (&transformed, &other) } else { (&other, &transformed) };
                         match dot_product_test(t, a, &config) {
                             Ok(d) => {
                                 if !d.ok {
-                                    report.status = Status::Mismatch(format!("dot-product test error {:.2e}", d.rel_err));
+                                    report.status =
+                                        Status::Mismatch(format!("dot-product test error {:.2e}", d.rel_err));
                                 }
                                 report.dot = Some(d);
                             }

@@ -9,6 +9,10 @@ use crate::xaif::intrinsics::Catalogue;
 pub fn identity(_call_graph: &mut CallGraph) {}
 
 /// Tangent-linear mode: linearization, flattening, preaccumulation, propagation.
-pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &TangentConfig) -> Result<TangentStats, TangentError> {
+pub fn tangent(
+    call_graph: &mut CallGraph,
+    catalogue: &Catalogue,
+    config: &TangentConfig,
+) -> Result<TangentStats, TangentError> {
     tangent_pass(call_graph, catalogue, config)
 }

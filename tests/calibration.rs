@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use xaifbooster::interp::Template;
 use xaifbooster::interp::verify::{Mode, Status, VerifyReport, read_program, verify};
 
-
 /// Reference outputs that are wrong, with the evidence: facts file section 8 ("Its reference
 /// adjoints of argArrayIndexOverwrite* index out of bounds (an overwritten index is not
 /// restored) — they are wrong").
@@ -53,7 +52,9 @@ fn check(dir: &Path, kind: &'static str) -> Option<Outcome> {
     let example = dir.file_name().unwrap().to_string_lossy().into_owned();
     let load = |path: &Path| read_program(&std::fs::read(path).expect("readable file"), &path.display().to_string());
     let report = match (load(&dir.join(input)), load(&out_path)) {
-        (Ok(original), Ok(transformed)) => verify(&original, &transformed, &common::verify_config(&p, &original, mode, template)),
+        (Ok(original), Ok(transformed)) => {
+            verify(&original, &transformed, &common::verify_config(&p, &original, mode, template))
+        }
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
     let matches_ad_out = match (&report.status, common::ad_out(dir, report.n, report.m)) {

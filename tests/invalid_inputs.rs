@@ -82,7 +82,8 @@ fn the_command_line_fails_cleanly_and_writes_nothing() {
                 Some(text) => assert_eq!(std::fs::read_to_string(output).expect("still there"), text),
             }
         }
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").map(|e| e.expect("entry").file_name()).collect();
+        let leftovers: Vec<_> =
+            std::fs::read_dir(dir.path()).expect("dir").map(|e| e.expect("entry").file_name()).collect();
         assert!(leftovers.len() <= 1, "{}: temporary files left behind: {leftovers:?}", name(&case));
     }
 }

@@ -43,7 +43,8 @@ fn shapes(text: &str, prefix: &str) -> BTreeMap<(String, String), BlockShape> {
                     continue;
                 }
                 for operand in statement.descendants().filter(|n| n.attribute("deriv") == Some("1")) {
-                    let Some(symbol) = operand.children().find(|c| c.has_tag_name((common::XAIF, "SymbolReference"))) else {
+                    let Some(symbol) = operand.children().find(|c| c.has_tag_name((common::XAIF, "SymbolReference")))
+                    else {
                         continue;
                     };
                     let variable = symbol.attribute("symbol_id").unwrap_or_default().to_owned();
@@ -85,7 +86,12 @@ fn tangent_matches_the_basic_block_preaccumulation_stage_structurally() {
             assert_eq!(got.written, expected.written, "{name}: derivatives written in basic block {block:?}");
             // We may flatten across statements the reference keeps apart (it splits sequences
             // at every possible alias), so we read at most the derivatives it reads.
-            assert!(got.read.is_subset(&expected.read), "{name}: block {block:?} reads {:?}, reference {:?}", got.read, expected.read);
+            assert!(
+                got.read.is_subset(&expected.read),
+                "{name}: block {block:?} reads {:?}, reference {:?}",
+                got.read,
+                expected.read
+            );
             compared += 1;
         }
     }

@@ -11,9 +11,14 @@ use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
 fn differentiate(source: &str, preaccumulation: Preaccumulation) -> Vec<u8> {
-    let mut cg = xaif::read(source.as_bytes(), "random", &ReadOptions::default()).expect("generated XAIF reads").call_graph;
-    xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig { preaccumulation, ..TangentConfig::default() })
-        .expect("tangent transformation");
+    let mut cg =
+        xaif::read(source.as_bytes(), "random", &ReadOptions::default()).expect("generated XAIF reads").call_graph;
+    xaifbooster::pipeline::tangent(
+        &mut cg,
+        Catalogue::builtin(),
+        &TangentConfig { preaccumulation, ..TangentConfig::default() },
+    )
+    .expect("tangent transformation");
     xaif::write(&cg, &WriteOptions::default())
 }
 

@@ -50,7 +50,8 @@ fn check_corpus(catalogue: &Catalogue, preaccumulation: Preaccumulation) {
         let mut ours_ok = 0;
         let mut reference_ok = 0;
         let mut regressions = Vec::new();
-        let dirs: Vec<PathBuf> = common::corpus_files("tlm.in.xaif").iter().map(|f| f.parent().unwrap().to_owned()).collect();
+        let dirs: Vec<PathBuf> =
+            common::corpus_files("tlm.in.xaif").iter().map(|f| f.parent().unwrap().to_owned()).collect();
         for dir in &dirs {
             let input = std::fs::read(dir.join("tlm.in.xaif")).expect("input");
             let mut cg = xaif::read(&input, "in", &ReadOptions::default()).expect("corpus inputs read").call_graph;

@@ -77,10 +77,9 @@ fn examples_validate_except_the_broken_ones() {
         let found = errors(&file);
         let name = file.file_name().expect("name").to_string_lossy().into_owned();
         match broken.iter().find(|(b, _)| *b == name) {
-            Some((_, expected)) => assert!(
-                found.iter().any(|d| d.to_string() == *expected),
-                "{name}: expected {expected}, got {found:?}"
-            ),
+            Some((_, expected)) => {
+                assert!(found.iter().any(|d| d.to_string() == *expected), "{name}: expected {expected}, got {found:?}")
+            }
             None => assert!(found.is_empty(), "{name}: {found:?}"),
         }
     }

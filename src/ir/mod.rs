@@ -351,7 +351,8 @@ pub enum CfgVertexKind {
     BasicBlock(BasicBlock),
     /// Two-way branch without a matching `EndBranch` in unstructured code.
     If(Conditional),
-    ForLoop(ForLoop),
+    /// Boxed: its initialization and update make it by far the largest vertex kind.
+    ForLoop(Box<ForLoop>),
     PreLoop(Conditional),
     PostLoop(Conditional),
     Branch(Conditional),

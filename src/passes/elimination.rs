@@ -418,11 +418,8 @@ pub fn best_of(lcg: &Lcg, model: CostModel, exact_search: bool) -> Plan {
 /// heuristic's cost as the bound: accumulation multiplications never decrease along an order,
 /// so a partial order whose multiplications alone reach the bound is cut.
 fn exact(lcg: &Lcg, model: CostModel) -> Plan {
-    let mut best = HEURISTICS
-        .into_iter()
-        .map(|m| plan(lcg, m, model))
-        .min_by_key(Plan::cost)
-        .expect("there are heuristics");
+    let mut best =
+        HEURISTICS.into_iter().map(|m| plan(lcg, m, model)).min_by_key(Plan::cost).expect("there are heuristics");
     best.method = Method::Exact;
     let intermediates = lcg.kinds.iter().filter(|k| **k == VertexKind::Intermediate).count();
     if intermediates > EXACT_LIMIT {
@@ -477,7 +474,17 @@ mod tests {
     fn paper_graph() -> Lcg {
         use Label::*;
         use VertexKind::*;
-        let kinds = vec![Independent, Independent, Intermediate, Intermediate, Intermediate, Intermediate, Intermediate, Dependent, Dependent];
+        let kinds = vec![
+            Independent,
+            Independent,
+            Intermediate,
+            Intermediate,
+            Intermediate,
+            Intermediate,
+            Intermediate,
+            Dependent,
+            Dependent,
+        ];
         let edges = vec![
             (0, 2, One),
             (1, 2, One),
@@ -570,9 +577,9 @@ mod tests {
                     }
                 }
             }
-            for x in 0..n {
-                c[k][x] = 0.0;
-                c[x][k] = 0.0;
+            c[k].iter_mut().for_each(|entry| *entry = 0.0);
+            for row in c.iter_mut() {
+                row[k] = 0.0;
             }
         }
         // Path sums through the remaining graph (forward propagation of unit seeds).

@@ -106,7 +106,6 @@ pub enum LinearizeError {
     FunctionCall { statement: String },
     #[error("statement {statement}: the right-hand side has no root")]
     NoRoot { statement: String },
-
 }
 
 /// Creates the engine's temporaries (`<prefix>aux_N`, `lin_N`, …) with call-graph-wide counters,
@@ -374,7 +373,8 @@ pub fn linearize_assignment(
                                             let symbol = temporaries.create_shaped(cg, scope, "aux", false, shape);
                                             auxiliaries.extend(allocation(cg, symbol, shape));
                                             let value = copy_subtree(cg, rhs, arg, &auxiliary_of, true);
-                                            auxiliaries.push(Statement::Assignment(make_assignment(cg, symbol, value, false)));
+                                            auxiliaries
+                                                .push(Statement::Assignment(make_assignment(cg, symbol, value, false)));
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }

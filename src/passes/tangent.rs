@@ -17,8 +17,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::elimination::{CostModel, Label, Lcg, Method, VertexKind, best_of, plan};
 use super::linearize::{
-    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_vertex,
-    add_edge, add_intrinsic, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
+    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_edge,
+    add_intrinsic, add_vertex, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
     scalar_reference,
 };
 use crate::ir::*;
@@ -79,7 +79,11 @@ pub enum TangentError {
 }
 
 /// Transforms every control flow graph of the call graph into its tangent-linear model.
-pub fn tangent(cg: &mut CallGraph, catalogue: &Catalogue, config: &TangentConfig) -> Result<TangentStats, TangentError> {
+pub fn tangent(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    config: &TangentConfig,
+) -> Result<TangentStats, TangentError> {
     let mut temporaries = Temporaries::default();
     let mut stats = TangentStats::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
@@ -467,7 +471,14 @@ impl BlockContext<'_> {
         }
     }
 
-    fn sum(&mut self, a: Partial, b: Partial, shape: &ValueShape, stats: &mut SequenceStats, out: &mut Vec<Statement>) -> Partial {
+    fn sum(
+        &mut self,
+        a: Partial,
+        b: Partial,
+        shape: &ValueShape,
+        stats: &mut SequenceStats,
+        out: &mut Vec<Statement>,
+    ) -> Partial {
         match (known(a), known(b)) {
             (Some(x), Some(y)) => Partial::from_value(x + y),
             _ => {
@@ -485,7 +496,13 @@ impl BlockContext<'_> {
     }
 
     /// `<prefix>acc_N = name(operands…)`.
-    fn accumulate(&mut self, name: &str, operands: &[Partial], shape: &ValueShape, out: &mut Vec<Statement>) -> Partial {
+    fn accumulate(
+        &mut self,
+        name: &str,
+        operands: &[Partial],
+        shape: &ValueShape,
+        out: &mut Vec<Statement>,
+    ) -> Partial {
         let mut rhs = Expression::default();
         let name = self.cg.names.intern(name);
         let root = add_intrinsic(self.cg, &mut rhs, name);

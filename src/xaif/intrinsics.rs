@@ -41,11 +41,17 @@ pub enum ConstantKind {
 /// A partial derivative as an expression over the intrinsic's arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PartialExpr {
-    Constant { value: String, ty: ConstantKind },
+    Constant {
+        value: String,
+        ty: ConstantKind,
+    },
     /// The 1-based argument of the intrinsic; 0 stands for the intrinsic's own value
     /// (`d tan(x)/dx = 1 + tan(x)²` is written with it).
     Argument(usize),
-    Intrinsic { name: String, arguments: Vec<PartialExpr> },
+    Intrinsic {
+        name: String,
+        arguments: Vec<PartialExpr>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -519,7 +525,8 @@ mod tests {
         let path = shared_dir().join("xaif/intrinsics/inlinable_intrinsics.xaif");
         let bytes = std::fs::read(&path).expect("reference catalogue");
         let mut reference = Catalogue::parse(&bytes, "reference").expect("reference catalogue parses");
-        let noninlinable = std::fs::read(shared_dir().join("xaif/intrinsics/noninlinable_intrinsics.xaif")).expect("file");
+        let noninlinable =
+            std::fs::read(shared_dir().join("xaif/intrinsics/noninlinable_intrinsics.xaif")).expect("file");
         reference.merge_noninlinable(&noninlinable, "reference").expect("non-inlinable reference parses");
         let ours = Catalogue::builtin();
         let mut compared = 0;
@@ -555,7 +562,9 @@ mod tests {
     #[test]
     fn malformed_catalogues_give_located_errors() {
         assert_eq!(
-            error_of(&format!("{HEAD}\n<xaifii:InlinableIntrinsic nr_arguments=\"1\"/></xaifii:InlinableIntrinsicDefinitions>")),
+            error_of(&format!(
+                "{HEAD}\n<xaifii:InlinableIntrinsic nr_arguments=\"1\"/></xaifii:InlinableIntrinsicDefinitions>"
+            )),
             "bad.xaif:2:1: InlinableIntrinsic: missing required attribute 'name'"
         );
         assert_eq!(

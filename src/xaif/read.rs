@@ -181,17 +181,25 @@ impl<'a> Lower<'a> {
                 Event::CData(_) => return Err(self.error(before, parent, "unexpected CDATA content")),
                 Event::GeneralRef(r) => {
                     let name: &str = &r;
-                    return Err(self.error(before, parent, format!("unexpected entity reference '&{name};' in content")));
+                    return Err(self.error(
+                        before,
+                        parent,
+                        format!("unexpected entity reference '&{name};' in content"),
+                    ));
                 }
                 Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
                 Event::DocType(_) => {
                     return Err(self.error(before, parent, "DOCTYPE declarations are refused (no entity expansion)"));
                 }
                 Event::Eof => {
-                    return Err(self.error(self.input.len(), parent, format!(
-                        "unexpected end of file: element opened at {} is not closed",
-                        self.describe_offset(parent_offset)
-                    )));
+                    return Err(self.error(
+                        self.input.len(),
+                        parent,
+                        format!(
+                            "unexpected end of file: element opened at {} is not closed",
+                            self.describe_offset(parent_offset)
+                        ),
+                    ));
                 }
             }
         }
@@ -253,7 +261,8 @@ impl<'a> Lower<'a> {
         let text = &elem.raw[elem.name_len..];
         let bytes = text.as_bytes();
         let mut at = 0;
-        let malformed = |this: &Self, what: &str| this.error(elem.offset, elem.name, format!("malformed attribute: {what}"));
+        let malformed =
+            |this: &Self, what: &str| this.error(elem.offset, elem.name, format!("malformed attribute: {what}"));
         loop {
             while at < bytes.len() && bytes[at].is_ascii_whitespace() {
                 at += 1;
@@ -463,7 +472,11 @@ impl<'a> Lower<'a> {
                 Event::Start(start) => break (start, false),
                 Event::Empty(start) => break (start, true),
                 Event::DocType(_) => {
-                    return Err(self.error(before, "document", "DOCTYPE declarations are refused (no entity expansion)"));
+                    return Err(self.error(
+                        before,
+                        "document",
+                        "DOCTYPE declarations are refused (no entity expansion)",
+                    ));
                 }
                 Event::Eof => return Err(self.error(before, "document", "no root element")),
                 Event::Text(text) if !text.trim_ascii().is_empty() => {
@@ -515,14 +528,18 @@ impl<'a> Lower<'a> {
         match uri {
             Some(uri) if uri == XAIF_NAMESPACE => {}
             Some(uri) => {
-                return Err(self.error(offset, &element, format!(
-                    "element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"
-                )));
+                return Err(self.error(
+                    offset,
+                    &element,
+                    format!("element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"),
+                ));
             }
             None => {
-                return Err(self.error(offset, &element, format!(
-                    "element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"
-                )));
+                return Err(self.error(
+                    offset,
+                    &element,
+                    format!("element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"),
+                ));
             }
         }
         self.prefix = if prefix.is_empty() { Vec::new() } else { [prefix, b":"].concat() };
@@ -554,7 +571,11 @@ impl<'a> Lower<'a> {
                 seen[i] = true;
             } else if !seen.iter().all(|s| *s) {
                 let missing = SECTIONS.iter().zip(&seen).find(|(_, s)| !**s).map(|(n, _)| *n).unwrap_or("");
-                return Err(self.error(child.offset, child.name, format!("unexpected here: CallGraph needs {missing} first")));
+                return Err(self.error(
+                    child.offset,
+                    child.name,
+                    format!("unexpected here: CallGraph needs {missing} first"),
+                ));
             }
             match child.name {
                 "ScopeHierarchy" => self.scope_hierarchy(child)?,
@@ -589,7 +610,11 @@ impl<'a> Lower<'a> {
                     let source = self.intern_required(&child, "source", &source)?;
                     let target = self.intern_required(&child, "target", &target)?;
                     self.leaf(&child)?;
-                    pending_call_edges.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    pending_call_edges.push((
+                        id,
+                        annotation,
+                        PendingEdge { offset: child.offset, element: child.name, source, target },
+                    ));
                 }
                 _ => return Err(self.unexpected(&child, "CallGraph")),
             }
@@ -622,10 +647,11 @@ impl<'a> Lower<'a> {
 
     fn resolve_routine(&self, edge: &PendingEdge<'a>, end: Name, which: &str) -> Result<RoutineId> {
         self.routine_ids.get(&end).copied().ok_or_else(|| {
-            self.error(edge.offset, edge.element, format!(
-                "{which} '{}' names no vertex of the CallGraph",
-                self.cg.names.get(end)
-            ))
+            self.error(
+                edge.offset,
+                edge.element,
+                format!("{which} '{}' names no vertex of the CallGraph", self.cg.names.get(end)),
+            )
         })
     }
 
@@ -644,7 +670,11 @@ impl<'a> Lower<'a> {
                     let source = self.intern_required(&child, "source", &source)?;
                     let target = self.intern_required(&child, "target", &target)?;
                     self.leaf(&child)?;
-                    pending_edges.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    pending_edges.push((
+                        id,
+                        annotation,
+                        PendingEdge { offset: child.offset, element: child.name, source, target },
+                    ));
                 }
                 _ => return Err(self.unexpected(&child, "ScopeHierarchy")),
             }
@@ -656,7 +686,11 @@ impl<'a> Lower<'a> {
             }
             let lookup = |end: Name, which: &str| {
                 self.scope_ids.get(&end).copied().ok_or_else(|| {
-                    self.error(edge.offset, edge.element, format!("{which} '{}' names no scope", self.cg.names.get(end)))
+                    self.error(
+                        edge.offset,
+                        edge.element,
+                        format!("{which} '{}' names no scope", self.cg.names.get(end)),
+                    )
                 })
             };
             let source = lookup(edge.source, "source")?;
@@ -674,7 +708,11 @@ impl<'a> Lower<'a> {
         };
         let annotation = self.intern(&annotation);
         if self.scope_ids.contains_key(&id) {
-            return Err(self.error(elem.offset, elem.name, format!("duplicate vertex_id '{}' in ScopeHierarchy", self.cg.names.get(id))));
+            return Err(self.error(
+                elem.offset,
+                elem.name,
+                format!("duplicate vertex_id '{}' in ScopeHierarchy", self.cg.names.get(id)),
+            ));
         }
         let scope = self.cg.scopes.alloc(Scope { id, annotation, symbols: Vec::new() });
         self.scope_ids.insert(id, scope);
@@ -704,11 +742,17 @@ impl<'a> Lower<'a> {
             ["symbol_id", "kind", "type", "feType", "shape", "annotation", "active", "temp", "pointer"],
         )?;
         let name = self.intern_required(&elem, "symbol_id", &symbol_id)?;
-        let kind = self.enumerated(&elem, "kind", &kind, SymbolKind::Variable, &[
-            ("subroutine", SymbolKind::Subroutine),
-            ("variable", SymbolKind::Variable),
-            ("pointer", SymbolKind::Pointer),
-        ])?;
+        let kind = self.enumerated(
+            &elem,
+            "kind",
+            &kind,
+            SymbolKind::Variable,
+            &[
+                ("subroutine", SymbolKind::Subroutine),
+                ("variable", SymbolKind::Variable),
+                ("pointer", SymbolKind::Pointer),
+            ],
+        )?;
         let ty = self.symbol_type(&elem, "type", &ty)?;
         let shape = self.shape(&elem, "shape", &shape)?;
         let symbol = Symbol {
@@ -726,10 +770,11 @@ impl<'a> Lower<'a> {
         };
         if self.cg.lookup_symbol(scope, name).is_some() {
             let scope_name = self.cg.names.get(self.cg.scopes[scope].id);
-            return Err(self.error(elem.offset, elem.name, format!(
-                "duplicate symbol_id '{}' in scope {scope_name}",
-                self.cg.names.get(name)
-            )));
+            return Err(self.error(
+                elem.offset,
+                elem.name,
+                format!("duplicate symbol_id '{}' in scope {scope_name}", self.cg.names.get(name)),
+            ));
         }
         let id = self.cg.add_symbol(symbol);
         while let Some(child) = self.children(&elem)? {
@@ -750,30 +795,42 @@ impl<'a> Lower<'a> {
     }
 
     fn symbol_type(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<SymbolType> {
-        self.enumerated(elem, name, value, SymbolType::Real, &[
-            ("void", SymbolType::Void),
-            ("integer", SymbolType::Integer),
-            ("real", SymbolType::Real),
-            ("complex", SymbolType::Complex),
-            ("bool", SymbolType::Bool),
-            ("char", SymbolType::Char),
-            ("string", SymbolType::String),
-            ("opaque", SymbolType::Opaque),
-        ])
+        self.enumerated(
+            elem,
+            name,
+            value,
+            SymbolType::Real,
+            &[
+                ("void", SymbolType::Void),
+                ("integer", SymbolType::Integer),
+                ("real", SymbolType::Real),
+                ("complex", SymbolType::Complex),
+                ("bool", SymbolType::Bool),
+                ("char", SymbolType::Char),
+                ("string", SymbolType::String),
+                ("opaque", SymbolType::Opaque),
+            ],
+        )
     }
 
     fn shape(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<Shape> {
-        self.enumerated(elem, name, value, Shape::Scalar, &[
-            ("void", Shape::Void),
-            ("scalar", Shape::Scalar),
-            ("vector", Shape::Vector),
-            ("matrix", Shape::Matrix),
-            ("three_tensor", Shape::ThreeTensor),
-            ("four_tensor", Shape::FourTensor),
-            ("five_tensor", Shape::FiveTensor),
-            ("six_tensor", Shape::SixTensor),
-            ("seven_tensor", Shape::SevenTensor),
-        ])
+        self.enumerated(
+            elem,
+            name,
+            value,
+            Shape::Scalar,
+            &[
+                ("void", Shape::Void),
+                ("scalar", Shape::Scalar),
+                ("vector", Shape::Vector),
+                ("matrix", Shape::Matrix),
+                ("three_tensor", Shape::ThreeTensor),
+                ("four_tensor", Shape::FourTensor),
+                ("five_tensor", Shape::FiveTensor),
+                ("six_tensor", Shape::SixTensor),
+                ("seven_tensor", Shape::SevenTensor),
+            ],
+        )
     }
 
     fn alias_set_map(&mut self, elem: Elem<'a>) -> Result<()> {
@@ -792,7 +849,8 @@ impl<'a> Lower<'a> {
                 if range.name != "AliasRange" {
                     return Err(self.unexpected(&range, "AliasSet"));
                 }
-                let [from, to, partial] = self.attrs(&range, ["from_virtual_address", "to_virtual_address", "partial"])?;
+                let [from, to, partial] =
+                    self.attrs(&range, ["from_virtual_address", "to_virtual_address", "partial"])?;
                 let from = self
                     .required(&range, "from_virtual_address", &from)
                     .and_then(|v| self.positive(&range, "from_virtual_address", v))?;
@@ -952,15 +1010,18 @@ impl<'a> Lower<'a> {
             }
             let [position, symbol_id, scope_id, annotation, deriv, intent] =
                 self.attrs(&child, ["position", "symbol_id", "scope_id", "annotation", "deriv", "intent"])?;
-            let position = self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let position =
+                self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
             let symbol = self.symbol_ref(&child, &symbol_id, &scope_id)?;
             let annotation = self.intern(&annotation);
             let deriv = self.boolean(&child, "deriv", &deriv, false)?;
-            let intent = self.enumerated(&child, "intent", &intent, Intent::InOut, &[
-                ("in", Intent::In),
-                ("out", Intent::Out),
-                ("inout", Intent::InOut),
-            ])?;
+            let intent = self.enumerated(
+                &child,
+                "intent",
+                &intent,
+                Intent::InOut,
+                &[("in", Intent::In), ("out", Intent::Out), ("inout", Intent::InOut)],
+            )?;
             self.leaf(&child)?;
             arguments.push(ArgumentSymbolReference { position: position as u32, symbol, annotation, deriv, intent });
         }
@@ -1068,10 +1129,13 @@ impl<'a> Lower<'a> {
                 }
             }
             "ForLoop" => {
-                let reversal = self.enumerated(&elem, "reversal", &reversal, LoopReversal::Anonymous, &[
-                    ("explicit", LoopReversal::Explicit),
-                    ("anonymous", LoopReversal::Anonymous),
-                ])?;
+                let reversal = self.enumerated(
+                    &elem,
+                    "reversal",
+                    &reversal,
+                    LoopReversal::Anonymous,
+                    &[("explicit", LoopReversal::Explicit), ("anonymous", LoopReversal::Anonymous)],
+                )?;
                 let mut for_loop = ForLoop { reversal, line, ..ForLoop::default() };
                 let mut stage = 0;
                 while let Some(child) = self.children(&elem)? {
@@ -1091,15 +1155,16 @@ impl<'a> Lower<'a> {
                         _ => for_loop.update = Some(self.assignment(child)?),
                     }
                 }
-                CfgVertexKind::ForLoop(for_loop)
+                CfgVertexKind::ForLoop(Box::new(for_loop))
             }
             _ => return Err(self.unexpected(&elem, parent)),
         };
         if builder.ids.insert(id, builder.graph.vertices.len()).is_some() {
-            return Err(self.error(elem.offset, elem.name, format!(
-                "duplicate vertex_id '{}' in {parent}",
-                self.cg.names.get(id)
-            )));
+            return Err(self.error(
+                elem.offset,
+                elem.name,
+                format!("duplicate vertex_id '{}' in {parent}", self.cg.names.get(id)),
+            ));
         }
         builder.graph.vertices.alloc(CfgVertex { id, annotation, kind });
         Ok(())
@@ -1114,9 +1179,8 @@ impl<'a> Lower<'a> {
     ) -> Result<FlowGraph> {
         // The shape every non-empty graph must have (empty ones are modules' routines or
         // unused placeholders); the validator words these the same way.
-        let count = |wanted: &str| {
-            builder.graph.vertices.iter().filter(|(_, v)| v.kind.element_name() == wanted).count()
-        };
+        let count =
+            |wanted: &str| builder.graph.vertices.iter().filter(|(_, v)| v.kind.element_name() == wanted).count();
         if !builder.graph.vertices.is_empty() {
             for kind in ["Entry", "Exit"] {
                 let found = count(kind);
@@ -1128,15 +1192,19 @@ impl<'a> Lower<'a> {
         if structured {
             let (branches, ends) = (count("Branch") + count("If"), count("EndBranch"));
             if branches != ends {
-                return Err(self.error(offset, parent, format!(
-                    "structured graph has {branches} If/Branch but {ends} EndBranch vertices"
-                )));
+                return Err(self.error(
+                    offset,
+                    parent,
+                    format!("structured graph has {branches} If/Branch but {ends} EndBranch vertices"),
+                ));
             }
             let (loops, end_loops) = (count("ForLoop") + count("PreLoop") + count("PostLoop"), count("EndLoop"));
             if loops != end_loops {
-                return Err(self.error(offset, parent, format!(
-                    "structured graph has {loops} loops but {end_loops} EndLoop vertices"
-                )));
+                return Err(self.error(
+                    offset,
+                    parent,
+                    format!("structured graph has {loops} loops but {end_loops} EndLoop vertices"),
+                ));
             }
         }
         let ids: Vec<CfgVertexId> = builder.graph.vertices.iter().map(|(id, _)| id).collect();
@@ -1147,10 +1215,11 @@ impl<'a> Lower<'a> {
             }
             let lookup = |end: Name, which: &str| {
                 builder.ids.get(&end).map(|&i| ids[i]).ok_or_else(|| {
-                    self.error(edge.offset, edge.element, format!(
-                        "{which} '{}' names no vertex of this {parent}",
-                        self.cg.names.get(end)
-                    ))
+                    self.error(
+                        edge.offset,
+                        edge.element,
+                        format!("{which} '{}' names no vertex of this {parent}", self.cg.names.get(end)),
+                    )
                 })
             };
             let source = lookup(edge.source, "source")?;
@@ -1158,11 +1227,19 @@ impl<'a> Lower<'a> {
             let end_kind = |v: CfgVertexId| builder.graph.vertices[v].kind.element_name();
             if end_kind(target) == "Entry" {
                 let shown = self.cg.names.get(edge.target);
-                return Err(self.error(edge.offset, edge.element, format!("an edge may not enter the Entry vertex '{shown}'")));
+                return Err(self.error(
+                    edge.offset,
+                    edge.element,
+                    format!("an edge may not enter the Entry vertex '{shown}'"),
+                ));
             }
             if end_kind(source) == "Exit" {
                 let shown = self.cg.names.get(edge.source);
-                return Err(self.error(edge.offset, edge.element, format!("an edge may not leave the Exit vertex '{shown}'")));
+                return Err(self.error(
+                    edge.offset,
+                    edge.element,
+                    format!("an edge may not leave the Exit vertex '{shown}'"),
+                ));
             }
             builder.graph.edges.push(CfgEdge { id, annotation, source, target, condition_value });
         }
@@ -1252,13 +1329,19 @@ impl<'a> Lower<'a> {
     }
 
     fn active_use(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<ActiveUse> {
-        self.enumerated(elem, "active", value, ActiveUse::Undefined, &[
-            ("undefined", ActiveUse::Undefined),
-            ("true", ActiveUse::True),
-            ("false", ActiveUse::False),
-            ("1", ActiveUse::True),
-            ("0", ActiveUse::False),
-        ])
+        self.enumerated(
+            elem,
+            "active",
+            value,
+            ActiveUse::Undefined,
+            &[
+                ("undefined", ActiveUse::Undefined),
+                ("true", ActiveUse::True),
+                ("false", ActiveUse::False),
+                ("1", ActiveUse::True),
+                ("0", ActiveUse::False),
+            ],
+        )
     }
 
     fn arguments(&mut self, call: &Elem<'a>) -> Result<Vec<Argument>> {
@@ -1268,7 +1351,8 @@ impl<'a> Lower<'a> {
                 return Err(self.unexpected(&child, call.name));
             }
             let [position, annotation] = self.attrs(&child, ["position", "annotation"])?;
-            let position = self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let position =
+                self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
             let annotation = self.intern(&annotation);
             let mut value = None;
             while let Some(inner) = self.children(&child)? {
@@ -1392,18 +1476,24 @@ impl<'a> Lower<'a> {
                 "BooleanOperation" => {
                     let [id, annotation, name] = self.attrs(&child, ["vertex_id", "annotation", "name"])?;
                     self.required(&child, "name", &name)?;
-                    let op = self.enumerated(&child, "name", &name, BooleanOp::Equal, &[
-                        ("less_than", BooleanOp::LessThan),
-                        ("less_or_equal", BooleanOp::LessOrEqual),
-                        ("greater_than", BooleanOp::GreaterThan),
-                        ("greater_or_equal", BooleanOp::GreaterOrEqual),
-                        ("equal", BooleanOp::Equal),
-                        ("not_equal", BooleanOp::NotEqual),
-                        ("and", BooleanOp::And),
-                        ("or", BooleanOp::Or),
-                        ("not", BooleanOp::Not),
-                        ("xor", BooleanOp::Xor),
-                    ])?;
+                    let op = self.enumerated(
+                        &child,
+                        "name",
+                        &name,
+                        BooleanOp::Equal,
+                        &[
+                            ("less_than", BooleanOp::LessThan),
+                            ("less_or_equal", BooleanOp::LessOrEqual),
+                            ("greater_than", BooleanOp::GreaterThan),
+                            ("greater_or_equal", BooleanOp::GreaterOrEqual),
+                            ("equal", BooleanOp::Equal),
+                            ("not_equal", BooleanOp::NotEqual),
+                            ("and", BooleanOp::And),
+                            ("or", BooleanOp::Or),
+                            ("not", BooleanOp::Not),
+                            ("xor", BooleanOp::Xor),
+                        ],
+                    )?;
                     let vertex = BooleanOperation { id: self.vertex_id(&id), annotation: self.intern(&annotation), op };
                     self.leaf(&child)?;
                     ExprVertex::BooleanOperation(vertex)
@@ -1434,21 +1524,27 @@ impl<'a> Lower<'a> {
                     let annotation = self.intern(&annotation);
                     let source = self.intern_required(&child, "source", &source)?;
                     let target = self.intern_required(&child, "target", &target)?;
-                    let position =
-                        self.required(&child, "position", &position).and_then(|v| self.integer(&child, "position", v))?;
+                    let position = self
+                        .required(&child, "position", &position)
+                        .and_then(|v| self.integer(&child, "position", v))?;
                     self.leaf(&child)?;
-                    pending.push((id, annotation, position, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    pending.push((
+                        id,
+                        annotation,
+                        position,
+                        PendingEdge { offset: child.offset, element: child.name, source, target },
+                    ));
                     continue;
                 }
                 _ => return Err(self.unexpected(&child, elem.name)),
             };
             let id = vertex.id();
             if ids.contains_key(&id) {
-                return Err(self.error(offset, element, format!(
-                    "duplicate vertex_id '{}' in {}",
-                    self.cg.names.get(id),
-                    elem.name
-                )));
+                return Err(self.error(
+                    offset,
+                    element,
+                    format!("duplicate vertex_id '{}' in {}", self.cg.names.get(id), elem.name),
+                ));
             }
             ids.insert(id, expression.vertices.alloc(vertex));
         }
@@ -1459,11 +1555,11 @@ impl<'a> Lower<'a> {
             }
             let lookup = |end: Name, which: &str| {
                 ids.get(&end).copied().ok_or_else(|| {
-                    self.error(edge.offset, edge.element, format!(
-                        "{which} '{}' names no vertex of this {}",
-                        self.cg.names.get(end),
-                        elem.name
-                    ))
+                    self.error(
+                        edge.offset,
+                        edge.element,
+                        format!("{which} '{}' names no vertex of this {}", self.cg.names.get(end), elem.name),
+                    )
                 })
             };
             let source = lookup(edge.source, "source")?;
@@ -1481,18 +1577,25 @@ impl<'a> Lower<'a> {
     }
 
     fn constant(&mut self, elem: Elem<'a>) -> Result<Constant> {
-        let [id, annotation, ty, fe_type, value] = self.attrs(&elem, ["vertex_id", "annotation", "type", "feType", "value"])?;
+        let [id, annotation, ty, fe_type, value] =
+            self.attrs(&elem, ["vertex_id", "annotation", "type", "feType", "value"])?;
         if ty.is_none() {
             return Err(self.error(elem.offset, elem.name, "missing required attribute 'type'"));
         }
-        let ty = self.enumerated(&elem, "type", &ty, ConstantType::Real, &[
-            ("real", ConstantType::Real),
-            ("double", ConstantType::Double),
-            ("integer", ConstantType::Integer),
-            ("bool", ConstantType::Bool),
-            ("char", ConstantType::Char),
-            ("string", ConstantType::String),
-        ])?;
+        let ty = self.enumerated(
+            &elem,
+            "type",
+            &ty,
+            ConstantType::Real,
+            &[
+                ("real", ConstantType::Real),
+                ("double", ConstantType::Double),
+                ("integer", ConstantType::Integer),
+                ("bool", ConstantType::Bool),
+                ("char", ConstantType::Char),
+                ("string", ConstantType::String),
+            ],
+        )?;
         let value = self.intern_required(&elem, "value", &value)?;
         let constant = Constant {
             id: self.vertex_id(&id),
@@ -1549,12 +1652,15 @@ impl<'a> Lower<'a> {
                         self.leaf(&property)?;
                         properties.push((name, value));
                     }
-                    (child.offset, VarRefVertex::Symbol(SymbolReference {
-                        id: self.vertex_id(&id),
-                        annotation: self.intern(&annotation),
-                        symbol,
-                        properties,
-                    }))
+                    (
+                        child.offset,
+                        VarRefVertex::Symbol(SymbolReference {
+                            id: self.vertex_id(&id),
+                            annotation: self.intern(&annotation),
+                            symbol,
+                            properties,
+                        }),
+                    )
                 }
                 "ArrayElementReference" if pending.is_empty() => {
                     let [id, annotation] = self.attrs(&child, ["vertex_id", "annotation"])?;
@@ -1580,7 +1686,11 @@ impl<'a> Lower<'a> {
                     let source = self.intern_required(&child, "source", &source)?;
                     let target = self.intern_required(&child, "target", &target)?;
                     self.leaf(&child)?;
-                    pending.push((id, annotation, PendingEdge { offset: child.offset, element: child.name, source, target }));
+                    pending.push((
+                        id,
+                        annotation,
+                        PendingEdge { offset: child.offset, element: child.name, source, target },
+                    ));
                     continue;
                 }
                 _ => return Err(self.unexpected(&child, elem.name)),
@@ -1591,11 +1701,11 @@ impl<'a> Lower<'a> {
                 VarRefVertex::ArrayElement(a) => (a.id, "ArrayElementReference"),
             };
             if ids.insert(id, reference.vertices.len() as u32).is_some() {
-                return Err(self.error(offset, element, format!(
-                    "duplicate vertex_id '{}' in {}",
-                    self.cg.names.get(id),
-                    elem.name
-                )));
+                return Err(self.error(
+                    offset,
+                    element,
+                    format!("duplicate vertex_id '{}' in {}", self.cg.names.get(id), elem.name),
+                ));
             }
             reference.vertices.push(vertex);
         }
@@ -1609,11 +1719,11 @@ impl<'a> Lower<'a> {
             }
             let lookup = |end: Name, which: &str| {
                 ids.get(&end).copied().ok_or_else(|| {
-                    self.error(edge.offset, edge.element, format!(
-                        "{which} '{}' names no vertex of this {}",
-                        self.cg.names.get(end),
-                        elem.name
-                    ))
+                    self.error(
+                        edge.offset,
+                        edge.element,
+                        format!("{which} '{}' names no vertex of this {}", self.cg.names.get(end), elem.name),
+                    )
                 })
             };
             let source = lookup(edge.source, "source")?;
@@ -1744,20 +1854,6 @@ fn decode_attribute(raw: &str) -> std::result::Result<String, String> {
     Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn attribute_values_are_decoded_and_normalized() {
-        assert_eq!(decode_attribute("a&amp;b&lt;&#65;&#x42;").as_deref(), Ok("a&b<AB"));
-        assert_eq!(decode_attribute("x\ty\r\nz").as_deref(), Ok("x y z"));
-        assert!(decode_attribute("&nbsp;").is_err());
-        assert!(decode_attribute("a<b").is_err());
-        assert!(decode_attribute("&amp").is_err());
-    }
-}
-
 /// A map from XML ids to values for the small graphs of one expression or variable reference:
 /// a vector searched linearly beats hashing (and its allocation) at these sizes.
 struct LinearMap<V> {
@@ -1786,5 +1882,19 @@ impl<V: Copy> LinearMap<V> {
         }
         self.entries.push((key, value));
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_values_are_decoded_and_normalized() {
+        assert_eq!(decode_attribute("a&amp;b&lt;&#65;&#x42;").as_deref(), Ok("a&b<AB"));
+        assert_eq!(decode_attribute("x\ty\r\nz").as_deref(), Ok("x y z"));
+        assert!(decode_attribute("&nbsp;").is_err());
+        assert!(decode_attribute("a<b").is_err());
+        assert!(decode_attribute("&amp").is_err());
     }
 }

@@ -25,7 +25,14 @@ pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diag
         Ok(text) => text,
         Err(e) => {
             let (line, column) = super::diagnostic::line_column(input, e.valid_up_to());
-            return vec![finding(Severity::Error, file, line, column, "document", "the input is not valid UTF-8".into())];
+            return vec![finding(
+                Severity::Error,
+                file,
+                line,
+                column,
+                "document",
+                "the input is not valid UTF-8".into(),
+            )];
         }
     };
     let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
@@ -44,7 +51,14 @@ pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diag
                 roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
                 other => format!("malformed XML: {other}"),
             };
-            return vec![finding(Severity::Error, file, position.row as usize, position.col as usize, "document", message)];
+            return vec![finding(
+                Severity::Error,
+                file,
+                position.row as usize,
+                position.col as usize,
+                "document",
+                message,
+            )];
         }
     };
     let mut validator = Validator { doc: &doc, file, strict: options.strict, findings: Vec::new() };
@@ -181,11 +195,15 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
             ("pointer", Boolean, false),
         ],
         Content::DimensionBounds => &[("lower", Integer, true), ("upper", Integer, true)],
-        Content::Edge => &[("edge_id", Text, true), ("source", Text, true), ("target", Text, true), ("annotation", Text, false)],
-        Content::AliasSet | Content::StmtIdSet => &[("key", NonNegative, true)],
-        Content::AliasRange => {
-            &[("from_virtual_address", Positive, true), ("to_virtual_address", Positive, true), ("partial", Boolean, false)]
+        Content::Edge => {
+            &[("edge_id", Text, true), ("source", Text, true), ("target", Text, true), ("annotation", Text, false)]
         }
+        Content::AliasSet | Content::StmtIdSet => &[("key", NonNegative, true)],
+        Content::AliasRange => &[
+            ("from_virtual_address", Positive, true),
+            ("to_virtual_address", Positive, true),
+            ("partial", Boolean, false),
+        ],
         Content::StatementId => &[("idRef", Text, false)],
         Content::ControlFlowGraph => &[
             ("vertex_id", Text, false),
@@ -224,12 +242,17 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
             ("constant", Boolean, false),
             ("live", Boolean, false),
         ],
-        Content::SymbolReference => {
-            &[("vertex_id", Text, false), ("annotation", Text, false), ("symbol_id", Text, true), ("scope_id", Positive, true)]
-        }
+        Content::SymbolReference => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("symbol_id", Text, true),
+            ("scope_id", Positive, true),
+        ],
         Content::SymbolReferenceProperty => &[("name", Text, true), ("value", Text, true)],
         Content::BasicBlock => &[("vertex_id", Text, false), ("annotation", Text, false), ("scope_id", Positive, true)],
-        Content::Conditional => &[("vertex_id", Text, false), ("annotation", Text, false), ("lineNumber", NonNegative, false)],
+        Content::Conditional => {
+            &[("vertex_id", Text, false), ("annotation", Text, false), ("lineNumber", NonNegative, false)]
+        }
         Content::ForLoop => &[
             ("vertex_id", Text, false),
             ("annotation", Text, false),
@@ -266,9 +289,12 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
         Content::BooleanOperation => {
             &[("vertex_id", Text, false), ("annotation", Text, false), ("name", OneOf(BOOLEAN_OPERATIONS), true)]
         }
-        Content::FunctionCall => {
-            &[("vertex_id", Text, false), ("annotation", Text, false), ("symbol_id", Text, false), ("scope_id", Positive, false)]
-        }
+        Content::FunctionCall => &[
+            ("vertex_id", Text, false),
+            ("annotation", Text, false),
+            ("symbol_id", Text, false),
+            ("scope_id", Positive, false),
+        ],
         Content::ExpressionEdge => &[
             ("edge_id", Text, true),
             ("source", Text, true),
@@ -455,7 +481,14 @@ impl<'a, 'input> Validator<'a, 'input> {
     fn report(&mut self, severity: Severity, node: Node, message: String) {
         let position = self.doc.text_pos_at(node.range().start);
         let element = node.tag_name().name().to_owned();
-        self.findings.push(finding(severity, self.file, position.row as usize, position.col as usize, &element, message));
+        self.findings.push(finding(
+            severity,
+            self.file,
+            position.row as usize,
+            position.col as usize,
+            &element,
+            message,
+        ));
     }
 
     fn error(&mut self, node: Node, message: String) {
@@ -540,7 +573,8 @@ impl<'a, 'input> Validator<'a, 'input> {
             }
             self.structure(child, child_type);
         }
-        let present: FxHashSet<&str> = node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
+        let present: FxHashSet<&str> =
+            node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
         for needed in required_children(content) {
             if !present.contains(needed) {
                 self.error(node, format!("missing required child {needed}"));
@@ -603,7 +637,9 @@ impl<'a, 'input> Validator<'a, 'input> {
                     let what = section.tag_name().name();
                     let mut keys = FxHashSet::default();
                     for set in section.children().filter(|c| c.is_element()) {
-                        let Some(key) = set.attribute("key").and_then(|k| k.trim().parse::<u64>().ok()) else { continue };
+                        let Some(key) = set.attribute("key").and_then(|k| k.trim().parse::<u64>().ok()) else {
+                            continue;
+                        };
                         if !keys.insert(key) {
                             self.error(set, format!("duplicate key {key} in {what}"));
                         }
@@ -632,7 +668,8 @@ impl<'a, 'input> Validator<'a, 'input> {
     fn references(&mut self, root: Node<'a, 'input>, tables: &Tables<'a>) {
         // Scope edges and call graph edges.
         let mut routine_ids = FxHashSet::default();
-        for routine in root.children().filter(|c| matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")) {
+        for routine in root.children().filter(|c| matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList"))
+        {
             let id = routine.attribute("vertex_id").unwrap_or("1");
             if !routine_ids.insert(id) {
                 self.error(routine, format!("duplicate vertex_id '{id}' in CallGraph"));
@@ -742,7 +779,9 @@ impl<'a, 'input> Validator<'a, 'input> {
                 match ids.get(v) {
                     None => self.error(edge, format!("{end} '{v}' names no vertex of this {container}")),
                     Some(vertex) => match (end, vertex.tag_name().name()) {
-                        ("target", "Entry") => self.error(edge, format!("an edge may not enter the Entry vertex '{v}'")),
+                        ("target", "Entry") => {
+                            self.error(edge, format!("an edge may not enter the Entry vertex '{v}'"))
+                        }
                         ("source", "Exit") => self.error(edge, format!("an edge may not leave the Exit vertex '{v}'")),
                         _ => {}
                     },
@@ -789,9 +828,8 @@ impl<'a, 'input> Validator<'a, 'input> {
     fn reference_graph(&mut self, reference: Node<'a, 'input>) {
         let container = reference.tag_name().name();
         let mut ids = FxHashSet::default();
-        for vertex in reference
-            .children()
-            .filter(|c| matches!(c.tag_name().name(), "SymbolReference" | "ArrayElementReference"))
+        for vertex in
+            reference.children().filter(|c| matches!(c.tag_name().name(), "SymbolReference" | "ArrayElementReference"))
         {
             let id = vertex.attribute("vertex_id").unwrap_or("1");
             if !ids.insert(id) {
@@ -897,7 +935,10 @@ mod tests {
         let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1" colour="red">
 <xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
 </xaif:ControlFlowGraph>"#;
-        assert_eq!(messages(body, false), vec!["t.xaif:8:1: warning: ControlFlowGraph: unknown attribute 'colour' (dropped)"]);
+        assert_eq!(
+            messages(body, false),
+            vec!["t.xaif:8:1: warning: ControlFlowGraph: unknown attribute 'colour' (dropped)"]
+        );
         assert_eq!(messages(body, true), vec!["t.xaif:8:1: ControlFlowGraph: unknown attribute 'colour'"]);
     }
 }

@@ -206,11 +206,14 @@ impl<'a> Writer<'a> {
     fn symbol(&mut self, symbol: &Symbol) {
         self.open("Symbol");
         self.attr_name("symbol_id", symbol.name);
-        self.attr("kind", match symbol.kind {
-            SymbolKind::Subroutine => "subroutine",
-            SymbolKind::Variable => "variable",
-            SymbolKind::Pointer => "pointer",
-        });
+        self.attr(
+            "kind",
+            match symbol.kind {
+                SymbolKind::Subroutine => "subroutine",
+                SymbolKind::Variable => "variable",
+                SymbolKind::Pointer => "pointer",
+            },
+        );
         self.attr("type", symbol_type_str(symbol.ty));
         self.attr_name("feType", symbol.fe_type);
         self.attr("shape", shape_str(symbol.shape));
@@ -322,11 +325,14 @@ impl<'a> Writer<'a> {
             self.attr_name("symbol_id", symbol.name);
             self.attr_name("scope_id", cg.scopes[symbol.scope].id);
             self.attr_name("annotation", argument.annotation);
-            self.attr("intent", match argument.intent {
-                Intent::In => "in",
-                Intent::Out => "out",
-                Intent::InOut => "inout",
-            });
+            self.attr(
+                "intent",
+                match argument.intent {
+                    Intent::In => "in",
+                    Intent::Out => "out",
+                    Intent::InOut => "inout",
+                },
+            );
             if argument.deriv {
                 self.attr("deriv", "1");
             }
@@ -390,10 +396,13 @@ impl<'a> Writer<'a> {
                 self.close(element);
             }
             CfgVertexKind::ForLoop(for_loop) => {
-                self.attr("reversal", match for_loop.reversal {
-                    LoopReversal::Explicit => "explicit",
-                    LoopReversal::Anonymous => "anonymous",
-                });
+                self.attr(
+                    "reversal",
+                    match for_loop.reversal {
+                        LoopReversal::Explicit => "explicit",
+                        LoopReversal::Anonymous => "anonymous",
+                    },
+                );
                 if for_loop.line != 0 {
                     self.attr_int("lineNumber", for_loop.line as i64);
                 }
@@ -599,14 +608,17 @@ impl<'a> Writer<'a> {
     fn constant(&mut self, constant: &Constant) {
         self.open("Constant");
         self.attr_name("vertex_id", constant.id);
-        self.attr("type", match constant.ty {
-            ConstantType::Real => "real",
-            ConstantType::Double => "double",
-            ConstantType::Integer => "integer",
-            ConstantType::Bool => "bool",
-            ConstantType::Char => "char",
-            ConstantType::String => "string",
-        });
+        self.attr(
+            "type",
+            match constant.ty {
+                ConstantType::Real => "real",
+                ConstantType::Double => "double",
+                ConstantType::Integer => "integer",
+                ConstantType::Bool => "bool",
+                ConstantType::Char => "char",
+                ConstantType::String => "string",
+            },
+        );
         self.attr_name("feType", constant.fe_type);
         self.attr_name("value", constant.value);
         if !constant.annotation.is_empty() {

@@ -255,7 +255,6 @@ pub fn ad_out(dir: &Path, n: usize, m: usize) -> Option<Vec<f64>> {
     Some(j)
 }
 
-
 /// How an example's top routine is driven: its params.conf sizes, its argument layout, the
 /// corpus' tolerance.
 pub fn verify_config(
