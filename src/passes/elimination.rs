@@ -267,8 +267,9 @@ fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
         state.eliminate(v, model);
         order.push(v);
         let cost = state.multiplications + state.propagation(model);
-        let complete = (0..lcg.kinds.len()).all(|u| !state.eliminable(lcg, u));
-        if cost < best.cost() || (model == CostModel::Classic && complete) {
+        // The classic model judges complete orders only (checked lazily: it is a full scan).
+        let complete = || (0..lcg.kinds.len()).all(|u| !state.eliminable(lcg, u));
+        if cost < best.cost() || (model == CostModel::Classic && complete()) {
             best = Plan {
                 method,
                 order: order.clone(),
