@@ -3,20 +3,13 @@
 //! largest corpus files, the large example, and synthetic files of 1, 10 and 100 MiB made by
 //! `scripts/gen_xaif.py`, so the growth of the cost with the size is visible.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{shared, tokenize};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use quick_xml::Reader;
-use quick_xml::events::Event;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
-
-fn shared() -> PathBuf {
-    let dir = std::env::var_os("XAIF_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    assert!(dir.join("corpus").is_dir(), "reference material not found at {} (set XAIF_SHARED)", dir.display());
-    dir
-}
 
 /// A synthetic file of about `mb` MiB, generated once into target/.
 fn synthetic(mb: u32) -> PathBuf {
@@ -31,17 +24,6 @@ fn synthetic(mb: u32) -> PathBuf {
         assert!(status.success(), "generator failed");
     }
     path
-}
-
-fn tokenize(bytes: &[u8]) -> usize {
-    let mut reader = Reader::from_reader(bytes);
-    let mut events = 0;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Eof) | Err(_) => return events,
-            Ok(_) => events += 1,
-        }
-    }
 }
 
 fn read_write(bytes: &[u8]) -> usize {

@@ -1,34 +1,21 @@
 //! Tangent-linear transformation of the whole corpus (read, transform, write), side by side
 //! with quick-xml merely tokenizing the same files: the floor any XML-to-XML tool pays.
 
+mod common;
+
+use common::{shared, tokenize};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use quick_xml::Reader;
-use quick_xml::events::Event;
 use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
 fn corpus_inputs() -> Vec<Vec<u8>> {
-    let shared = std::env::var("XAIF_SHARED")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
-    let corpus = shared.join("corpus");
+    let corpus = shared().join("corpus");
     let entries = std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e} (set XAIF_SHARED)", corpus.display()));
     let mut paths: Vec<_> =
         entries.map(|e| e.expect("entry").path().join("tlm.in.xaif")).filter(|p| p.is_file()).collect();
     paths.sort();
     paths.iter().map(|p| std::fs::read(p).expect("readable input")).collect()
-}
-
-fn tokenize(bytes: &[u8]) -> usize {
-    let mut reader = Reader::from_reader(bytes);
-    let mut events = 0;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Eof) | Err(_) => return events,
-            Ok(_) => events += 1,
-        }
-    }
 }
 
 fn transform(bytes: &[u8]) -> usize {

@@ -13,6 +13,8 @@
 //! sequence already refers to under another spelling (`a(i)` against `a(j)`), and before a
 //! passive assignment to a variable used in a subscript of the sequence.
 
+use std::collections::BTreeMap;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::elimination::{CostModel, Label, Lcg, Method, VertexKind, best_of, plan};
@@ -368,29 +370,14 @@ impl BlockContext<'_> {
         stats: &mut SequenceStats,
         out: &mut Vec<Statement>,
     ) -> Vec<(usize, usize, Partial)> {
-        use std::collections::BTreeMap;
         let n = vertices.len();
         let mut preds: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
         let mut succs: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
         for (source, target, partial) in edges {
             // Two operands of one statement may be the same vertex (`f = a; g = f - a`):
             // parallel edges add up.
-            let shape = match &vertices[target] {
-                Vertex::Intermediate(shape) => shape.clone(),
-                Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
-            };
-            let label = match preds[target].get(&source).copied() {
-                Some(existing) => self.sum(existing, partial, &shape, stats, out),
-                None => partial,
-            };
-            // Contributions that cancel (`f - a` with f = a) leave no edge at all.
-            if label == Partial::Constant(0.0) {
-                preds[target].remove(&source);
-                succs[source].remove(&target);
-            } else {
-                preds[target].insert(source, label);
-                succs[source].insert(target, label);
-            }
+            let shape = vertex_shape(&vertices[target]);
+            self.add_to_edge(&mut preds, &mut succs, (source, target), partial, &shape, stats, out);
         }
         // The elimination order: the cheapest of the heuristics (and of the exact search,
         // when asked) under the tangent code's cost model, then replayed here with code.
@@ -415,10 +402,7 @@ impl BlockContext<'_> {
         };
         stats.method = format!("{:?}", plan.method);
         for v in plan.order {
-            let shape = match &vertices[v] {
-                Vertex::Intermediate(shape) => shape.clone(),
-                Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
-            };
+            let shape = vertex_shape(&vertices[v]);
             let incoming: Vec<(usize, Partial)> = preds[v].iter().map(|(&p, &l)| (p, l)).collect();
             let outgoing: Vec<(usize, Partial)> = succs[v].iter().map(|(&s, &l)| (s, l)).collect();
             for &(p, _) in &incoming {
@@ -432,21 +416,37 @@ impl BlockContext<'_> {
             for &(p, a) in &incoming {
                 for &(s, b) in &outgoing {
                     let product = self.multiply(a, b, &shape, stats, out);
-                    let label = match preds[s].get(&p).copied() {
-                        Some(existing) => self.sum(existing, product, &shape, stats, out),
-                        None => product,
-                    };
-                    if label == Partial::Constant(0.0) {
-                        preds[s].remove(&p);
-                        succs[p].remove(&s);
-                    } else {
-                        preds[s].insert(p, label);
-                        succs[p].insert(s, label);
-                    }
+                    self.add_to_edge(&mut preds, &mut succs, (p, s), product, &shape, stats, out);
                 }
             }
         }
         preds.iter().enumerate().flat_map(|(t, ins)| ins.iter().map(move |(&s, &l)| (s, t, l))).collect()
+    }
+
+    /// Adds `label` to the edge `source → target` (absorption), emitting the sum when it is not
+    /// known statically; a sum that cancels to zero removes the edge.
+    #[allow(clippy::too_many_arguments)]
+    fn add_to_edge(
+        &mut self,
+        preds: &mut [BTreeMap<usize, Partial>],
+        succs: &mut [BTreeMap<usize, Partial>],
+        (source, target): (usize, usize),
+        label: Partial,
+        shape: &ValueShape,
+        stats: &mut SequenceStats,
+        out: &mut Vec<Statement>,
+    ) {
+        let label = match preds[target].get(&source).copied() {
+            Some(existing) => self.sum(existing, label, shape, stats, out),
+            None => label,
+        };
+        if label == Partial::Constant(0.0) {
+            preds[target].remove(&source);
+            succs[source].remove(&target);
+        } else {
+            preds[target].insert(source, label);
+            succs[source].insert(target, label);
+        }
     }
 
     /// `a × b` as a label, emitting an accumulation assignment when it is not known statically.
@@ -754,4 +754,12 @@ fn direct_action(cg: &mut CallGraph, catalogue: &Catalogue, assignment: &Assignm
         }
     }
     Some(derivative)
+}
+
+/// The shape temporaries for a vertex's values and derivatives take.
+fn vertex_shape(vertex: &Vertex) -> ValueShape {
+    match vertex {
+        Vertex::Intermediate(shape) => shape.clone(),
+        Vertex::Independent(_) | Vertex::Dependent(_) => ValueShape::Scalar,
+    }
 }
