@@ -1449,7 +1449,6 @@ impl<'a> Lower<'a> {
     fn expression(&mut self, elem: Elem<'a>) -> Result<Expression> {
         let [] = self.attrs(&elem, [])?;
         let mut expression = Expression::default();
-        let mut ids: LinearMap<ExprVertexId> = LinearMap::default();
         let mut pending = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let (offset, element) = (child.offset, child.name);
@@ -1538,23 +1537,23 @@ impl<'a> Lower<'a> {
                 }
                 _ => return Err(self.unexpected(&child, elem.name)),
             };
+            // Expressions are small: the vertices themselves serve as the id index.
             let id = vertex.id();
-            if ids.contains_key(&id) {
+            if expression.vertices.iter().any(|(_, v)| v.id() == id) {
                 return Err(self.error(
                     offset,
                     element,
                     format!("duplicate vertex_id '{}' in {}", self.cg.names.get(id), elem.name),
                 ));
             }
-            ids.insert(id, expression.vertices.alloc(vertex));
+            expression.vertices.alloc(vertex);
         }
-        let mut edge_ids: LinearMap<()> = LinearMap::default();
         for (id, annotation, position, edge) in pending {
-            if edge_ids.insert(id, ()).is_some() {
+            if expression.edges.iter().any(|e| e.id == id) {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
             }
             let lookup = |end: Name, which: &str| {
-                ids.get(&end).copied().ok_or_else(|| {
+                expression.vertices.iter().find(|(_, v)| v.id() == end).map(|(vid, _)| vid).ok_or_else(|| {
                     self.error(
                         edge.offset,
                         edge.element,
@@ -1633,7 +1632,6 @@ impl<'a> Lower<'a> {
             vertices: Vec::new(),
             edges: Vec::new(),
         };
-        let mut ids: LinearMap<u32> = LinearMap::default();
         let mut pending = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let vertex = match child.name {
@@ -1700,7 +1698,7 @@ impl<'a> Lower<'a> {
                 VarRefVertex::Symbol(s) => (s.id, "SymbolReference"),
                 VarRefVertex::ArrayElement(a) => (a.id, "ArrayElementReference"),
             };
-            if ids.insert(id, reference.vertices.len() as u32).is_some() {
+            if reference.vertices.iter().any(|v| var_ref_vertex_id(v) == id) {
                 return Err(self.error(
                     offset,
                     element,
@@ -1712,13 +1710,13 @@ impl<'a> Lower<'a> {
         if reference.vertices.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child SymbolReference"));
         }
-        let mut edge_ids: LinearMap<()> = LinearMap::default();
         for (id, annotation, edge) in pending {
-            if edge_ids.insert(id, ()).is_some() {
+            if reference.edges.iter().any(|e| e.id == id) {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
             }
             let lookup = |end: Name, which: &str| {
-                ids.get(&end).copied().ok_or_else(|| {
+                let index = reference.vertices.iter().position(|v| var_ref_vertex_id(v) == end);
+                index.map(|i| i as u32).ok_or_else(|| {
                     self.error(
                         edge.offset,
                         edge.element,
@@ -1854,34 +1852,11 @@ fn decode_attribute(raw: &str) -> std::result::Result<String, String> {
     Ok(out)
 }
 
-/// A map from XML ids to values for the small graphs of one expression or variable reference:
-/// a vector searched linearly beats hashing (and its allocation) at these sizes.
-struct LinearMap<V> {
-    entries: Vec<(Name, V)>,
-}
-
-impl<V> Default for LinearMap<V> {
-    fn default() -> Self {
-        LinearMap { entries: Vec::new() }
-    }
-}
-
-impl<V: Copy> LinearMap<V> {
-    fn get(&self, key: &Name) -> Option<&V> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-
-    fn contains_key(&self, key: &Name) -> bool {
-        self.get(key).is_some()
-    }
-
-    /// Inserts unless present; returns the existing value like `HashMap::insert` would.
-    fn insert(&mut self, key: Name, value: V) -> Option<V> {
-        if let Some(&existing) = self.get(&key) {
-            return Some(existing);
-        }
-        self.entries.push((key, value));
-        None
+/// The XML id of a variable reference vertex.
+fn var_ref_vertex_id(vertex: &VarRefVertex) -> Name {
+    match vertex {
+        VarRefVertex::Symbol(s) => s.id,
+        VarRefVertex::ArrayElement(a) => a.id,
     }
 }
 

@@ -46,8 +46,12 @@ impl<'a> Writer<'a> {
     // ------------------------------------------------------------ primitives
 
     fn indent(&mut self) {
-        for _ in 0..self.depth {
-            self.out.extend_from_slice(b"  ");
+        const SPACES: &[u8; 64] = b"                                                                ";
+        let mut width = 2 * self.depth;
+        while width > 0 {
+            let chunk = width.min(SPACES.len());
+            self.out.extend_from_slice(&SPACES[..chunk]);
+            width -= chunk;
         }
     }
 
