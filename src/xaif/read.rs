@@ -77,7 +77,7 @@ pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutpu
         duud_keys: FxHashMap::default(),
         do_keys: FxHashMap::default(),
         routine_ids: FxHashMap::default(),
-        calls_without_count: Vec::new(),
+        calls_without_count: 0,
     };
     lower.document()?;
     Ok(ReadOutput { call_graph: lower.cg, warnings: lower.warnings })
@@ -110,9 +110,9 @@ struct Lower<'a> {
     duud_keys: FxHashMap<u64, DuUdSetId>,
     do_keys: FxHashMap<u64, DoSetId>,
     routine_ids: FxHashMap<Name, RoutineId>,
-    /// Calls whose `formalArgCount` must be inferred once all routines are known:
-    /// (routine, offset) — the call is found again by offset order.
-    calls_without_count: Vec<usize>,
+    /// Calls read without `formalArgCount` (marked `u32::MAX` until every routine is known and
+    /// the count can be inferred).
+    calls_without_count: usize,
 }
 
 /// A graph edge whose endpoints are resolved when its graph closes.
@@ -1320,7 +1320,7 @@ impl<'a> Lower<'a> {
                 let message = if self.strict { "" } else { " (inferred)" };
                 let message = format!("missing required attribute 'formalArgCount'{message}");
                 self.lenient(elem.offset, elem.name, message)?;
-                self.calls_without_count.push(elem.offset);
+                self.calls_without_count += 1;
                 u32::MAX
             }
         };
@@ -1761,7 +1761,7 @@ impl<'a> Lower<'a> {
     /// Gives calls read without `formalArgCount` the callee's formal count, or failing that
     /// the highest argument position.
     fn infer_formal_arg_counts(&mut self) -> Result<()> {
-        if self.calls_without_count.is_empty() {
+        if self.calls_without_count == 0 {
             return Ok(());
         }
         let formal_counts: FxHashMap<SymbolId, u32> = self
