@@ -75,6 +75,8 @@ enum EliminationArg {
     MarkowitzReverse,
     Sibling,
     Greedy,
+    ForwardEdge,
+    ReverseEdge,
     Exact,
 }
 
@@ -333,6 +335,8 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
         EliminationArg::MarkowitzReverse => Method::LowestMarkowitzReverse,
         EliminationArg::Sibling => Method::HighestSibling,
         EliminationArg::Greedy => Method::Greedy,
+        EliminationArg::ForwardEdge => Method::ForwardEdge,
+        EliminationArg::ReverseEdge => Method::ReverseEdge,
         EliminationArg::Exact => Method::Exact,
     });
     let config = TangentConfig { preaccumulation, exact_elimination: args.exact_elimination, method };

@@ -34,19 +34,30 @@ fn tangent_code_verifies_with_the_reference_catalogue() {
     let mut catalogue = Catalogue::parse(&bytes, "reference catalogue").expect("reference catalogue parses");
     let bytes = std::fs::read(shared.join("xaif/intrinsics/noninlinable_intrinsics.xaif")).expect("catalogue");
     catalogue.merge_noninlinable(&bytes, "reference catalogue").expect("non-inlinable catalogue parses");
-    check_corpus(&catalogue, Preaccumulation::BasicBlock);
+    check_corpus(&catalogue, &TangentConfig::default());
 }
 
 #[test]
 fn our_tangent_code_verifies_wherever_the_reference_does() {
     for preaccumulation in [Preaccumulation::BasicBlock, Preaccumulation::Statement] {
-        check_corpus(Catalogue::builtin(), preaccumulation);
+        let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
+        check_corpus(Catalogue::builtin(), &config);
     }
 }
 
-fn check_corpus(catalogue: &Catalogue, preaccumulation: Preaccumulation) {
+/// Each elimination method's code, not only the one best-of picks, must be right.
+#[test]
+fn every_elimination_method_generates_correct_code() {
+    use xaifbooster::passes::elimination::{HEURISTICS, Method};
+    for method in HEURISTICS.into_iter().chain([Method::Exact]) {
+        let config = TangentConfig { method: Some(method), ..TangentConfig::default() };
+        check_corpus(Catalogue::builtin(), &config);
+    }
+}
+
+fn check_corpus(catalogue: &Catalogue, config: &TangentConfig) {
     {
-        let config = TangentConfig { preaccumulation, ..TangentConfig::default() };
+        let preaccumulation = config.preaccumulation;
         let mut ours_ok = 0;
         let mut reference_ok = 0;
         let mut regressions = Vec::new();
@@ -55,7 +66,7 @@ fn check_corpus(catalogue: &Catalogue, preaccumulation: Preaccumulation) {
         for dir in &dirs {
             let input = std::fs::read(dir.join("tlm.in.xaif")).expect("input");
             let mut cg = xaif::read(&input, "in", &ReadOptions::default()).expect("corpus inputs read").call_graph;
-            xaifbooster::pipeline::tangent(&mut cg, catalogue, &config).expect("tangent transformation");
+            xaifbooster::pipeline::tangent(&mut cg, catalogue, config).expect("tangent transformation");
             let ours = verify_bytes(dir, &xaif::write(&cg, &WriteOptions::default()));
             let reference = verify_bytes(dir, &std::fs::read(dir.join("tlm.ref.xaif")).expect("reference"));
             let ok = |s: &Status| matches!(s, Status::Ok);
@@ -65,8 +76,12 @@ fn check_corpus(catalogue: &Catalogue, preaccumulation: Preaccumulation) {
                 regressions.push(format!("{}: {ours:?}", dir.file_name().unwrap().to_string_lossy()));
             }
         }
-        eprintln!("{preaccumulation:?}: ours OK {ours_ok}/{}, reference OK {reference_ok}", dirs.len());
-        assert!(regressions.is_empty(), "{preaccumulation:?}: reference verifies but ours does not: {regressions:#?}");
+        eprintln!(
+            "{preaccumulation:?} {:?}: ours OK {ours_ok}/{}, reference OK {reference_ok}",
+            config.method,
+            dirs.len()
+        );
+        assert!(regressions.is_empty(), "{config:?}: reference verifies but ours does not: {regressions:#?}");
         assert!(ours_ok >= reference_ok);
     }
 }

@@ -1,9 +1,11 @@
-//! Vertex elimination on linearized computational graphs: elimination orders from heuristics
-//! and from an exact search, and their cost.
+//! Vertex and edge elimination on linearized computational graphs: elimination sequences from
+//! heuristics and from an exact search, and their cost.
 //!
 //! Eliminating an intermediate vertex k adds, for every predecessor i and successor j, the
 //! product c_jk·c_ki to the edge (i, j) (fill-in when it is new, absorption when it exists) and
-//! removes k (openad-overview §2.1). The graph here is symbolic: labels are only known to be
+//! removes k (openad-overview §2.1). Front-eliminating the edge (i, k) does the same for that
+//! one predecessor only, back-eliminating (k, j) for that one successor (control-flow-reversal
+//! §3); a vertex left without predecessors or successors drops out. The graph here is symbolic: labels are only known to be
 //! ±1, a constant, or a run-time value, which is all the cost depends on.
 //!
 //! Two cost models: the classic count of label products (every product is a multiplication),
@@ -69,6 +71,17 @@ pub enum CostModel {
     UnitAware,
 }
 
+/// One elimination.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Step {
+    /// Eliminate an intermediate vertex.
+    Vertex(usize),
+    /// Front-eliminate the edge `(i, k)` into an intermediate `k`.
+    FrontEdge(usize, usize),
+    /// Back-eliminate the edge `(k, j)` out of an intermediate `k`.
+    BackEdge(usize, usize),
+}
+
 /// Heuristics and searches for elimination orders.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Method {
@@ -86,17 +99,23 @@ pub enum Method {
     HighestSibling,
     /// The cheapest single elimination under the cost model, repeatedly.
     Greedy,
+    /// Front edge elimination, edges taken by increasing target, then source.
+    ForwardEdge,
+    /// Back edge elimination, edges taken by decreasing source, then target.
+    ReverseEdge,
     /// Branch and bound over all orders (graphs with at most [`EXACT_LIMIT`] intermediates).
     Exact,
 }
 
-pub const HEURISTICS: [Method; 6] = [
+pub const HEURISTICS: [Method; 8] = [
     Method::Forward,
     Method::Reverse,
     Method::LowestMarkowitz,
     Method::LowestMarkowitzReverse,
     Method::HighestSibling,
     Method::Greedy,
+    Method::ForwardEdge,
+    Method::ReverseEdge,
 ];
 
 /// The largest number of intermediates the exact search is run on.
@@ -109,9 +128,9 @@ const SEARCH_LIMIT: usize = 200_000;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub method: Method,
-    /// The vertices to eliminate, in order (a prefix of the method's full order when stopping
-    /// early is cheaper).
-    pub order: Vec<usize>,
+    /// The eliminations, in order (a prefix of the method's full sequence when stopping early
+    /// is cheaper).
+    pub order: Vec<Step>,
     /// Multiplications in the accumulation code.
     pub multiplications: usize,
     /// Multiplications per direction in the propagator (non-unit remainder edges).
@@ -192,6 +211,57 @@ impl State {
         }
     }
 
+    /// Front-eliminates `(i, k)`: `c_ji += c_jk·c_ki` for every successor j of k.
+    fn front(&mut self, i: usize, k: usize, model: CostModel) {
+        let Some(&a) = self.preds[k].get(&i) else { return };
+        let outgoing: Vec<(usize, Label)> = self.succs[k].iter().map(|(&j, &l)| (j, l)).collect();
+        self.set(i, k, Label::Constant(0.0));
+        for (j, b) in outgoing {
+            self.absorb(i, j, a, b, model);
+        }
+        if self.preds[k].is_empty() {
+            let dead: Vec<usize> = self.succs[k].keys().copied().collect();
+            for j in dead {
+                self.set(k, j, Label::Constant(0.0));
+            }
+        }
+    }
+
+    /// Back-eliminates `(k, j)`: `c_ji += c_jk·c_ki` for every predecessor i of k.
+    fn back(&mut self, k: usize, j: usize, model: CostModel) {
+        let Some(&b) = self.succs[k].get(&j) else { return };
+        let incoming: Vec<(usize, Label)> = self.preds[k].iter().map(|(&i, &l)| (i, l)).collect();
+        self.set(k, j, Label::Constant(0.0));
+        for (i, a) in incoming {
+            self.absorb(i, j, a, b, model);
+        }
+        if self.succs[k].is_empty() {
+            let dead: Vec<usize> = self.preds[k].keys().copied().collect();
+            for i in dead {
+                self.set(i, k, Label::Constant(0.0));
+            }
+        }
+    }
+
+    /// `c_ji += b·a` with fill-in or absorption.
+    fn absorb(&mut self, i: usize, j: usize, a: Label, b: Label, model: CostModel) {
+        let (product, cost) = product(a, b, model);
+        self.multiplications += cost;
+        let label = match self.preds[j].get(&i) {
+            Some(&existing) => sum(existing, product),
+            None => product,
+        };
+        self.set(i, j, label);
+    }
+
+    fn apply(&mut self, step: Step, model: CostModel) {
+        match step {
+            Step::Vertex(v) => self.eliminate(v, model),
+            Step::FrontEdge(i, k) => self.front(i, k, model),
+            Step::BackEdge(k, j) => self.back(k, j, model),
+        }
+    }
+
     /// Multiplications per direction to propagate through what is left.
     fn propagation(&self, model: CostModel) -> usize {
         match model {
@@ -246,7 +316,8 @@ const SIBLING_LIMIT: usize = 64;
 /// eliminating everything in large graphs).
 fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     if method == Method::Greedy {
-        return evaluate(lcg, method, &greedy_order(lcg, model), model);
+        let steps: Vec<Step> = greedy_order(lcg, model).into_iter().map(Step::Vertex).collect();
+        return evaluate(lcg, method, &steps, model);
     }
     let mut state = State::new(lcg);
     let mut order = Vec::new();
@@ -254,18 +325,32 @@ fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     loop {
         let candidates = (0..lcg.kinds.len()).filter(|&v| state.eliminable(lcg, v));
         let choice = match method {
-            Method::Forward => candidates.min(),
-            Method::Reverse => candidates.max(),
-            Method::LowestMarkowitz => candidates.min_by_key(|&v| (state.markowitz(v), v)),
-            Method::LowestMarkowitzReverse => candidates.min_by_key(|&v| (state.markowitz(v), std::cmp::Reverse(v))),
-            Method::HighestSibling => {
-                candidates.max_by_key(|&v| (state.siblings(v), std::cmp::Reverse(state.markowitz(v)), v))
+            // Edges into (out of) the first (last) eliminable intermediate, one at a time.
+            Method::ForwardEdge => {
+                candidates.min().and_then(|k| state.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k)))
             }
-            Method::Greedy | Method::Exact => unreachable!("not a stepwise heuristic"),
+            Method::ReverseEdge => {
+                candidates.max().and_then(|k| state.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j)))
+            }
+            vertex_method => match vertex_method {
+                Method::Forward => candidates.min(),
+                Method::Reverse => candidates.max(),
+                Method::LowestMarkowitz => candidates.min_by_key(|&v| (state.markowitz(v), v)),
+                Method::LowestMarkowitzReverse => {
+                    candidates.min_by_key(|&v| (state.markowitz(v), std::cmp::Reverse(v)))
+                }
+                Method::HighestSibling => {
+                    candidates.max_by_key(|&v| (state.siblings(v), std::cmp::Reverse(state.markowitz(v)), v))
+                }
+                Method::Greedy | Method::Exact | Method::ForwardEdge | Method::ReverseEdge => {
+                    unreachable!("not a stepwise vertex heuristic")
+                }
+            }
+            .map(Step::Vertex),
         };
-        let Some(v) = choice else { break };
-        state.eliminate(v, model);
-        order.push(v);
+        let Some(step) = choice else { break };
+        state.apply(step, model);
+        order.push(step);
         let cost = state.multiplications + state.propagation(model);
         // The classic model judges complete orders only (checked lazily: it is a full scan).
         let complete = || (0..lcg.kinds.len()).all(|u| !state.eliminable(lcg, u));
@@ -365,11 +450,11 @@ fn elimination_delta(state: &State, v: usize, model: CostModel) -> (i64, i64) {
 }
 
 /// Replays an order and keeps its cheapest prefix (all of it under the classic model).
-fn evaluate(lcg: &Lcg, method: Method, order: &[usize], model: CostModel) -> Plan {
+fn evaluate(lcg: &Lcg, method: Method, order: &[Step], model: CostModel) -> Plan {
     let mut state = State::new(lcg);
     let mut best = Plan { method, order: Vec::new(), multiplications: 0, propagation: state.propagation(model) };
-    for (i, &v) in order.iter().enumerate() {
-        state.eliminate(v, model);
+    for (i, &step) in order.iter().enumerate() {
+        state.apply(step, model);
         let candidate_cost = state.multiplications + state.propagation(model);
         let complete = i + 1 == order.len();
         if candidate_cost < best.cost() || (model == CostModel::Classic && complete) {
@@ -432,7 +517,7 @@ fn exact(lcg: &Lcg, model: CostModel) -> Plan {
     best
 }
 
-fn search(lcg: &Lcg, state: State, model: CostModel, order: &mut Vec<usize>, best: &mut Plan, visited: &mut usize) {
+fn search(lcg: &Lcg, state: State, model: CostModel, order: &mut Vec<Step>, best: &mut Plan, visited: &mut usize) {
     *visited += 1;
     let cost = state.multiplications + state.propagation(model);
     let complete = (0..lcg.kinds.len()).all(|v| !state.eliminable(lcg, v));
@@ -459,7 +544,7 @@ fn search(lcg: &Lcg, state: State, model: CostModel, order: &mut Vec<usize>, bes
         }
         let mut next = state.clone();
         next.eliminate(v, model);
-        order.push(v);
+        order.push(Step::Vertex(v));
         search(lcg, next, model, order, best, visited);
         order.pop();
     }
@@ -505,7 +590,7 @@ mod tests {
     fn forward_vertex_elimination_of_the_paper_example_costs_13() {
         let lcg = paper_graph();
         let forward = plan(&lcg, Method::Forward, CostModel::Classic);
-        assert_eq!(forward.order, vec![2, 3, 4, 5, 6]);
+        assert_eq!(forward.order, [2, 3, 4, 5, 6].map(Step::Vertex).to_vec());
         assert_eq!(forward.multiplications, 13);
         let exact = plan(&lcg, Method::Exact, CostModel::Classic);
         assert!(exact.cost() <= 13);
@@ -561,26 +646,60 @@ mod tests {
     }
 
     /// The Jacobian by eliminating in `order` with numbers, then path sums over what is left.
-    fn jacobian(lcg: &Lcg, values: &[f64], order: &[usize]) -> Vec<f64> {
+    fn jacobian(lcg: &Lcg, values: &[f64], order: &[Step]) -> Vec<f64> {
         let n = lcg.kinds.len();
         let mut c = vec![vec![0.0; n]; n];
         for (&(s, t, _), &v) in lcg.edges.iter().zip(values) {
             c[t][s] += v;
         }
-        for &k in order {
-            for i in 0..n {
-                if c[k][i] == 0.0 {
-                    continue;
-                }
-                for j in 0..n {
-                    if c[j][k] != 0.0 {
-                        c[j][i] += c[j][k] * c[k][i];
-                    }
+        let isolate_if_dead = |c: &mut Vec<Vec<f64>>, k: usize| {
+            let no_preds = (0..n).all(|i| c[k][i] == 0.0);
+            let no_succs = (0..n).all(|j| c[j][k] == 0.0);
+            if no_preds || no_succs {
+                c[k].iter_mut().for_each(|entry| *entry = 0.0);
+                for row in c.iter_mut() {
+                    row[k] = 0.0;
                 }
             }
-            c[k].iter_mut().for_each(|entry| *entry = 0.0);
-            for row in c.iter_mut() {
-                row[k] = 0.0;
+        };
+        for &step in order {
+            match step {
+                Step::Vertex(k) => {
+                    for i in 0..n {
+                        if c[k][i] == 0.0 {
+                            continue;
+                        }
+                        for j in 0..n {
+                            if c[j][k] != 0.0 {
+                                c[j][i] += c[j][k] * c[k][i];
+                            }
+                        }
+                    }
+                    c[k].iter_mut().for_each(|entry| *entry = 0.0);
+                    for row in c.iter_mut() {
+                        row[k] = 0.0;
+                    }
+                }
+                Step::FrontEdge(i, k) => {
+                    let a = c[k][i];
+                    for j in 0..n {
+                        if c[j][k] != 0.0 {
+                            c[j][i] += c[j][k] * a;
+                        }
+                    }
+                    c[k][i] = 0.0;
+                    isolate_if_dead(&mut c, k);
+                }
+                Step::BackEdge(k, j) => {
+                    let b = c[j][k];
+                    for i in 0..n {
+                        if c[k][i] != 0.0 {
+                            c[j][i] += b * c[k][i];
+                        }
+                    }
+                    c[j][k] = 0.0;
+                    isolate_if_dead(&mut c, k);
+                }
             }
         }
         // Path sums through the remaining graph (forward propagation of unit seeds).

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::elimination::{CostModel, Label, Lcg, Method, VertexKind, best_of, plan};
+use super::elimination::{CostModel, Label, Lcg, Method, Step, VertexKind, best_of, plan};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_edge,
     add_intrinsic, add_vertex, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
@@ -401,22 +401,57 @@ impl BlockContext<'_> {
             None => best_of(&lcg, CostModel::UnitAware, self.config.exact_elimination),
         };
         stats.method = format!("{:?}", plan.method);
-        for v in plan.order {
-            let shape = vertex_shape(&vertices[v]);
-            let incoming: Vec<(usize, Partial)> = preds[v].iter().map(|(&p, &l)| (p, l)).collect();
-            let outgoing: Vec<(usize, Partial)> = succs[v].iter().map(|(&s, &l)| (s, l)).collect();
-            for &(p, _) in &incoming {
-                succs[p].remove(&v);
+        for step in plan.order {
+            // Which partials combine: all of a vertex's, or one edge's with the other side.
+            let all_in = |preds: &[BTreeMap<usize, Partial>], k: usize| -> Vec<(usize, Partial)> {
+                preds[k].iter().map(|(&p, &l)| (p, l)).collect()
+            };
+            let all_out = |succs: &[BTreeMap<usize, Partial>], k: usize| -> Vec<(usize, Partial)> {
+                succs[k].iter().map(|(&s, &l)| (s, l)).collect()
+            };
+            let (k, incoming, outgoing) = match step {
+                Step::Vertex(k) => (k, all_in(&preds, k), all_out(&succs, k)),
+                Step::FrontEdge(i, k) => match preds[k].get(&i) {
+                    Some(&a) => (k, vec![(i, a)], all_out(&succs, k)),
+                    None => continue,
+                },
+                Step::BackEdge(k, j) => match succs[k].get(&j) {
+                    Some(&b) => (k, all_in(&preds, k), vec![(j, b)]),
+                    None => continue,
+                },
+            };
+            // The eliminated edges: all of the vertex's, or the one edge.
+            let (remove_in, remove_out) = match step {
+                Step::Vertex(_) => (true, true),
+                Step::FrontEdge(..) => (true, false),
+                Step::BackEdge(..) => (false, true),
+            };
+            if remove_in {
+                for &(p, _) in &incoming {
+                    succs[p].remove(&k);
+                    preds[k].remove(&p);
+                }
             }
-            for &(s, _) in &outgoing {
-                preds[s].remove(&v);
+            if remove_out {
+                for &(s, _) in &outgoing {
+                    preds[s].remove(&k);
+                    succs[k].remove(&s);
+                }
             }
-            preds[v].clear();
-            succs[v].clear();
+            let shape = vertex_shape(&vertices[k]);
             for &(p, a) in &incoming {
                 for &(s, b) in &outgoing {
                     let product = self.multiply(a, b, &shape, stats, out);
                     self.add_to_edge(&mut preds, &mut succs, (p, s), product, &shape, stats, out);
+                }
+            }
+            // A vertex left without predecessors or successors contributes nothing more.
+            if preds[k].is_empty() || succs[k].is_empty() {
+                for p in std::mem::take(&mut preds[k]).into_keys() {
+                    succs[p].remove(&k);
+                }
+                for s in std::mem::take(&mut succs[k]).into_keys() {
+                    preds[s].remove(&k);
                 }
             }
         }
