@@ -682,9 +682,9 @@ mod tests {
                 }
                 Step::FrontEdge(i, k) => {
                     let a = c[k][i];
-                    for j in 0..n {
-                        if c[j][k] != 0.0 {
-                            c[j][i] += c[j][k] * a;
+                    for row in c.iter_mut() {
+                        if row[k] != 0.0 {
+                            row[i] += row[k] * a;
                         }
                     }
                     c[k][i] = 0.0;
@@ -692,9 +692,10 @@ mod tests {
                 }
                 Step::BackEdge(k, j) => {
                     let b = c[j][k];
-                    for i in 0..n {
-                        if c[k][i] != 0.0 {
-                            c[j][i] += b * c[k][i];
+                    let source = c[k].clone();
+                    for (i, value) in source.into_iter().enumerate() {
+                        if value != 0.0 {
+                            c[j][i] += b * value;
                         }
                     }
                     c[j][k] = 0.0;
