@@ -306,15 +306,16 @@ fn sum(a: Label, b: Label) -> Label {
     }
 }
 
-/// Graphs larger than this (in intermediates) are not tried with the sibling heuristic, whose
-/// degree computation is quadratic in the neighbourhood size.
+/// Graphs larger than this (in intermediates) are not tried with the secondary heuristics
+/// (sibling degree, whose degree computation is quadratic in the neighbourhood size, and the
+/// tie-break and edge variants of the main ones).
 const SIBLING_LIMIT: usize = 64;
 
 /// Runs a heuristic, keeping the cheapest prefix of its order. Under the unit-aware model the
 /// run stops once its accumulation multiplications alone reach the cheapest prefix seen: they
 /// never decrease, so no longer prefix can win (this also avoids the fill-in explosion of
 /// eliminating everything in large graphs).
-fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
+fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Plan {
     if method == Method::Greedy {
         let steps: Vec<Step> = greedy_order(lcg, model).into_iter().map(Step::Vertex).collect();
         return evaluate(lcg, method, &steps, model);
@@ -362,7 +363,9 @@ fn run_heuristic(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
                 propagation: state.propagation(model),
             };
         }
-        if model == CostModel::UnitAware && state.multiplications >= best.cost() {
+        // `bound` is the best cost another method already reached: a run that cannot beat it
+        // need not go on either.
+        if model == CostModel::UnitAware && state.multiplications >= best.cost().min(bound) {
             break;
         }
     }
@@ -473,7 +476,7 @@ fn evaluate(lcg: &Lcg, method: Method, order: &[Step], model: CostModel) -> Plan
 pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     match method {
         Method::Exact => exact(lcg, model),
-        heuristic => run_heuristic(lcg, heuristic, model),
+        heuristic => run_heuristic(lcg, heuristic, model, usize::MAX),
     }
 }
 
@@ -483,10 +486,20 @@ pub fn best_of(lcg: &Lcg, model: CostModel, exact_search: bool) -> Plan {
     let intermediates = lcg.kinds.iter().filter(|k| **k == VertexKind::Intermediate).count();
     let mut best = plan(lcg, HEURISTICS[0], model);
     for method in HEURISTICS.into_iter().skip(1) {
-        if method == Method::HighestSibling && intermediates > SIBLING_LIMIT {
+        // On large graphs only the heuristics that differ most are tried: the others cost
+        // quadratic time there and, on the corpus, never win on a large graph.
+        let large = intermediates > SIBLING_LIMIT;
+        let secondary = matches!(
+            method,
+            Method::HighestSibling | Method::LowestMarkowitzReverse | Method::ForwardEdge | Method::ReverseEdge
+        );
+        if large && secondary {
             continue;
         }
-        let candidate = plan(lcg, method, model);
+        let candidate = match method {
+            Method::Greedy | Method::Exact => plan(lcg, method, model),
+            heuristic => run_heuristic(lcg, heuristic, model, best.cost()),
+        };
         if candidate.cost() < best.cost() {
             best = candidate;
         }
