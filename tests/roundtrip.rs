@@ -123,3 +123,39 @@ fn lenient_reading_infers_formal_arg_count_and_strict_refuses_it() {
         assert!(error.to_string().contains("missing required attribute 'formalArgCount'"), "{error}");
     }
 }
+
+/// The reference adjoints made by an older front end name the maps `AliasSetList` /
+/// `DUUDSetList`, have no DOSetMap and write array indices without `IndexTriplet`. Lenient
+/// reading accepts them (with warnings) and writes today's form, which validates; strict
+/// reading refuses them.
+#[test]
+fn lenient_reading_accepts_the_old_map_and_index_forms() {
+    let mut files = corpus_files("adm-joint.ref.xaif");
+    files.extend(corpus_files("adm-split.ref.xaif"));
+    files.retain(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("<xaif:AliasSetList")));
+    assert!(files.len() >= 7, "the corpus has {} old-format adjoints, expected 7", files.len());
+    let mut unwrapped_indices = 0;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut written = Vec::new();
+    for file in &files {
+        let bytes = std::fs::read(file).expect("readable");
+        let name = short_name(file);
+        let lenient = xaif::read(&bytes, &name, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let messages: Vec<&str> = lenient.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert!(messages.contains(&"old name of AliasSetMap"), "{name}: {messages:?}");
+        assert!(messages.contains(&"old name of DUUDSetMap"), "{name}: {messages:?}");
+        unwrapped_indices += messages.iter().filter(|m| **m == "Index outside an IndexTriplet").count();
+        let out = xaif::write(&lenient.call_graph, &WriteOptions::default());
+        let text = std::str::from_utf8(&out).expect("UTF-8");
+        assert!(text.contains("<xaif:AliasSetMap>") && text.contains("<xaif:DOSetMap>"), "{name}");
+        assert!(!text.contains("SetList"), "{name}: old names written");
+        let path = dir.path().join(format!("{}.xaif", written.len()));
+        std::fs::write(&path, &out).expect("write temp output");
+        written.push(path);
+        let strict = xaif::read(&bytes, &name, &ReadOptions { strict: true }).expect_err("strict read refuses");
+        assert!(strict.to_string().contains("AliasSetList: old name of AliasSetMap"), "{strict}");
+    }
+    assert!(unwrapped_indices > 0, "no old-style index was seen");
+    let invalid = xmllint_failures(&written);
+    assert!(invalid.is_empty(), "rewritten old-format files fail xmllint: {invalid:?}");
+}

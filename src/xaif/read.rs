@@ -556,7 +556,23 @@ impl<'a> Lower<'a> {
         let mut seen = [false; 4];
         const SECTIONS: [&str; 4] = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
         let mut pending_call_edges = Vec::new();
-        while let Some(child) = self.children(&root)? {
+        while let Some(mut child) = self.children(&root)? {
+            // Older front ends (and the reference adjoint outputs made from them) name the two
+            // maps `AliasSetList` / `DUUDSetList` and omit the DOSetMap; the content is the same.
+            if let Some(current) = match child.name {
+                "AliasSetList" => Some("AliasSetMap"),
+                "DUUDSetList" => Some("DUUDSetMap"),
+                _ => None,
+            } {
+                self.lenient(child.offset, child.name, format!("old name of {current}"))?;
+                child.name = current;
+            }
+            if matches!(child.name, "ControlFlowGraph" | "ReplacementList") && seen[..3].iter().all(|s| *s) && !seen[3] {
+                self.lenient(child.offset, child.name, "CallGraph has no DOSetMap (an empty one is assumed)".into())?;
+                self.cg.do_sets = vec![StmtIdSet { key: 0, statements: Vec::new() }];
+                self.do_keys.insert(0, DoSetId(0));
+                seen[3] = true;
+            }
             let section = SECTIONS.iter().position(|s| *s == child.name);
             if let Some(i) = section {
                 if seen[i] {
@@ -875,7 +891,9 @@ impl<'a> Lower<'a> {
         let mut sets: Vec<StmtIdSet> = Vec::new();
         let mut keys = FxHashMap::default();
         while let Some(child) = self.children(elem)? {
-            if child.name != "StmtIdSet" {
+            if child.name == "DUUDSet" && elem.name == "DUUDSetMap" {
+                self.lenient(child.offset, child.name, "old name of StmtIdSet".into())?;
+            } else if child.name != "StmtIdSet" {
                 return Err(self.unexpected(&child, elem.name));
             }
             let [key] = self.attrs(&child, ["key"])?;
@@ -1666,6 +1684,13 @@ impl<'a> Lower<'a> {
                     let annotation = self.intern(&annotation);
                     let mut indices = Vec::new();
                     while let Some(triplet) = self.children(&child)? {
+                        if triplet.name == "Index" {
+                            // Older front ends wrote plain indices without the triplet.
+                            self.lenient(triplet.offset, triplet.name, "Index outside an IndexTriplet".into())?;
+                            let index = Some(self.expression(triplet)?);
+                            indices.push(IndexTriplet { index, ..IndexTriplet::default() });
+                            continue;
+                        }
                         if triplet.name != "IndexTriplet" {
                             return Err(self.unexpected(&triplet, "ArrayElementReference"));
                         }
