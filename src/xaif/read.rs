@@ -556,9 +556,11 @@ impl<'a> Lower<'a> {
         let mut seen = [false; 4];
         const SECTIONS: [&str; 4] = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
         let mut pending_call_edges = Vec::new();
+        let mut old_format = false;
         while let Some(mut child) = self.children(&root)? {
             // Older front ends (and the reference adjoint outputs made from them) name the two
             // maps `AliasSetList` / `DUUDSetList` and omit the DOSetMap; the content is the same.
+            // (A missing DOSetMap in today's form stays an error.)
             if let Some(current) = match child.name {
                 "AliasSetList" => Some("AliasSetMap"),
                 "DUUDSetList" => Some("DUUDSetMap"),
@@ -566,8 +568,9 @@ impl<'a> Lower<'a> {
             } {
                 self.lenient(child.offset, child.name, format!("old name of {current}"))?;
                 child.name = current;
+                old_format = true;
             }
-            if matches!(child.name, "ControlFlowGraph" | "ReplacementList") && seen[..3].iter().all(|s| *s) && !seen[3] {
+            if old_format && matches!(child.name, "ControlFlowGraph" | "ReplacementList") && seen[..3].iter().all(|s| *s) && !seen[3] {
                 self.lenient(child.offset, child.name, "CallGraph has no DOSetMap (an empty one is assumed)".into())?;
                 self.cg.do_sets = vec![StmtIdSet { key: 0, statements: Vec::new() }];
                 self.do_keys.insert(0, DoSetId(0));
