@@ -95,12 +95,21 @@ struct DriverArgs {
     /// Input values, comma separated (default: x(i) = i/2)
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     x: Option<Vec<f64>>,
-    /// Argument positions of the inputs, comma separated
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    inputs: Vec<u32>,
-    /// Argument positions of the outputs, comma separated
-    #[arg(long, value_delimiter = ',', default_value = "2")]
-    outputs: Vec<u32>,
+    /// Argument positions of the inputs, comma separated [default: 1, none with --input-globals]
+    #[arg(long, value_delimiter = ',')]
+    inputs: Option<Vec<u32>>,
+    /// Argument positions of the outputs, comma separated [default: 2, none with --output-globals]
+    #[arg(long, value_delimiter = ',')]
+    outputs: Option<Vec<u32>>,
+    /// Global (module) variables that are inputs, after the input arguments, comma separated
+    #[arg(long, value_delimiter = ',')]
+    input_globals: Vec<String>,
+    /// Global (module) variables that are outputs, after the output arguments, comma separated
+    #[arg(long, value_delimiter = ',')]
+    output_globals: Vec<String>,
+    /// A value for another argument, as POS=VALUE (integer, real, true/false); repeatable
+    #[arg(long = "arg", value_parser = xaifbooster::interp::verify::parse_fixed_arg)]
+    fixed_args: Vec<(u32, xaifbooster::interp::verify::ArgValue)>,
     /// Number of inputs, for an input argument declared without bounds
     #[arg(long)]
     n: Option<usize>,
@@ -118,8 +127,11 @@ impl DriverArgs {
         DriverConfig {
             entry: self.entry.clone(),
             x: self.x.clone(),
-            input_args: self.inputs.clone(),
-            output_args: self.outputs.clone(),
+            input_args: self.inputs.clone().unwrap_or(if self.input_globals.is_empty() { vec![1] } else { vec![] }),
+            output_args: self.outputs.clone().unwrap_or(if self.output_globals.is_empty() { vec![2] } else { vec![] }),
+            input_globals: self.input_globals.clone(),
+            output_globals: self.output_globals.clone(),
+            fixed_args: self.fixed_args.clone(),
             n: self.n,
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },

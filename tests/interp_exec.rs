@@ -54,6 +54,13 @@ fn constructs_by_hand() {
 }
 
 #[test]
+fn matrix_bounds_are_read_last_dimension_first() {
+    // See the file's comment: T(1,2) is in bounds and column-major sequence association
+    // passes T(1,1), T(1,2) as A(1), A(2).
+    assert_eq!(run(&testdata("matrix_bounds.xaif"), &[2.0, 3.0]), vec![9.0, 18.0]);
+}
+
+#[test]
 fn external_routine_is_unsupported_by_name() {
     let prog = program(&testdata("external.xaif"));
     let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");

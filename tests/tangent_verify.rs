@@ -21,8 +21,7 @@ fn verify_bytes(dir: &std::path::Path, transformed: &[u8]) -> Status {
         Ok(program) => program,
         Err(why) => return Status::Unsupported(why),
     };
-    let params = common::params(dir);
-    verify(&original, &transformed, &common::verify_config(&params, &original, Mode::Tangent, Template::Joint)).status
+    verify(&original, &transformed, &common::verify_config(dir, &original, Mode::Tangent, Template::Joint)).status
 }
 
 /// With the reference engine's own catalogue (`-c`), whose partials are written differently

@@ -266,7 +266,9 @@ pub fn lower(cg: &CallGraph) -> Program {
         let bounds = if rank == 0 {
             Some(Vec::new())
         } else if symbol.dimensions.len() == rank {
-            Some(symbol.dimensions.iter().map(|d| (d.lower, d.upper)).collect())
+            // The front end lists DimensionBounds last dimension first (WHIRL's order): a
+            // Fortran `x(2,3)` is declared `1:3, 1:2` while its references index `(i, j)`.
+            Some(symbol.dimensions.iter().rev().map(|d| (d.lower, d.upper)).collect())
         } else {
             None
         };

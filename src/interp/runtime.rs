@@ -194,6 +194,24 @@ impl Machine<'_> {
                 Ok(())
             }
             "IncDeriv" | "inc_deriv" | "incderiv" => self.inline_pair(call, |t, s| t + s),
+            // Older engines: move the source's adjoint into the target unless both are the
+            // same location (then it stays where it is).
+            "CondIncZeroDeriv" | "condinczeroderiv" => {
+                let s = self.arg_place(call, 0)?;
+                let t = self.arg_place(call, 1)?;
+                if s.len() != t.len() {
+                    return Err(ExecError::Runtime(format!("{name} between {} and {} elements", s.len(), t.len())));
+                }
+                for k in 0..s.len() {
+                    let (from, to) = (s.slot(k), t.slot(k));
+                    if from != to {
+                        let d = self.mem.deriv(from);
+                        *self.mem.deriv_mut(to) += d;
+                        *self.mem.deriv_mut(from) = 0.0;
+                    }
+                }
+                Ok(())
+            }
             "DecDeriv" | "dec_deriv" | "decderiv" => self.inline_pair(call, |t, s| t - s),
             "SetDeriv" | "setderiv" => self.inline_pair(call, |_, s| s),
             "SetNegDeriv" | "set_neg_deriv" => self.inline_pair(call, |_, s| -s),

@@ -33,6 +33,14 @@ pub struct DriverConfig {
     /// (column-major within an array).
     pub input_args: Vec<u32>,
     pub output_args: Vec<u32>,
+    /// Global (module or common) variables that are inputs and outputs, after the arguments;
+    /// for top routines without arguments. A name matches a symbol exactly, or case-insensitively
+    /// without the front end's `_N` suffix (`x` matches `X_23`).
+    pub input_globals: Vec<String>,
+    pub output_globals: Vec<String>,
+    /// Other arguments and the values the driver passes for them (integer sizes, passive
+    /// parameters); arguments not listed are zero.
+    pub fixed_args: Vec<(u32, ArgValue)>,
     /// Element counts for arguments declared without bounds (assumed shape).
     pub n: Option<usize>,
     pub m: Option<usize>,
@@ -47,6 +55,9 @@ impl Default for DriverConfig {
             x: None,
             input_args: vec![1],
             output_args: vec![2],
+            input_globals: Vec::new(),
+            output_globals: Vec::new(),
+            fixed_args: Vec::new(),
             n: None,
             m: None,
             template: Template::Joint,
@@ -101,6 +112,9 @@ pub struct Driver<'p> {
     config: DriverConfig,
     /// `(position, bounds, initial value)` of every formal the driver allocates.
     formals: Vec<DriverFormal>,
+    /// Symbol indices of the global inputs and outputs.
+    input_globals: Vec<u32>,
+    output_globals: Vec<u32>,
     pub n: usize,
     pub m: usize,
 }
@@ -136,6 +150,60 @@ pub fn default_entry(prog: &Program) -> Option<usize> {
     }
 }
 
+/// The value of a fixed argument of the top routine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ArgValue {
+    Int(i64),
+    Real(f64),
+    Bool(bool),
+}
+
+/// Parses `POS=VALUE` of a fixed argument: an integer, a real, or `true`/`false`.
+pub fn parse_fixed_arg(text: &str) -> Result<(u32, ArgValue), String> {
+    let (position, value) = text.split_once('=').ok_or_else(|| format!("'{text}' is not POS=VALUE"))?;
+    let position: u32 = position.trim().parse().map_err(|_| format!("'{position}' is not an argument position"))?;
+    let value = value.trim();
+    let value = if let Ok(i) = value.parse::<i64>() {
+        ArgValue::Int(i)
+    } else if let Ok(x) = value.replace(['d', 'D'], "e").parse::<f64>() {
+        ArgValue::Real(x)
+    } else {
+        match value {
+            "true" => ArgValue::Bool(true),
+            "false" => ArgValue::Bool(false),
+            _ => return Err(format!("'{value}' is not an integer, real or logical value")),
+        }
+    };
+    Ok((position, value))
+}
+
+/// The global variable a driver names: the symbol called `name`, or the only global whose
+/// name without the front end's `_N` suffix equals `name` ignoring case.
+fn find_global(prog: &Program, name: &str) -> Result<u32, ExecError> {
+    let globals =
+        || prog.syms.iter().enumerate().filter(|(_, s)| matches!(s.storage, super::lower::Storage::Global { .. }));
+    if let Some((k, _)) = globals().find(|(_, s)| s.name == name) {
+        return Ok(k as u32);
+    }
+    let stem = |s: &str| -> String {
+        match s.rsplit_once('_') {
+            Some((stem, digits)) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                stem.to_ascii_lowercase()
+            }
+            _ => s.to_ascii_lowercase(),
+        }
+    };
+    let wanted = name.to_ascii_lowercase();
+    let mut candidates = globals().filter(|(_, s)| stem(&s.name) == wanted);
+    match (candidates.next(), candidates.next()) {
+        (Some((k, _)), None) => Ok(k as u32),
+        (None, _) => Err(ExecError::Unsupported(format!("no global variable named {name}"))),
+        (Some((_, a)), Some((_, b))) => {
+            Err(ExecError::Unsupported(format!("global name {name} is ambiguous ({}, {}, …)", a.name, b.name)))
+        }
+    }
+}
+
 fn bounds_len(bounds: &[(i64, i64)]) -> usize {
     bounds.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product()
 }
@@ -147,6 +215,18 @@ impl<'p> Driver<'p> {
                 .routines
                 .iter()
                 .position(|r| r.name == *name)
+                .or_else(|| {
+                    // `ad_roehf5` names the routine the front end calls `ad_roehf5__24`.
+                    let mut stems = prog.routines.iter().enumerate().filter(|(_, r)| {
+                        r.name.rsplit_once("__").is_some_and(|(stem, n)| {
+                            stem == name && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+                        }) && !matches!(r.body, Body::External)
+                    });
+                    match (stems.next(), stems.next()) {
+                        (Some((k, _)), None) => Some(k),
+                        _ => None,
+                    }
+                })
                 .ok_or_else(|| ExecError::Unsupported(format!("no routine named {name}")))?,
             None => default_entry(prog).ok_or_else(|| {
                 ExecError::Unsupported("no routine named head… with code and no unique top routine".into())
@@ -178,9 +258,23 @@ impl<'p> Driver<'p> {
                     )));
                 }
             };
-            let init = info.initial_value().ok_or_else(|| {
+            let mut init = info.initial_value().ok_or_else(|| {
                 ExecError::Unsupported(format!("argument {} of type {:?}", info.name, info.ty).to_lowercase())
             })?;
+            if let Some((_, value)) = config.fixed_args.iter().find(|(p, _)| *p == position) {
+                init = match (info.ty, *value) {
+                    (SymbolType::Integer, ArgValue::Int(i)) => Value::Int(i),
+                    (SymbolType::Bool, ArgValue::Bool(b)) => Value::Bool(b),
+                    (SymbolType::Real, ArgValue::Int(i)) => Value::Real(i as f64),
+                    (SymbolType::Real, ArgValue::Real(x)) => Value::Real(x),
+                    _ => {
+                        return Err(ExecError::Unsupported(format!(
+                            "argument {position} ({}) of {} cannot take the value {value:?}",
+                            info.name, routine.name
+                        )));
+                    }
+                };
+            }
             if (is_in || is_out) && info.ty != SymbolType::Real {
                 return Err(ExecError::Unsupported(format!(
                     "{} argument {} is not real",
@@ -201,7 +295,30 @@ impl<'p> Driver<'p> {
                 return Err(ExecError::Unsupported(format!("{} has no argument {p}", routine.name)));
             }
         }
-        Ok(Driver { prog, entry, config: config.clone(), formals, n, m })
+        for p in config.fixed_args.iter().map(|(p, _)| p) {
+            if !formals.iter().any(|(q, _, _)| q == p) {
+                return Err(ExecError::Unsupported(format!("{} has no argument {p}", routine.name)));
+            }
+        }
+        let resolve = |names: &[String], total: &mut usize, what: &str| -> Result<Vec<u32>, ExecError> {
+            let mut found = Vec::new();
+            for name in names {
+                let sym = find_global(prog, name)?;
+                let info = &prog.syms[sym as usize];
+                if info.ty != SymbolType::Real {
+                    return Err(ExecError::Unsupported(format!("{what} global {} is not real", info.name)));
+                }
+                let Some(bounds) = &info.bounds else {
+                    return Err(ExecError::Unsupported(format!("{what} global {} has no declared shape", info.name)));
+                };
+                *total += bounds_len(bounds);
+                found.push(sym);
+            }
+            Ok(found)
+        };
+        let input_globals = resolve(&config.input_globals, &mut n, "input")?;
+        let output_globals = resolve(&config.output_globals, &mut m, "output")?;
+        Ok(Driver { prog, entry, config: config.clone(), formals, input_globals, output_globals, n, m })
     }
 
     pub fn entry_name(&self) -> &str {
@@ -236,7 +353,13 @@ impl<'p> Driver<'p> {
             }
             out
         };
-        let (xs, ys) = (slots(&self.config.input_args), slots(&self.config.output_args));
+        let (mut xs, mut ys) = (slots(&self.config.input_args), slots(&self.config.output_args));
+        for (list, syms) in [(&mut xs, &self.input_globals), (&mut ys, &self.output_globals)] {
+            for &sym in syms {
+                let b = machine.binding(sym)?;
+                list.extend((0..b.len().max(1)).map(|k| b.element(k)));
+            }
+        }
         for (&slot, &v) in xs.iter().zip(x) {
             machine.mem.set(slot, Value::Real(v))?;
         }
@@ -701,5 +824,21 @@ pub fn read_program(bytes: &[u8], file: &str) -> Result<Program, String> {
     match crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default()) {
         Ok(out) => Ok(super::lower::lower(&out.call_graph)),
         Err(e) => Err(format!("unreadable: {}", e.diagnostic())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_arguments_parse() {
+        assert_eq!(parse_fixed_arg("1=5"), Ok((1, ArgValue::Int(5))));
+        assert_eq!(parse_fixed_arg("5=10.0"), Ok((5, ArgValue::Real(10.0))));
+        assert_eq!(parse_fixed_arg("3=1.5d0"), Ok((3, ArgValue::Real(1.5))));
+        assert_eq!(parse_fixed_arg("2=true"), Ok((2, ArgValue::Bool(true))));
+        assert!(parse_fixed_arg("x=1").is_err());
+        assert!(parse_fixed_arg("1").is_err());
+        assert!(parse_fixed_arg("1=abc").is_err());
     }
 }

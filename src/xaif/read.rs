@@ -570,7 +570,11 @@ impl<'a> Lower<'a> {
                 child.name = current;
                 old_format = true;
             }
-            if old_format && matches!(child.name, "ControlFlowGraph" | "ReplacementList") && seen[..3].iter().all(|s| *s) && !seen[3] {
+            if old_format
+                && matches!(child.name, "ControlFlowGraph" | "ReplacementList")
+                && seen[..3].iter().all(|s| *s)
+                && !seen[3]
+            {
                 self.lenient(child.offset, child.name, "CallGraph has no DOSetMap (an empty one is assumed)".into())?;
                 self.cg.do_sets = vec![StmtIdSet { key: 0, statements: Vec::new() }];
                 self.do_keys.insert(0, DoSetId(0));

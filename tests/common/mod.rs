@@ -258,25 +258,73 @@ pub fn ad_out(dir: &Path, n: usize, m: usize) -> Option<Vec<f64>> {
 /// How an example's top routine is driven: its params.conf sizes, its argument layout, the
 /// corpus' tolerance.
 pub fn verify_config(
-    params: &Params,
+    dir: &Path,
     original: &Program,
     mode: xaifbooster::interp::verify::Mode,
     template: xaifbooster::interp::Template,
 ) -> xaifbooster::interp::verify::VerifyConfig {
     use xaifbooster::interp::verify::{DriverConfig, VerifyConfig};
+    let params = params(dir);
     let (input_args, output_args) = layout(original, params.n, params.m);
-    VerifyConfig {
-        driver: DriverConfig {
-            n: Some(params.n),
-            m: Some(params.m),
-            template,
-            input_args,
-            output_args,
-            ..DriverConfig::default()
-        },
-        mode,
-        rtol: 1e-5,
+    let mut driver = DriverConfig {
+        n: Some(params.n),
+        m: Some(params.m),
+        template,
+        input_args,
+        output_args,
+        ..DriverConfig::default()
+    };
+    let example = dir.file_name().expect("example directory").to_string_lossy();
+    if let Some(flags) = driver_flags(&example) {
+        apply_driver_flags(&mut driver, &flags).unwrap_or_else(|e| panic!("testdata/drivers.txt: {example}: {e}"));
     }
+    VerifyConfig { driver, mode, rtol: 1e-5 }
+}
+
+/// The flags `testdata/drivers.txt` gives for an example, if any.
+pub fn driver_flags(example: &str) -> Option<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/drivers.txt");
+    let text = std::fs::read_to_string(&path).expect("testdata/drivers.txt");
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next() == Some(example)).then(|| words.map(str::to_owned).collect())
+    })
+}
+
+/// Applies `verify` flags (the subset drivers.txt uses) to a driver configuration.
+pub fn apply_driver_flags(
+    driver: &mut xaifbooster::interp::verify::DriverConfig,
+    flags: &[String],
+) -> Result<(), String> {
+    let list = |v: &str| -> Result<Vec<u32>, String> {
+        v.split(',').map(|p| p.parse().map_err(|_| format!("bad position '{p}'"))).collect()
+    };
+    let mut it = flags.iter();
+    let (mut inputs_given, mut outputs_given) = (false, false);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--entry" => driver.entry = Some(value.clone()),
+            "--x" => {
+                let x: Result<Vec<f64>, _> = value.split(',').map(str::parse).collect();
+                driver.x = Some(x.map_err(|e| format!("--x: {e}"))?);
+                driver.n = None;
+            }
+            "--inputs" => (driver.input_args, inputs_given) = (list(value)?, true),
+            "--outputs" => (driver.output_args, outputs_given) = (list(value)?, true),
+            "--input-globals" => driver.input_globals = value.split(',').map(str::to_owned).collect(),
+            "--output-globals" => driver.output_globals = value.split(',').map(str::to_owned).collect(),
+            "--arg" => driver.fixed_args.push(xaifbooster::interp::verify::parse_fixed_arg(value)?),
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    if !driver.input_globals.is_empty() && !inputs_given {
+        driver.input_args.clear();
+    }
+    if !driver.output_globals.is_empty() && !outputs_given {
+        driver.output_args.clear();
+    }
+    Ok(())
 }
 
 /// The XAIF namespace, for roxmltree lookups.
