@@ -299,6 +299,9 @@ impl<F: FnMut(Op, usize) -> Label> Arith<F> {
     }
 }
 
+/// Neighbours of a vertex with the labels of the edges to them.
+type Adjacent = Vec<(usize, Label)>;
+
 /// The graph during vertex and edge elimination.
 #[derive(Clone, Debug)]
 struct Graph {
@@ -367,23 +370,21 @@ impl Graph {
         kinds[v] == VertexKind::Intermediate && !self.preds[v].is_empty() && !self.succs[v].is_empty()
     }
 
+    /// The vertex a vertex or edge elimination passes through and the edges it combines: all
+    /// of the vertex's, or the one edge with the other side; `None` for a missing edge.
+    fn involved(&self, step: Step) -> Option<(usize, Adjacent, Adjacent)> {
+        let all_in = |k: usize| self.preds[k].iter().map(|(&p, &l)| (p, l)).collect();
+        let all_out = |k: usize| self.succs[k].iter().map(|(&s, &l)| (s, l)).collect();
+        match step {
+            Step::Vertex(k) => Some((k, all_in(k), all_out(k))),
+            Step::FrontEdge(i, k) => self.preds[k].get(&i).map(|&a| (k, vec![(i, a)], all_out(k))),
+            Step::BackEdge(k, j) => self.succs[k].get(&j).map(|&b| (k, all_in(k), vec![(j, b)])),
+            Step::Face(..) => None,
+        }
+    }
+
     fn apply<F: FnMut(Op, usize) -> Label>(&mut self, kinds: &[VertexKind], step: Step, ar: &mut Arith<F>) {
-        let (k, incoming, outgoing): (usize, Vec<(usize, Label)>, Vec<(usize, Label)>) = match step {
-            Step::Vertex(k) => (
-                k,
-                self.preds[k].iter().map(|(&p, &l)| (p, l)).collect(),
-                self.succs[k].iter().map(|(&s, &l)| (s, l)).collect(),
-            ),
-            Step::FrontEdge(i, k) => match self.preds[k].get(&i) {
-                Some(&a) => (k, vec![(i, a)], self.succs[k].iter().map(|(&s, &l)| (s, l)).collect()),
-                None => return,
-            },
-            Step::BackEdge(k, j) => match self.succs[k].get(&j) {
-                Some(&b) => (k, self.preds[k].iter().map(|(&p, &l)| (p, l)).collect(), vec![(j, b)]),
-                None => return,
-            },
-            Step::Face(..) => return,
-        };
+        let Some((k, incoming, outgoing)) = self.involved(step) else { return };
         if matches!(step, Step::Vertex(_) | Step::FrontEdge(..)) {
             for &(p, _) in &incoming {
                 self.set(p, k, Label::Constant(0.0));
@@ -451,20 +452,7 @@ impl Graph {
     fn delta(&self, step: Step, model: CostModel) -> (i64, i64) {
         let edge_cost = |l: Label| i64::from(model == CostModel::UnitAware && !l.is_unit());
         let mut ar = Arith::planning(model);
-        let (k, incoming, outgoing): (usize, Vec<(usize, Label)>, Vec<(usize, Label)>) = match step {
-            Step::Vertex(k) => (
-                k,
-                self.preds[k].iter().map(|(&p, &l)| (p, l)).collect(),
-                self.succs[k].iter().map(|(&s, &l)| (s, l)).collect(),
-            ),
-            Step::FrontEdge(i, k) => {
-                (k, vec![(i, self.preds[k][&i])], self.succs[k].iter().map(|(&s, &l)| (s, l)).collect())
-            }
-            Step::BackEdge(k, j) => {
-                (k, self.preds[k].iter().map(|(&p, &l)| (p, l)).collect(), vec![(j, self.succs[k][&j])])
-            }
-            Step::Face(..) => return (0, 0),
-        };
+        let Some((k, incoming, outgoing)) = self.involved(step) else { return (0, 0) };
         let mut delta = 0i64;
         let mut edges = 0i64;
         let removes_in = matches!(step, Step::Vertex(_) | Step::FrontEdge(..));
