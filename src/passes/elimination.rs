@@ -774,7 +774,14 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
             best = Some(candidate);
         }
     }
-    best.expect("there are heuristics")
+    let best = best.expect("there are heuristics");
+    // Face eliminations may follow vertex and edge eliminations: try finishing the winner
+    // with them.
+    if large || model == CostModel::Classic || best.order.iter().any(|s| matches!(s, Step::Face(..))) {
+        return best;
+    }
+    let cost = best.cost();
+    face::continue_with_faces(lcg, best.method, &best.order, model, cost)
 }
 
 /// Replays an elimination sequence from [`plan`]: products, sums and negations that are not

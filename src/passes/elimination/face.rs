@@ -196,6 +196,29 @@ impl LineGraph {
         }
     }
 
+    /// The change in multiplications plus non-unit vertices if the face `(i, j)` were
+    /// eliminated next (twins merging afterwards not counted).
+    fn delta(&self, i: usize, j: usize, model: CostModel) -> i64 {
+        let cost = |l: Label| i64::from(model == CostModel::UnitAware && !l.is_unit());
+        let mut ar = Arith::planning(model);
+        let product = ar.mul(self.label[i], self.label[j], 0);
+        let mut delta = ar.multiplications as i64;
+        match self.find(&self.preds[i], &self.succs[j], NONE) {
+            Some(k) => {
+                let sum = ar.add(self.label[k], product, 0);
+                delta += if sum.is_zero() { 0 } else { cost(sum) } - cost(self.label[k]);
+            }
+            None => delta += cost(product),
+        }
+        if self.succs[i].len() == 1 {
+            delta -= cost(self.label[i]);
+        }
+        if self.preds[j].len() == 1 {
+            delta -= cost(self.label[j]);
+        }
+        delta
+    }
+
     /// Whether this is the line graph of an LCG on the original vertices.
     pub(super) fn back_transformable(&self) -> bool {
         let mut by_head: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
@@ -240,21 +263,33 @@ impl LineGraph {
     }
 }
 
-/// Face elimination, free products first, then by the vertex the face passes through
-/// (forward), keeping the cheapest prefix after which the line graph is an LCG's again.
+/// Face elimination, the face that lowers the cost most first, then by the vertex the face
+/// passes through (forward), keeping the cheapest prefix after which the line graph is an LCG's again.
 pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
+    continue_with_faces(lcg, Method::Face, &[], model, bound)
+}
+
+/// Face elimination after the vertex and edge eliminations `start` (face steps may follow
+/// those, not precede them); the plan is `start` itself unless some face prefix after it is
+/// cheaper.
+pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], model: CostModel, bound: usize) -> Plan {
     let mut ar = Arith::planning(model);
-    let graph = Graph::new(lcg, &mut ar);
+    let mut graph = Graph::new(lcg, &mut ar);
+    for &step in start {
+        graph.apply(&lcg.kinds, step, &mut ar);
+    }
     let mut line = LineGraph::new(&graph, &lcg.kinds);
-    let mut best =
-        Plan { method: Method::Face, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
-    let mut order = Vec::new();
+    let mut best = Plan {
+        method,
+        order: start.to_vec(),
+        multiplications: ar.multiplications,
+        propagation: graph.propagation(model),
+    };
+    let mut order = start.to_vec();
     loop {
-        let choice = line.faces().min_by_key(|&(i, j)| {
-            let mut scratch = Arith::planning(model);
-            scratch.mul(line.label[i], line.label[j], 0);
-            (scratch.multiplications, line.head[i], line.tail[i], line.head[j], i, j)
-        });
+        let choice = line
+            .faces()
+            .min_by_key(|&(i, j)| (line.delta(i, j, model), line.head[i], line.tail[i], line.head[j], i, j));
         let Some((i, j)) = choice else { break };
         line.eliminate(i, j, &mut ar);
         order.push(Step::Face(i, j));
@@ -279,7 +314,7 @@ pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
         }
     }
     if model == CostModel::Classic {
-        best = Plan { method: Method::Face, order, multiplications: ar.multiplications, propagation: 0 };
+        best = Plan { method, order, multiplications: ar.multiplications, propagation: 0 };
     }
     best
 }
