@@ -58,13 +58,9 @@ struct TangentArgs {
     /// Write per-sequence statistics (graph sizes, operation counts, propagator entries) as JSON
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
-    /// Also search for the cheapest vertex elimination order exactly (branch and bound) on
-    /// graphs with at most 12 intermediates; by default the best of the heuristics is used
-    #[arg(long)]
-    exact_elimination: bool,
-    /// Use one elimination method instead of the best of all (for comparisons)
-    #[arg(long, value_enum, value_name = "METHOD")]
-    elimination: Option<EliminationArg>,
+    /// How elimination sequences are chosen: one method, or the best of all heuristics
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
+    elimination: EliminationArg,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -72,12 +68,15 @@ enum EliminationArg {
     Forward,
     Reverse,
     Markowitz,
-    MarkowitzReverse,
+    MarkowitzForward,
     Sibling,
-    Greedy,
+    Edge,
     ForwardEdge,
     ReverseEdge,
+    Face,
+    Best,
     Exact,
+    Greedy,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -340,18 +339,23 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let method = args.elimination.map(|m| match m {
+    let elimination = match args.elimination {
         EliminationArg::Forward => Method::Forward,
         EliminationArg::Reverse => Method::Reverse,
-        EliminationArg::Markowitz => Method::LowestMarkowitz,
-        EliminationArg::MarkowitzReverse => Method::LowestMarkowitzReverse,
-        EliminationArg::Sibling => Method::HighestSibling,
-        EliminationArg::Greedy => Method::Greedy,
+        EliminationArg::Markowitz => Method::Markowitz,
+        EliminationArg::MarkowitzForward => Method::MarkowitzForward,
+        EliminationArg::Sibling => Method::Sibling,
+        EliminationArg::Edge => Method::Edge,
         EliminationArg::ForwardEdge => Method::ForwardEdge,
         EliminationArg::ReverseEdge => Method::ReverseEdge,
+        EliminationArg::Face => Method::Face,
+        EliminationArg::Best => Method::Best,
         EliminationArg::Exact => Method::Exact,
-    });
-    let config = TangentConfig { preaccumulation, exact_elimination: args.exact_elimination, method };
+        EliminationArg::Greedy => Method::Greedy,
+    };
+    // Comparing every method costs planning time; it is only worth it when statistics are
+    // written.
+    let config = TangentConfig { preaccumulation, elimination, compare_methods: args.stats.is_some() };
     let stats = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(stats) => stats,
         Err(error) => {

@@ -13,11 +13,9 @@
 //! sequence already refers to under another spelling (`a(i)` against `a(j)`), and before a
 //! passive assignment to a variable used in a subscript of the sequence.
 
-use std::collections::BTreeMap;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::elimination::{CostModel, Label, Lcg, Method, Step, VertexKind, best_of, plan};
+use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, VertexKind, plan, replay};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_edge,
     add_intrinsic, add_vertex, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
@@ -39,11 +37,11 @@ pub enum Preaccumulation {
 #[derive(Clone, Debug, Default)]
 pub struct TangentConfig {
     pub preaccumulation: Preaccumulation,
-    /// Also run the exact (branch and bound) search for the cheapest elimination order on
-    /// graphs with at most [`super::elimination::EXACT_LIMIT`] intermediates.
-    pub exact_elimination: bool,
-    /// Use this elimination method only, instead of the best of all (for comparisons).
-    pub method: Option<Method>,
+    /// How elimination sequences are chosen; by default the best of all heuristics.
+    pub elimination: Method,
+    /// Also plan every elimination method on every sequence and record their costs in the
+    /// statistics (for comparisons; the code still follows `elimination`).
+    pub compare_methods: bool,
 }
 
 /// What the transformation did to one sequence.
@@ -63,6 +61,8 @@ pub struct SequenceStats {
     pub propagator_multiplications: usize,
     /// The elimination method whose order was used.
     pub method: String,
+    /// With `compare_methods`: each method's planned cost (multiplications per direction).
+    pub method_costs: Vec<(Method, usize)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -355,14 +355,13 @@ impl BlockContext<'_> {
         self.stats.sequences.push(stats);
     }
 
-    /// Eliminates intermediate vertices while that lowers the multiplications per derivative
-    /// direction: the accumulation products it emits (`<prefix>acc_N`, once per execution)
+    /// Preaccumulates the sequence's local Jacobian: the configured elimination method (by
+    /// default the best of all heuristics, each judged by its cheapest prefix) chooses which
+    /// vertices, edges or faces to eliminate so that the multiplications per derivative
+    /// direction are fewest — the accumulation products (`<prefix>acc_N`, once per execution)
     /// plus one per non-unit edge left for the propagator. Products and sums of constants fold
-    /// at compile time and unit factors are free, so eliminating through unit and constant
-    /// edges is what pays; preaccumulating where propagating through the graph is cheaper
-    /// does not happen (the scarcity argument of the elimination papers). Ties in cost are
-    /// broken by fewer propagator entries, then by vertex order, so the result is
-    /// deterministic. Returns the remainder graph's edges.
+    /// at compile time and unit factors are free; what does not fold becomes an accumulation
+    /// assignment. Returns the remainder graph's edges.
     fn preaccumulate(
         &mut self,
         vertices: &[Vertex],
@@ -370,17 +369,17 @@ impl BlockContext<'_> {
         stats: &mut SequenceStats,
         out: &mut Vec<Statement>,
     ) -> Vec<(usize, usize, Partial)> {
-        let n = vertices.len();
-        let mut preds: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
-        let mut succs: Vec<BTreeMap<usize, Partial>> = vec![BTreeMap::new(); n];
-        for (source, target, partial) in edges {
-            // Two operands of one statement may be the same vertex (`f = a; g = f - a`):
-            // parallel edges add up.
-            let shape = vertex_shape(&vertices[target]);
-            self.add_to_edge(&mut preds, &mut succs, (source, target), partial, &shape, stats, out);
-        }
-        // The elimination order: the cheapest of the heuristics (and of the exact search,
-        // when asked) under the tangent code's cost model, then replayed here with code.
+        // Run-time partials are numbered for the engine; materialized results join the list.
+        let mut symbols: Vec<SymbolId> = Vec::new();
+        let to_label = |partial: Partial, symbols: &mut Vec<SymbolId>| match partial {
+            Partial::One => Label::One,
+            Partial::MinusOne => Label::MinusOne,
+            Partial::Constant(value) => Label::Constant(value),
+            Partial::Variable(symbol) => {
+                symbols.push(symbol);
+                Label::Variable(symbols.len() as u32 - 1)
+            }
+        };
         let lcg = Lcg {
             kinds: vertices
                 .iter()
@@ -390,144 +389,49 @@ impl BlockContext<'_> {
                     Vertex::Dependent(_) => VertexKind::Dependent,
                 })
                 .collect(),
-            edges: preds
-                .iter()
-                .enumerate()
-                .flat_map(|(t, ins)| ins.iter().map(move |(&s, &l)| (s, t, label(l))))
-                .collect(),
+            edges: edges.into_iter().map(|(s, t, p)| (s, t, to_label(p, &mut symbols))).collect(),
         };
-        let plan = match self.config.method {
-            Some(method) => plan(&lcg, method, CostModel::UnitAware),
-            None => best_of(&lcg, CostModel::UnitAware, self.config.exact_elimination),
-        };
-        stats.method = format!("{:?}", plan.method);
-        for step in plan.order {
-            // Which partials combine: all of a vertex's, or one edge's with the other side.
-            let all_in = |preds: &[BTreeMap<usize, Partial>], k: usize| -> Vec<(usize, Partial)> {
-                preds[k].iter().map(|(&p, &l)| (p, l)).collect()
+        let plan = plan(&lcg, self.config.elimination, CostModel::UnitAware);
+        stats.method = plan.method.name().to_owned();
+        if self.config.compare_methods {
+            stats.method_costs =
+                ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, CostModel::UnitAware).cost())).collect();
+        }
+        let (remainder, _) = replay(&lcg, &plan.order, CostModel::UnitAware, |op, via| {
+            let partial = |label: Label| match label {
+                Label::One => Partial::One,
+                Label::MinusOne => Partial::MinusOne,
+                Label::Constant(value) => Partial::Constant(value),
+                Label::Variable(id) => Partial::Variable(symbols[id as usize]),
             };
-            let all_out = |succs: &[BTreeMap<usize, Partial>], k: usize| -> Vec<(usize, Partial)> {
-                succs[k].iter().map(|(&s, &l)| (s, l)).collect()
+            let shape = vertex_shape(&vertices[via]);
+            let result = match op {
+                Op::Mul(a, b) => {
+                    stats.accumulation_multiplications += 1;
+                    self.accumulate("mul_scal_scal", &[partial(a), partial(b)], &shape, out)
+                }
+                Op::Add(a, b) => {
+                    stats.accumulation_additions += 1;
+                    self.accumulate("add_scal_scal", &[partial(a), partial(b)], &shape, out)
+                }
+                Op::Neg(a) => self.accumulate("minus_scal", &[partial(a)], &shape, out),
             };
-            let (k, incoming, outgoing) = match step {
-                Step::Vertex(k) => (k, all_in(&preds, k), all_out(&succs, k)),
-                Step::FrontEdge(i, k) => match preds[k].get(&i) {
-                    Some(&a) => (k, vec![(i, a)], all_out(&succs, k)),
-                    None => continue,
-                },
-                Step::BackEdge(k, j) => match succs[k].get(&j) {
-                    Some(&b) => (k, all_in(&preds, k), vec![(j, b)]),
-                    None => continue,
-                },
-            };
-            // The eliminated edges: all of the vertex's, or the one edge.
-            let (remove_in, remove_out) = match step {
-                Step::Vertex(_) => (true, true),
-                Step::FrontEdge(..) => (true, false),
-                Step::BackEdge(..) => (false, true),
-            };
-            if remove_in {
-                for &(p, _) in &incoming {
-                    succs[p].remove(&k);
-                    preds[k].remove(&p);
-                }
-            }
-            if remove_out {
-                for &(s, _) in &outgoing {
-                    preds[s].remove(&k);
-                    succs[k].remove(&s);
-                }
-            }
-            let shape = vertex_shape(&vertices[k]);
-            for &(p, a) in &incoming {
-                for &(s, b) in &outgoing {
-                    let product = self.multiply(a, b, &shape, stats, out);
-                    self.add_to_edge(&mut preds, &mut succs, (p, s), product, &shape, stats, out);
-                }
-            }
-            // A vertex left without predecessors or successors contributes nothing more.
-            if preds[k].is_empty() || succs[k].is_empty() {
-                for p in std::mem::take(&mut preds[k]).into_keys() {
-                    succs[p].remove(&k);
-                }
-                for s in std::mem::take(&mut succs[k]).into_keys() {
-                    preds[s].remove(&k);
-                }
-            }
-        }
-        preds.iter().enumerate().flat_map(|(t, ins)| ins.iter().map(move |(&s, &l)| (s, t, l))).collect()
-    }
-
-    /// Adds `label` to the edge `source → target` (absorption), emitting the sum when it is not
-    /// known statically; a sum that cancels to zero removes the edge.
-    #[allow(clippy::too_many_arguments)]
-    fn add_to_edge(
-        &mut self,
-        preds: &mut [BTreeMap<usize, Partial>],
-        succs: &mut [BTreeMap<usize, Partial>],
-        (source, target): (usize, usize),
-        label: Partial,
-        shape: &ValueShape,
-        stats: &mut SequenceStats,
-        out: &mut Vec<Statement>,
-    ) {
-        let label = match preds[target].get(&source).copied() {
-            Some(existing) => self.sum(existing, label, shape, stats, out),
-            None => label,
-        };
-        if label == Partial::Constant(0.0) {
-            preds[target].remove(&source);
-            succs[source].remove(&target);
-        } else {
-            preds[target].insert(source, label);
-            succs[source].insert(target, label);
-        }
-    }
-
-    /// `a × b` as a label, emitting an accumulation assignment when it is not known statically.
-    fn multiply(
-        &mut self,
-        a: Partial,
-        b: Partial,
-        shape: &ValueShape,
-        stats: &mut SequenceStats,
-        out: &mut Vec<Statement>,
-    ) -> Partial {
-        match (known(a), known(b)) {
-            (Some(x), Some(y)) => Partial::from_value(x * y),
-            (Some(1.0), None) => b,
-            (None, Some(1.0)) => a,
-            (Some(-1.0), None) => self.negate(b, shape, out),
-            (None, Some(-1.0)) => self.negate(a, shape, out),
-            _ => {
-                stats.accumulation_multiplications += 1;
-                self.accumulate("mul_scal_scal", &[a, b], shape, out)
-            }
-        }
-    }
-
-    fn sum(
-        &mut self,
-        a: Partial,
-        b: Partial,
-        shape: &ValueShape,
-        stats: &mut SequenceStats,
-        out: &mut Vec<Statement>,
-    ) -> Partial {
-        match (known(a), known(b)) {
-            (Some(x), Some(y)) => Partial::from_value(x + y),
-            _ => {
-                stats.accumulation_additions += 1;
-                self.accumulate("add_scal_scal", &[a, b], shape, out)
-            }
-        }
-    }
-
-    fn negate(&mut self, a: Partial, shape: &ValueShape, out: &mut Vec<Statement>) -> Partial {
-        match known(a) {
-            Some(x) => Partial::from_value(-x),
-            None => self.accumulate("minus_scal", &[a], shape, out),
-        }
+            let Partial::Variable(symbol) = result else { unreachable!("accumulate returns a variable") };
+            symbols.push(symbol);
+            Label::Variable(symbols.len() as u32 - 1)
+        });
+        remainder
+            .into_iter()
+            .map(|(s, t, label)| {
+                let partial = match label {
+                    Label::One => Partial::One,
+                    Label::MinusOne => Partial::MinusOne,
+                    Label::Constant(value) => Partial::Constant(value),
+                    Label::Variable(id) => Partial::Variable(symbols[id as usize]),
+                };
+                (s, t, partial)
+            })
+            .collect()
     }
 
     /// `<prefix>acc_N = name(operands…)`.
@@ -741,27 +645,29 @@ impl TangentStats {
             total(|s| s.propagator_entries),
             total(|s| s.propagator_multiplications),
         ));
+        // With `compare_methods`: every method's planned cost summed over the sequences, and
+        // how often the exact vertex search beats the best of the heuristics and vice versa.
+        let compared: Vec<&SequenceStats> = self.sequences.iter().filter(|s| !s.method_costs.is_empty()).collect();
+        if let Some(first) = compared.first() {
+            out.truncate(out.len() - "\n}\n".len());
+            out.push_str(",\n  \"method_costs\": {");
+            for (i, &(method, _)) in first.method_costs.iter().enumerate() {
+                let sum: usize = compared.iter().map(|s| s.method_costs[i].1).sum();
+                out.push_str(&format!("{}\"{}\": {sum}", if i == 0 { "" } else { ", " }, method.name()));
+            }
+            let cost = |s: &SequenceStats, m: Method| s.method_costs.iter().find(|(x, _)| *x == m).map(|&(_, c)| c);
+            let (mut exact_wins, mut best_wins) = (0, 0);
+            for s in &compared {
+                if let (Some(exact), Some(best)) = (cost(s, Method::Exact), cost(s, Method::Best)) {
+                    exact_wins += usize::from(exact < best);
+                    best_wins += usize::from(best < exact);
+                }
+            }
+            out.push_str(&format!(
+                "}},\n  \"exact_beats_best\": {exact_wins},\n  \"best_beats_exact\": {best_wins}\n}}\n"
+            ));
+        }
         out
-    }
-}
-
-/// The value of a label known at compile time.
-fn known(partial: Partial) -> Option<f64> {
-    match partial {
-        Partial::One => Some(1.0),
-        Partial::MinusOne => Some(-1.0),
-        Partial::Constant(value) => Some(value),
-        Partial::Variable(_) => None,
-    }
-}
-
-/// What the elimination planner needs to know of a partial.
-fn label(partial: Partial) -> Label {
-    match partial {
-        Partial::One => Label::One,
-        Partial::MinusOne => Label::MinusOne,
-        Partial::Constant(value) => Label::Constant(value),
-        Partial::Variable(_) => Label::Variable,
     }
 }
 

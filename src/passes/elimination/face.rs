@@ -1,0 +1,320 @@
+//! Face elimination on the directed line graph (openad-overview §2.1): every edge of the LCG
+//! becomes a vertex labelled with its partial, plus one dummy per independent (a source) and
+//! per dependent (a sink); two line-graph vertices are joined when the first's edge ends where
+//! the second's begins. Eliminating the face (i, j) costs at most one product: c_j·c_i is
+//! absorbed into the vertex with i's predecessors and j's successors, or becomes a new one
+//! (fill-in); the edge (i, j) goes, and i and j drop out when isolated or merge with a vertex
+//! of the same predecessors and successors.
+//!
+//! After face eliminations the line graph need not be the line graph of any LCG, and the
+//! propagator works on LCGs; so a prefix of a face sequence counts only where it is one again,
+//! with the LCG's own vertices (every vertex's predecessors are exactly the edges ending where
+//! its edge begins, and its successors those beginning where it ends). A complete sequence
+//! always is: what is left are the Jacobian's entries between the dummies.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Arith, CostModel, Graph, Label, Lcg, Method, Op, Plan, Step, VertexKind};
+
+/// A vertex without a tail (source dummy) or head (sink dummy).
+const NONE: usize = usize::MAX;
+
+#[derive(Clone, Debug)]
+pub(super) struct LineGraph {
+    label: Vec<Label>,
+    /// The LCG vertex the edge starts at, `NONE` for a source dummy.
+    tail: Vec<usize>,
+    /// The LCG vertex the edge ends at, `NONE` for a sink dummy.
+    head: Vec<usize>,
+    alive: Vec<bool>,
+    preds: Vec<BTreeSet<usize>>,
+    succs: Vec<BTreeSet<usize>>,
+    /// Live non-dummy vertices whose label is not ±1.
+    nonunit: usize,
+}
+
+impl LineGraph {
+    pub(super) fn new(graph: &Graph, kinds: &[VertexKind]) -> LineGraph {
+        let mut line = LineGraph {
+            label: Vec::new(),
+            tail: Vec::new(),
+            head: Vec::new(),
+            alive: Vec::new(),
+            preds: Vec::new(),
+            succs: Vec::new(),
+            nonunit: 0,
+        };
+        for (v, kind) in kinds.iter().enumerate() {
+            match kind {
+                VertexKind::Independent => {
+                    line.push(NONE, v, Label::One);
+                }
+                VertexKind::Dependent => {
+                    line.push(v, NONE, Label::One);
+                }
+                VertexKind::Intermediate => {}
+            }
+        }
+        for (s, t, label) in graph.edges() {
+            line.push(s, t, label);
+            line.nonunit += usize::from(!label.is_unit());
+        }
+        let mut by_tail: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for u in 0..line.label.len() {
+            if line.tail[u] != NONE {
+                by_tail.entry(line.tail[u]).or_default().push(u);
+            }
+        }
+        for u in 0..line.label.len() {
+            let Some(next) = by_tail.get(&line.head[u]) else { continue };
+            for &w in next {
+                line.succs[u].insert(w);
+                line.preds[w].insert(u);
+            }
+        }
+        line
+    }
+
+    fn push(&mut self, tail: usize, head: usize, label: Label) -> usize {
+        self.label.push(label);
+        self.tail.push(tail);
+        self.head.push(head);
+        self.alive.push(true);
+        self.preds.push(BTreeSet::new());
+        self.succs.push(BTreeSet::new());
+        self.label.len() - 1
+    }
+
+    fn inner(&self, v: usize) -> bool {
+        self.tail[v] != NONE && self.head[v] != NONE
+    }
+
+    /// The faces that can be eliminated: pairs of adjacent live non-dummy vertices.
+    fn faces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.label.len())
+            .filter(|&i| self.alive[i] && self.inner(i))
+            .flat_map(move |i| self.succs[i].iter().filter(|&&j| self.inner(j)).map(move |&j| (i, j)))
+    }
+
+    fn set_label(&mut self, v: usize, label: Label) {
+        self.nonunit -= usize::from(!self.label[v].is_unit());
+        self.label[v] = label;
+        self.nonunit += usize::from(!label.is_unit());
+    }
+
+    /// Removes `v` and then whatever that leaves isolated.
+    fn remove(&mut self, v: usize) {
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            if !self.alive[v] || !self.inner(v) {
+                continue;
+            }
+            self.alive[v] = false;
+            self.nonunit -= usize::from(!self.label[v].is_unit());
+            for p in std::mem::take(&mut self.preds[v]) {
+                self.succs[p].remove(&v);
+                if self.succs[p].is_empty() {
+                    stack.push(p);
+                }
+            }
+            for s in std::mem::take(&mut self.succs[v]) {
+                self.preds[s].remove(&v);
+                if self.preds[s].is_empty() {
+                    stack.push(s);
+                }
+            }
+        }
+    }
+
+    /// A live non-dummy vertex other than `not` with these predecessors and successors.
+    fn find(&self, preds: &BTreeSet<usize>, succs: &BTreeSet<usize>, not: usize) -> Option<usize> {
+        let candidates: Vec<usize> = match preds.first() {
+            Some(&p) => self.succs[p].iter().copied().collect(),
+            None => match succs.first() {
+                Some(&s) => self.preds[s].iter().copied().collect(),
+                None => return None,
+            },
+        };
+        candidates
+            .into_iter()
+            .find(|&k| k != not && self.alive[k] && self.inner(k) && self.preds[k] == *preds && self.succs[k] == *succs)
+    }
+
+    pub(super) fn eliminate<F: FnMut(Op, usize) -> Label>(&mut self, i: usize, j: usize, ar: &mut Arith<F>) {
+        if !self.alive[i] || !self.alive[j] || !self.succs[i].contains(&j) {
+            return;
+        }
+        let via = self.head[i];
+        let product = ar.mul(self.label[i], self.label[j], via);
+        let (preds, succs) = (self.preds[i].clone(), self.succs[j].clone());
+        match self.find(&preds, &succs, NONE) {
+            Some(k) => {
+                let sum = ar.add(self.label[k], product, via);
+                self.set_label(k, sum);
+                if sum.is_zero() {
+                    self.remove(k);
+                }
+            }
+            None => {
+                let k = self.push(self.tail[i], self.head[j], product);
+                self.nonunit += usize::from(!product.is_unit());
+                for &p in &preds {
+                    self.succs[p].insert(k);
+                }
+                for &s in &succs {
+                    self.preds[s].insert(k);
+                }
+                self.preds[k] = preds;
+                self.succs[k] = succs;
+            }
+        }
+        self.succs[i].remove(&j);
+        self.preds[j].remove(&i);
+        for v in [i, j] {
+            self.tidy(v, ar);
+        }
+    }
+
+    /// Step 3 of face elimination: an isolated vertex goes, one with a twin (same
+    /// predecessors and successors) absorbs it.
+    fn tidy<F: FnMut(Op, usize) -> Label>(&mut self, v: usize, ar: &mut Arith<F>) {
+        if !self.alive[v] {
+            return;
+        }
+        if self.preds[v].is_empty() || self.succs[v].is_empty() {
+            self.remove(v);
+            return;
+        }
+        let (preds, succs) = (self.preds[v].clone(), self.succs[v].clone());
+        if let Some(twin) = self.find(&preds, &succs, v) {
+            let sum = ar.add(self.label[v], self.label[twin], self.head[v]);
+            self.remove(twin);
+            self.set_label(v, sum);
+            if sum.is_zero() {
+                self.remove(v);
+            }
+        }
+    }
+
+    /// The change in multiplications plus non-unit vertices if the face `(i, j)` were
+    /// eliminated next (twins merging afterwards not counted).
+    fn delta(&self, i: usize, j: usize, model: CostModel) -> i64 {
+        let cost = |l: Label| i64::from(model == CostModel::UnitAware && !l.is_unit());
+        let mut ar = Arith::planning(model);
+        let product = ar.mul(self.label[i], self.label[j], 0);
+        let mut delta = ar.multiplications as i64;
+        match self.find(&self.preds[i], &self.succs[j], NONE) {
+            Some(k) => {
+                let sum = ar.add(self.label[k], product, 0);
+                delta += if sum.is_zero() { 0 } else { cost(sum) } - cost(self.label[k]);
+            }
+            None => delta += cost(product),
+        }
+        if self.succs[i].len() == 1 {
+            delta -= cost(self.label[i]);
+        }
+        if self.preds[j].len() == 1 {
+            delta -= cost(self.label[j]);
+        }
+        delta
+    }
+
+    /// Whether this is the line graph of an LCG on the original vertices.
+    pub(super) fn back_transformable(&self) -> bool {
+        let mut by_head: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        let mut by_tail: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        for v in (0..self.label.len()).filter(|&v| self.alive[v]) {
+            if self.head[v] != NONE {
+                by_head.entry(self.head[v]).or_default().insert(v);
+            }
+            if self.tail[v] != NONE {
+                by_tail.entry(self.tail[v]).or_default().insert(v);
+            }
+        }
+        let empty = BTreeSet::new();
+        (0..self.label.len()).filter(|&v| self.alive[v]).all(|v| {
+            let preds_ok = self.tail[v] == NONE || self.preds[v] == *by_head.get(&self.tail[v]).unwrap_or(&empty);
+            let succs_ok = self.head[v] == NONE || self.succs[v] == *by_tail.get(&self.head[v]).unwrap_or(&empty);
+            preds_ok && succs_ok
+        })
+    }
+
+    /// The LCG edges (parallel ones summed), by target, then source.
+    pub(super) fn remainder<F: FnMut(Op, usize) -> Label>(&self, ar: &mut Arith<F>) -> Vec<(usize, usize, Label)> {
+        let mut edges: BTreeMap<(usize, usize), Label> = BTreeMap::new();
+        for v in (0..self.label.len()).filter(|&v| self.alive[v] && self.inner(v)) {
+            let key = (self.head[v], self.tail[v]);
+            let label = match edges.get(&key) {
+                Some(&existing) => ar.add(existing, self.label[v], self.head[v]),
+                None => self.label[v],
+            };
+            edges.insert(key, label);
+        }
+        edges.into_iter().filter(|(_, l)| !l.is_zero()).map(|((t, s), l)| (s, t, l)).collect()
+    }
+
+    /// Propagation multiplications through the remainder (parallel edges summed first).
+    fn propagation(&self, model: CostModel) -> usize {
+        if model == CostModel::Classic {
+            return 0;
+        }
+        let mut ar = Arith::planning(model);
+        self.remainder(&mut ar).iter().filter(|(_, _, l)| !l.is_unit()).count()
+    }
+}
+
+/// Face elimination, the face that lowers the cost most first, then by the vertex the face
+/// passes through (forward), keeping the cheapest prefix after which the line graph is an LCG's again.
+pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
+    continue_with_faces(lcg, Method::Face, &[], model, bound)
+}
+
+/// Face elimination after the vertex and edge eliminations `start` (face steps may follow
+/// those, not precede them); the plan is `start` itself unless some face prefix after it is
+/// cheaper.
+pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], model: CostModel, bound: usize) -> Plan {
+    let mut ar = Arith::planning(model);
+    let mut graph = Graph::new(lcg, &mut ar);
+    for &step in start {
+        graph.apply(&lcg.kinds, step, &mut ar);
+    }
+    let mut line = LineGraph::new(&graph, &lcg.kinds);
+    let mut best = Plan {
+        method,
+        order: start.to_vec(),
+        multiplications: ar.multiplications,
+        propagation: graph.propagation(model),
+    };
+    let mut order = start.to_vec();
+    loop {
+        let choice = line
+            .faces()
+            .min_by_key(|&(i, j)| (line.delta(i, j, model), line.head[i], line.tail[i], line.head[j], i, j));
+        let Some((i, j)) = choice else { break };
+        line.eliminate(i, j, &mut ar);
+        order.push(Step::Face(i, j));
+        let worth_checking = match model {
+            // The remainder costs at least nothing; check the structure only for a possible win.
+            CostModel::UnitAware => ar.multiplications < best.cost(),
+            CostModel::Classic => false,
+        };
+        if worth_checking && line.back_transformable() {
+            let propagation = line.propagation(model);
+            if ar.multiplications + propagation < best.cost() {
+                best = Plan {
+                    method: Method::Face,
+                    order: order.clone(),
+                    multiplications: ar.multiplications,
+                    propagation,
+                };
+            }
+        }
+        if model == CostModel::UnitAware && ar.multiplications >= best.cost().min(bound) {
+            break;
+        }
+    }
+    if model == CostModel::Classic {
+        best = Plan { method, order, multiplications: ar.multiplications, propagation: 0 };
+    }
+    best
+}

@@ -1,0 +1,219 @@
+use super::*;
+use proptest::prelude::*;
+
+/// The example of openad-overview §2.1: v1 = v-1 + v0, v2 = sin(v0), v3 = v1 + v2,
+/// v4 = v1·v3, v5 = sqrt(v3), v6 = cos(v4), v7 = -v5; vertices renumbered from 0
+/// (v-1 → 0, …, v7 → 8), run-time partials numbered by their edge.
+fn paper_graph() -> Lcg {
+    use Label::*;
+    use VertexKind::*;
+    let kinds = vec![
+        Independent,
+        Independent,
+        Intermediate,
+        Intermediate,
+        Intermediate,
+        Intermediate,
+        Intermediate,
+        Dependent,
+        Dependent,
+    ];
+    let edges = vec![
+        (0, 2, One),
+        (1, 2, One),
+        (1, 3, Variable(0)),
+        (2, 4, One),
+        (3, 4, One),
+        (2, 5, Variable(1)),
+        (4, 5, Variable(2)),
+        (4, 6, Variable(3)),
+        (5, 7, Variable(4)),
+        (6, 8, MinusOne),
+    ];
+    Lcg { kinds, edges }
+}
+
+#[test]
+fn forward_vertex_elimination_of_the_paper_example_costs_13() {
+    let lcg = paper_graph();
+    let forward = plan(&lcg, Method::Forward, CostModel::Classic);
+    assert_eq!(forward.order, [2, 3, 4, 5, 6].map(Step::Vertex).to_vec());
+    assert_eq!(forward.multiplications, 13);
+    // The replay emits what the plan counted.
+    let (_, multiplications) = replay(&lcg, &forward.order, CostModel::Classic, |_, _| Label::Variable(99));
+    assert_eq!(multiplications, 13);
+    let exact = plan(&lcg, Method::Exact, CostModel::Classic);
+    for method in ALL {
+        let other = plan(&lcg, method, CostModel::Classic);
+        let unit = plan(&lcg, method, CostModel::UnitAware);
+        eprintln!(
+            "paper example, {}: classic {} multiplications, unit-aware {} + {} = {} ({} steps)",
+            method.name(),
+            other.multiplications,
+            unit.multiplications,
+            unit.propagation,
+            unit.cost(),
+            unit.order.len()
+        );
+        if VERTEX_HEURISTICS.contains(&method) {
+            assert!(exact.cost() <= other.cost(), "{method:?}");
+        }
+    }
+    // Reverse vertex elimination (5, 4, 3, 2, 1) on this graph: 1 + 2 + 2·2 + 2 + 2·2 = 13 as
+    // well; the optimum of the classic model is lower.
+    assert!(exact.cost() < 13, "{exact:?}");
+}
+
+#[test]
+fn unit_aware_costs_fold_units_and_stop_early() {
+    let lcg = paper_graph();
+    // Propagating through the whole graph costs its 5 non-unit edges; a unit-aware plan folds
+    // the ±1 edges away for free.
+    let best = best_of(&lcg, CostModel::UnitAware);
+    assert!(best.cost() <= 5, "{best:?}");
+    let exact = plan(&lcg, Method::Exact, CostModel::UnitAware);
+    assert!(exact.cost() <= 5, "{exact:?}");
+}
+
+/// A random DAG: `n` vertices in topological order, the first `inputs` independent, the last
+/// `outputs` dependent; labels drawn from ±1, constants and run-time values (numbered, with
+/// their values in the second component).
+fn random_graph() -> impl Strategy<Value = (Lcg, Vec<f64>)> {
+    (1usize..4, 0usize..8, 1usize..4).prop_flat_map(|(inputs, middle, outputs)| {
+        let n = inputs + middle + outputs;
+        let pairs: Vec<(usize, usize)> =
+            (0..inputs + middle).flat_map(|s| ((s + 1).max(inputs)..n).map(move |t| (s, t))).collect();
+        let count = pairs.len();
+        (Just((inputs, middle, outputs, pairs)), prop::collection::vec((0u8..3, 0u8..5, -2i8..3), count)).prop_map(
+            |((inputs, middle, outputs, pairs), choices)| {
+                let mut kinds = vec![VertexKind::Independent; inputs];
+                kinds.extend(vec![VertexKind::Intermediate; middle]);
+                kinds.extend(vec![VertexKind::Dependent; outputs]);
+                let mut edges = Vec::new();
+                let mut values = Vec::new();
+                for ((s, t), (keep, kind, value)) in pairs.into_iter().zip(choices) {
+                    // Sparse graphs: about one pair in three is an edge.
+                    if keep != 0 {
+                        continue;
+                    }
+                    let label = match kind {
+                        0 => Label::One,
+                        1 => Label::MinusOne,
+                        // Small integers, so that constants also cancel and make units.
+                        2 if value != 0 => Label::Constant(f64::from(value)),
+                        _ => {
+                            values.push(f64::from(value) * 0.37 + 0.11);
+                            Label::Variable(values.len() as u32 - 1)
+                        }
+                    };
+                    edges.push((s, t, label));
+                }
+                (Lcg { kinds, edges }, values)
+            },
+        )
+    })
+}
+
+fn value(label: Label, values: &[f64]) -> f64 {
+    match label {
+        Label::Variable(id) => values[id as usize],
+        known => known.known().expect("known label"),
+    }
+}
+
+/// The Jacobian by path sums (forward propagation of unit seeds), row-major by independent.
+fn path_sums(kinds: &[VertexKind], edges: &[(usize, usize, Label)], values: &[f64]) -> Vec<f64> {
+    let n = kinds.len();
+    let inputs: Vec<usize> = (0..n).filter(|&v| kinds[v] == VertexKind::Independent).collect();
+    let outputs: Vec<usize> = (0..n).filter(|&v| kinds[v] == VertexKind::Dependent).collect();
+    let mut incoming: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+    for &(s, t, l) in edges {
+        assert!(s < t, "edges go forward: {s} -> {t}");
+        incoming[t].push((s, value(l, values)));
+    }
+    let mut result = Vec::new();
+    for &x in &inputs {
+        let mut d = vec![0.0; n];
+        d[x] = 1.0;
+        for t in 0..n {
+            for &(s, c) in &incoming[t] {
+                d[t] += c * d[s];
+            }
+        }
+        result.extend(outputs.iter().map(|&y| d[y]));
+    }
+    result
+}
+
+/// Replays `order` numerically: every materialized operation gets its value appended.
+fn replay_numeric(lcg: &Lcg, order: &[Step], model: CostModel, values: &[f64]) -> (Vec<f64>, usize, usize) {
+    let mut values = values.to_vec();
+    let mut emitted_muls = 0;
+    let (edges, multiplications) = replay(lcg, order, model, |op, _| {
+        let result = match op {
+            Op::Mul(a, b) => {
+                emitted_muls += 1;
+                assert!(!a.is_unit() && !b.is_unit(), "unit factors are folded: {op:?}");
+                assert!(a.known().is_none() || b.known().is_none(), "constants are folded: {op:?}");
+                value(a, &values) * value(b, &values)
+            }
+            Op::Add(a, b) => {
+                assert!(a.known().is_none() || b.known().is_none(), "constants are folded: {op:?}");
+                value(a, &values) + value(b, &values)
+            }
+            Op::Neg(a) => -value(a, &values),
+        };
+        values.push(result);
+        Label::Variable(values.len() as u32 - 1)
+    });
+    let nonunit = edges.iter().filter(|(_, _, l)| !l.is_unit()).count();
+    let jacobian = path_sums(&lcg.kinds, &edges, &values);
+    if model == CostModel::UnitAware {
+        assert_eq!(emitted_muls, multiplications, "every counted product is emitted");
+    }
+    (jacobian, multiplications, nonunit)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_method_preserves_the_jacobian((lcg, values) in random_graph()) {
+        let reference = path_sums(&lcg.kinds, &lcg.edges, &values);
+        for model in [CostModel::Classic, CostModel::UnitAware] {
+            for method in ALL {
+                let plan = plan(&lcg, method, model);
+                let (got, multiplications, nonunit) = replay_numeric(&lcg, &plan.order, model, &values);
+                for (a, b) in got.iter().zip(&reference) {
+                    prop_assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{:?} {:?} {:?}: {} vs {}", model, method, plan.order, a, b);
+                }
+                // The plan's cost is what the replay emits and leaves.
+                prop_assert_eq!(multiplications, plan.multiplications, "{:?} {:?}", model, method);
+                if model == CostModel::UnitAware {
+                    prop_assert_eq!(nonunit, plan.propagation, "{:?} {:?} {:?}", model, method, plan.order);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_is_never_worse_than_a_vertex_heuristic((lcg, _values) in random_graph()) {
+        for model in [CostModel::Classic, CostModel::UnitAware] {
+            let exact = plan(&lcg, Method::Exact, model);
+            for method in VERTEX_HEURISTICS {
+                prop_assert!(exact.cost() <= plan(&lcg, method, model).cost(), "{:?} {:?}", model, method);
+            }
+            let best = best_of(&lcg, model);
+            for method in HEURISTICS {
+                prop_assert!(best.cost() <= plan(&lcg, method, model).cost(), "{:?} {:?}", model, method);
+            }
+        }
+    }
+
+    #[test]
+    fn plans_are_deterministic((lcg, _values) in random_graph()) {
+        for method in ALL {
+            prop_assert_eq!(plan(&lcg, method, CostModel::UnitAware), plan(&lcg, method, CostModel::UnitAware));
+        }
+    }
+}
