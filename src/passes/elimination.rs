@@ -221,9 +221,13 @@ impl Method {
 pub const EXACT_LIMIT: usize = 12;
 
 /// Graphs with more intermediates than this get only the linear-time heuristics (forward,
-/// reverse, Markowitz, greedy, edge) in [`Method::Best`]: the others cost quadratic time or
+/// reverse, Markowitz, greedy) in [`Method::Best`]: the others cost quadratic time or
 /// more there and, on the corpus, do not win on large graphs.
 const LARGE: usize = 64;
+
+/// The largest graphs (intermediates) whose best-of winner is tried with face eliminations
+/// appended.
+const FACE_FINISH_LIMIT: usize = 12;
 
 /// An elimination sequence and what it costs.
 #[derive(Clone, Debug, PartialEq)]
@@ -759,8 +763,7 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
     let large = lcg.intermediates() > LARGE;
     let mut best: Option<Plan> = None;
     for method in HEURISTICS {
-        let secondary =
-            !matches!(method, Method::Greedy | Method::Edge | Method::Forward | Method::Reverse | Method::Markowitz);
+        let secondary = !matches!(method, Method::Greedy | Method::Forward | Method::Reverse | Method::Markowitz);
         if large && secondary {
             continue;
         }
@@ -776,8 +779,12 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
     }
     let best = best.expect("there are heuristics");
     // Face eliminations may follow vertex and edge eliminations: try finishing the winner
-    // with them.
-    if large || model == CostModel::Classic || best.order.iter().any(|s| matches!(s, Step::Face(..))) {
+    // with them (on graphs of at most FACE_FINISH_LIMIT intermediates: each step scans every
+    // face, and on the corpus no larger graph gains from it).
+    if lcg.intermediates() > FACE_FINISH_LIMIT
+        || model == CostModel::Classic
+        || best.order.iter().any(|s| matches!(s, Step::Face(..)))
+    {
         return best;
     }
     let cost = best.cost();
