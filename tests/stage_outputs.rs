@@ -97,3 +97,101 @@ fn tangent_matches_the_basic_block_preaccumulation_stage_structurally() {
     }
     eprintln!("stage BasicBlockPreaccumulation: {} files, {compared} basic blocks compared", references.len());
 }
+
+/// Per original statement: the partials the reference's Linearization stage computes at run
+/// time (`_elementary_partial_*` assignments since the previous original statement whose
+/// right-hand side is not a lone constant).
+fn reference_partials(text: &str) -> BTreeMap<(String, String), usize> {
+    let doc = roxmltree::Document::parse(text).expect("well-formed stage output");
+    let mut partials = BTreeMap::new();
+    for cfg in doc.descendants().filter(|n| n.has_tag_name((common::XAIF, "ControlFlowGraph"))) {
+        let routine = cfg.attribute("symbol_id").unwrap_or_default().to_owned();
+        for block in cfg.children().filter(|n| n.has_tag_name((common::XAIF, "BasicBlock"))) {
+            let mut pending = 0;
+            for statement in block.children().filter(|n| n.has_tag_name((common::XAIF, "Assignment"))) {
+                let id = statement.attribute("statement_id").unwrap_or_default();
+                if id.starts_with("_elementary_partial_") {
+                    let rhs = statement.children().find(|c| c.has_tag_name((common::XAIF, "AssignmentRHS")));
+                    let vertices: Vec<_> =
+                        rhs.into_iter().flat_map(|r| r.children().filter(|c| c.is_element())).collect();
+                    let constant = vertices.len() == 1 && vertices[0].tag_name().name() == "Constant";
+                    pending += usize::from(!constant);
+                } else if !id.starts_with('_') {
+                    let id = id.split(':').next().unwrap_or(id).to_owned();
+                    partials.insert((routine.clone(), id), std::mem::take(&mut pending));
+                }
+            }
+        }
+    }
+    partials
+}
+
+/// Our linearization of every assignment of `input`: the partials left to compute at run time
+/// (constant ones are folded, as the reference folds them).
+fn our_partials(input: &str) -> BTreeMap<(String, String), usize> {
+    use xaifbooster::ir::{CfgVertexKind, Statement};
+    use xaifbooster::passes::linearize::{Partial, Temporaries, is_active_reference, linearize_assignment};
+    let mut cg = xaif::read(input.as_bytes(), "input", &ReadOptions::default()).expect("example reads").call_graph;
+    let mut temporaries = Temporaries::default();
+    let mut partials = BTreeMap::new();
+    let blocks: Vec<(String, xaifbooster::ir::ScopeId, Vec<Statement>)> = cg
+        .cfgs()
+        .flat_map(|(_, cfg)| {
+            let routine = cg.symbol_name(cfg.symbol).to_owned();
+            cfg.graph.vertices.iter().filter_map(move |(_, v)| match &v.kind {
+                CfgVertexKind::BasicBlock(b) => Some((routine.clone(), b.scope, b.statements.clone())),
+                _ => None,
+            })
+        })
+        .collect();
+    for (routine, scope, statements) in blocks {
+        for statement in statements {
+            let Statement::Assignment(assignment) = statement else { continue };
+            let id = cg.name(assignment.id).to_owned();
+            let count = if is_active_reference(&cg, &assignment.lhs) {
+                let linearized =
+                    linearize_assignment(&mut cg, Catalogue::builtin(), &mut temporaries, scope, &assignment)
+                        .expect("linearizes");
+                // We sum the partials of parallel edges (`t*t` reads one vertex twice) into
+                // one; the reference computes one per edge. Count ours per original edge.
+                let edges = &assignment.rhs.edges;
+                let pairs: BTreeSet<_> = edges.iter().map(|e| (e.source, e.target)).collect();
+                let parallel = edges.len() - pairs.len();
+                linearized.graph.edges.iter().filter(|e| matches!(e.partial, Partial::Variable(_))).count() + parallel
+            } else {
+                0
+            };
+            partials.insert((routine.clone(), id), count);
+        }
+    }
+    partials
+}
+
+/// The Linearization stage: for every assignment of the examples, we compute exactly the
+/// run-time partials the original engine computes (the same local Jacobian edges that are not
+/// compile-time constants), whatever their names and the auxiliaries that hold shared values.
+/// (Parallel edges, whose partials we sum into one, count once per edge.)
+#[test]
+fn linearization_matches_the_reference_stage_partial_for_partial() {
+    let stage = shared_dir().join("xaif/stage-outputs/Linearization");
+    let references = files_in(&stage, "xaif");
+    assert!(references.len() >= 17, "expected the Linearization stage outputs, found {}", references.len());
+    let (mut statements, mut partial_total, mut differences) = (0, 0, Vec::new());
+    for reference in &references {
+        let name = reference.file_name().expect("file name").to_string_lossy().into_owned();
+        let input = std::fs::read_to_string(shared_dir().join("xaif/examples").join(&name)).expect("example input");
+        let theirs = reference_partials(&std::fs::read_to_string(reference).expect("stage output"));
+        let ours = our_partials(&input);
+        for (key, &count) in &theirs {
+            statements += 1;
+            partial_total += count;
+            match ours.get(key) {
+                Some(&mine) if mine == count => {}
+                mine => differences.push(format!("{name}: {key:?}: reference {count} partials, ours {mine:?}")),
+            }
+        }
+    }
+    eprintln!("linearization: {statements} statements, {partial_total} run-time partials compared");
+    assert!(statements >= 150 && partial_total >= 80, "too little compared: {statements} / {partial_total}");
+    assert!(differences.is_empty(), "{} differences:\n{}", differences.len(), differences.join("\n"));
+}
