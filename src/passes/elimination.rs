@@ -302,11 +302,67 @@ impl<F: FnMut(Op, usize) -> Label> Arith<F> {
 /// Neighbours of a vertex with the labels of the edges to them.
 type Adjacent = Vec<(usize, Label)>;
 
+/// The neighbours of a vertex with their edge labels, sorted by vertex: LCG vertices have few
+/// neighbours, so a sorted vector beats a tree map (no node allocations, cache-friendly
+/// scans) in the planner's inner loops, which build and copy graphs for every heuristic.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Adjacency(Vec<(usize, Label)>);
+
+impl Adjacency {
+    fn position(&self, key: usize) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&key, |e| e.0)
+    }
+
+    fn get(&self, key: &usize) -> Option<&Label> {
+        self.position(*key).ok().map(|i| &self.0[i].1)
+    }
+
+    fn insert(&mut self, key: usize, label: Label) -> Option<Label> {
+        match self.position(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, label)),
+            Err(i) => {
+                self.0.insert(i, (key, label));
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &usize) -> Option<Label> {
+        self.position(*key).ok().map(|i| self.0.remove(i).1)
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&usize, &Label)> + '_ {
+        self.0.iter().map(|e| (&e.0, &e.1))
+    }
+
+    fn keys(&self) -> impl DoubleEndedIterator<Item = &usize> + '_ {
+        self.0.iter().map(|e| &e.0)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a Adjacency {
+    type Item = (&'a usize, &'a Label);
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (usize, Label)>, fn(&'a (usize, Label)) -> (&'a usize, &'a Label)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|e| (&e.0, &e.1))
+    }
+}
+
 /// The graph during vertex and edge elimination.
 #[derive(Clone, Debug)]
 struct Graph {
-    preds: Vec<BTreeMap<usize, Label>>,
-    succs: Vec<BTreeMap<usize, Label>>,
+    preds: Vec<Adjacency>,
+    succs: Vec<Adjacency>,
     /// Edges that are not ±1, kept up to date so a prefix's cost is O(1) to read.
     nonunit: usize,
 }
@@ -314,7 +370,8 @@ struct Graph {
 impl Graph {
     fn new<F: FnMut(Op, usize) -> Label>(lcg: &Lcg, ar: &mut Arith<F>) -> Graph {
         let n = lcg.kinds.len();
-        let mut graph = Graph { preds: vec![BTreeMap::new(); n], succs: vec![BTreeMap::new(); n], nonunit: 0 };
+        let mut graph =
+            Graph { preds: vec![Adjacency::default(); n], succs: vec![Adjacency::default(); n], nonunit: 0 };
         for &(s, t, label) in &lcg.edges {
             graph.add(s, t, label, t, ar);
         }
@@ -348,19 +405,26 @@ impl Graph {
 
     /// Removes intermediates without predecessors or successors, and what that leaves dead.
     fn drop_dead(&mut self, kinds: &[VertexKind], start: usize) {
+        let dead = |graph: &Graph, k: usize| {
+            kinds[k] == VertexKind::Intermediate && (graph.preds[k].is_empty() || graph.succs[k].is_empty())
+        };
+        // Almost always alive: no work list then.
+        if !dead(self, start) {
+            return;
+        }
         let mut stack = vec![start];
         while let Some(k) = stack.pop() {
-            if kinds[k] != VertexKind::Intermediate || (!self.preds[k].is_empty() && !self.succs[k].is_empty()) {
+            if !dead(self, k) {
                 continue;
             }
-            let preds: Vec<usize> = self.preds[k].keys().copied().collect();
-            for p in preds {
-                self.set(p, k, Label::Constant(0.0));
+            for (p, label) in std::mem::take(&mut self.preds[k]).0 {
+                self.succs[p].remove(&k);
+                self.nonunit -= usize::from(!label.is_unit());
                 stack.push(p);
             }
-            let succs: Vec<usize> = self.succs[k].keys().copied().collect();
-            for s in succs {
-                self.set(k, s, Label::Constant(0.0));
+            for (s, label) in std::mem::take(&mut self.succs[k]).0 {
+                self.preds[s].remove(&k);
+                self.nonunit -= usize::from(!label.is_unit());
                 stack.push(s);
             }
         }
@@ -372,19 +436,20 @@ impl Graph {
 
     /// The vertex a vertex or edge elimination passes through and the edges it combines: all
     /// of the vertex's, or the one edge with the other side; `None` for a missing edge.
-    fn involved(&self, step: Step) -> Option<(usize, Adjacent, Adjacent)> {
-        let all_in = |k: usize| self.preds[k].iter().map(|(&p, &l)| (p, l)).collect();
-        let all_out = |k: usize| self.succs[k].iter().map(|(&s, &l)| (s, l)).collect();
+    fn involved(&self, step: Step) -> Option<(usize, &[(usize, Label)], &[(usize, Label)])> {
+        let one = |adjacency: &'_ Adjacency, key: usize| adjacency.position(key).ok().map(|i| i..i + 1);
         match step {
-            Step::Vertex(k) => Some((k, all_in(k), all_out(k))),
-            Step::FrontEdge(i, k) => self.preds[k].get(&i).map(|&a| (k, vec![(i, a)], all_out(k))),
-            Step::BackEdge(k, j) => self.succs[k].get(&j).map(|&b| (k, all_in(k), vec![(j, b)])),
+            Step::Vertex(k) => Some((k, &self.preds[k].0[..], &self.succs[k].0[..])),
+            Step::FrontEdge(i, k) => one(&self.preds[k], i).map(|r| (k, &self.preds[k].0[r], &self.succs[k].0[..])),
+            Step::BackEdge(k, j) => one(&self.succs[k], j).map(|r| (k, &self.preds[k].0[..], &self.succs[k].0[r])),
             Step::Face(..) => None,
         }
     }
 
     fn apply<F: FnMut(Op, usize) -> Label>(&mut self, kinds: &[VertexKind], step: Step, ar: &mut Arith<F>) {
         let Some((k, incoming, outgoing)) = self.involved(step) else { return };
+        // Copies: the eliminations below change both sides.
+        let (incoming, outgoing): (Adjacent, Adjacent) = (incoming.to_vec(), outgoing.to_vec());
         if matches!(step, Step::Vertex(_) | Step::FrontEdge(..)) {
             for &(p, _) in &incoming {
                 self.set(p, k, Label::Constant(0.0));
@@ -460,13 +525,13 @@ impl Graph {
         // An edge elimination that takes a vertex's last edge on one side kills the other side.
         let dead = (removes_in && self.preds[k].len() == incoming.len())
             || (removes_out && self.succs[k].len() == outgoing.len());
-        for &(_, a) in &incoming {
+        for &(_, a) in incoming {
             if removes_in || dead {
                 delta -= edge_cost(a);
                 edges -= 1;
             }
         }
-        for &(_, b) in &outgoing {
+        for &(_, b) in outgoing {
             if removes_out || dead {
                 delta -= edge_cost(b);
                 edges -= 1;
@@ -488,8 +553,8 @@ impl Graph {
                 }
             }
         }
-        for &(p, a) in &incoming {
-            for &(s, b) in &outgoing {
+        for &(p, a) in incoming {
+            for &(s, b) in outgoing {
                 let product = ar.mul(a, b, k);
                 match self.preds[s].get(&p) {
                     Some(&existing) => {
@@ -777,6 +842,10 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         };
         if best.as_ref().is_none_or(|b| candidate.cost() < b.cost()) {
             best = Some(candidate);
+        }
+        if best.as_ref().is_some_and(|b| b.cost() == 0) {
+            // Nothing is cheaper than free; the later methods could only tie.
+            break;
         }
     }
     // (Finishing the winner with face eliminations was tried: on the corpus it never lowered
