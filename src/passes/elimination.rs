@@ -301,6 +301,8 @@ impl<F: FnMut(Op, usize) -> Label> Arith<F> {
 
 /// Neighbours of a vertex with the labels of the edges to them.
 type Adjacent = Vec<(usize, Label)>;
+/// A neighbour and the label of the edge to it.
+type Edge = (usize, Label);
 
 /// The neighbours of a vertex with their edge labels, sorted by vertex: LCG vertices have few
 /// neighbours, so a sorted vector beats a tree map (no node allocations, cache-friendly
@@ -436,7 +438,7 @@ impl Graph {
 
     /// The vertex a vertex or edge elimination passes through and the edges it combines: all
     /// of the vertex's, or the one edge with the other side; `None` for a missing edge.
-    fn involved(&self, step: Step) -> Option<(usize, &[(usize, Label)], &[(usize, Label)])> {
+    fn involved(&self, step: Step) -> Option<(usize, &[Edge], &[Edge])> {
         let one = |adjacency: &'_ Adjacency, key: usize| adjacency.position(key).ok().map(|i| i..i + 1);
         match step {
             Step::Vertex(k) => Some((k, &self.preds[k].0[..], &self.succs[k].0[..])),
