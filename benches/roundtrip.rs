@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{shared, tokenize};
+use common::{interleaved_ratio, shared, tokenize};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -46,6 +46,10 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("roundtrip");
     for (name, path) in inputs {
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if bytes.len() < 5 << 20 {
+            let ratio = interleaved_ratio(|| tokenize(&bytes), || read_write(&bytes));
+            eprintln!("roundtrip/{name}: read_write / tokenize = {ratio:.2} (interleaved, median of 31 rounds)");
+        }
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(if bytes.len() > 5 << 20 { 10 } else { 30 });
         group.bench_with_input(BenchmarkId::new("tokenize", name), &bytes, |b, bytes| b.iter(|| tokenize(bytes)));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{shared, tokenize};
+use common::{interleaved_ratio, shared, tokenize};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
@@ -27,6 +27,9 @@ fn transform(bytes: &[u8]) -> usize {
 fn bench(c: &mut Criterion) {
     let inputs = corpus_inputs();
     let total: u64 = inputs.iter().map(|b| b.len() as u64).sum();
+    let floor = || inputs.iter().map(|i| tokenize(i)).sum::<usize>();
+    let ratio = interleaved_ratio(floor, || inputs.iter().map(|i| transform(i)).sum::<usize>());
+    eprintln!("tangent_corpus: read_tangent_write / tokenize = {ratio:.2} (interleaved, median of 31 rounds)");
     let mut group = c.benchmark_group("tangent_corpus");
     group.throughput(Throughput::Bytes(total));
     group.sample_size(20);

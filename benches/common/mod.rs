@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
+/// The allocator the `xaifbooster` binary uses, so the benchmarks measure what users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 pub fn shared() -> PathBuf {
     let dir = std::env::var_os("XAIF_SHARED")
@@ -25,4 +29,28 @@ pub fn tokenize(bytes: &[u8]) -> usize {
             Ok(_) => events += 1,
         }
     }
+}
+
+/// The time of `work` relative to `floor`, measured in alternation (31 rounds of batches of
+/// about 20 ms each, median of the per-round ratios): on a shared machine whose speed drifts,
+/// timing the two in separate criterion runs can shift their ratio by a third; alternating
+/// exposes both to the same drift.
+pub fn interleaved_ratio(mut floor: impl FnMut() -> usize, mut work: impl FnMut() -> usize) -> f64 {
+    use std::time::Instant;
+    let once = |f: &mut dyn FnMut() -> usize| {
+        let start = Instant::now();
+        std::hint::black_box(f());
+        start.elapsed().as_secs_f64()
+    };
+    // Batches long enough to time reliably.
+    let batch = ((0.02 / once(&mut work).max(1e-6)) as usize).clamp(1, 10_000);
+    let mut ratios: Vec<f64> = (0..31)
+        .map(|_| {
+            let a: f64 = (0..batch).map(|_| once(&mut floor)).sum();
+            let b: f64 = (0..batch).map(|_| once(&mut work)).sum();
+            b / a
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
 }
