@@ -123,6 +123,22 @@ struct PendingEdge<'a> {
     target: Name,
 }
 
+/// Bytes that end an attribute name: `=` or white space.
+static KEY_STOP: [bool; 256] = byte_set(b"= \t\r\n");
+/// Bytes the attribute value scanner stops at: quotes (the closing one ends the value) and
+/// what needs decoding (references, and white space other than blanks, which XML normalizes).
+static VALUE_STOP: [bool; 256] = byte_set(b"\"'&<\t\r\n");
+
+const fn byte_set(members: &[u8]) -> [bool; 256] {
+    let mut set = [false; 256];
+    let mut i = 0;
+    while i < members.len() {
+        set[members[i] as usize] = true;
+        i += 1;
+    }
+    set
+}
+
 impl<'a> Lower<'a> {
     // ---------------------------------------------------------------- errors and positions
 
@@ -271,14 +287,14 @@ impl<'a> Lower<'a> {
                 break;
             }
             let key_start = at;
-            while at < bytes.len() && bytes[at] != b'=' {
+            while at < bytes.len() && !KEY_STOP[bytes[at] as usize] {
                 at += 1;
             }
-            if at == bytes.len() {
-                return Err(malformed(self, "expected name=\"value\""));
+            let key = &text[key_start..at];
+            while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+                at += 1;
             }
-            let key = text[key_start..at].trim_end_matches(|c: char| c.is_ascii_whitespace());
-            if key.is_empty() || key.bytes().any(|b| b.is_ascii_whitespace()) {
+            if key.is_empty() || bytes.get(at) != Some(&b'=') {
                 return Err(malformed(self, "expected name=\"value\""));
             }
             at += 1;
@@ -293,12 +309,18 @@ impl<'a> Lower<'a> {
             // One pass finds the closing quote and notices characters that need decoding.
             let mut end = value_start;
             let mut plain = true;
-            while end < bytes.len() && bytes[end] != quote {
-                plain &= !matches!(bytes[end], b'&' | b'<' | b'\t' | b'\n' | b'\r');
+            loop {
+                while end < bytes.len() && !VALUE_STOP[bytes[end] as usize] {
+                    end += 1;
+                }
+                match bytes.get(end) {
+                    None => return Err(malformed(self, "the value is not closed")),
+                    Some(&b) if b == quote => break,
+                    // The other quote character is plain text here.
+                    Some(b'"' | b'\'') => {}
+                    Some(_) => plain = false,
+                }
                 end += 1;
-            }
-            if end == bytes.len() {
-                return Err(malformed(self, "the value is not closed"));
             }
             let raw = &text[value_start..end];
             at = end + 1;
