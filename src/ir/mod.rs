@@ -56,6 +56,9 @@ pub struct CallGraph {
     pub call_edges: Vec<CallGraphEdge>,
     /// `(scope, symbol name) → symbol`, kept in step with `symbols` by [`CallGraph::add_symbol`].
     pub symbol_index: FxHashMap<(ScopeId, Name), SymbolId>,
+    /// Bytes of the XAIF this was read from (0 when built otherwise): the writer's first guess
+    /// at its output size, which saves growing the output buffer step by step.
+    pub source_len: usize,
 }
 
 impl CallGraph {

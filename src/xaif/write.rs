@@ -27,7 +27,8 @@ impl Default for WriteOptions {
 
 /// Serializes the whole call graph.
 pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
-    let mut w = Writer { cg, out: Vec::with_capacity(1 << 16), depth: 1 };
+    // Our output is about as long as the input (longer after a transformation).
+    let mut w = Writer { cg, out: Vec::with_capacity((cg.source_len + cg.source_len / 4).max(1 << 12)), depth: 1 };
     w.call_graph(options);
     w.out
 }
