@@ -4,14 +4,15 @@
 //! empty annotations) tens of thousands of times. Interning them once makes every IR node
 //! `Copy`-friendly and keeps the reader from allocating per attribute.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
 
-/// An interned string; compare and hash in O(1). Resolve with [`Names::get`].
+use rustc_hash::FxBuildHasher;
+
+/// An interned string: equal names are equal ids, so comparing and hashing names is free.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct Name(u32);
 
 impl Name {
-    /// The empty string, interned at index 0 in every [`Names`] table.
     pub const EMPTY: Name = Name(0);
 
     pub fn is_empty(self) -> bool {
@@ -19,27 +20,40 @@ impl Name {
     }
 }
 
-/// The interner. Owned by the [`crate::ir::CallGraph`] whose names it holds.
+/// The interner. All strings live in one buffer (one allocation per growth, not two per
+/// name); the table holds only ids and finds a string's id by hashing it and comparing
+/// against the buffer.
 #[derive(Clone, Debug)]
 pub struct Names {
-    lookup: FxHashMap<Box<str>, Name>,
-    strings: Vec<Box<str>>,
-    /// `small[n]` is the name of the decimal string `n` (for n < 100), once interned.
+    text: String,
+    /// `(start, end)` of each name in `text`, by id.
+    spans: Vec<(u32, u32)>,
+    table: hashbrown::HashTable<Name>,
+    /// Ids of the decimal numbers below 100 (ids and positions), found without hashing.
     small: Vec<Name>,
 }
 
 impl Default for Names {
     fn default() -> Self {
-        let mut names = Names { lookup: FxHashMap::default(), strings: Vec::new(), small: Vec::new() };
+        let mut names =
+            Names { text: String::new(), spans: Vec::new(), table: hashbrown::HashTable::new(), small: Vec::new() };
         let empty = names.intern("");
         debug_assert_eq!(empty, Name::EMPTY);
         names
     }
 }
 
+fn hash(s: &str) -> u64 {
+    FxBuildHasher.hash_one(s)
+}
+
+fn span_str<'t>(text: &'t str, spans: &[(u32, u32)], name: Name) -> &'t str {
+    let (start, end) = spans[name.0 as usize];
+    &text[start as usize..end as usize]
+}
+
 impl Names {
     pub fn intern(&mut self, s: &str) -> Name {
-        // Small decimal ids ("1", "2", …) are most of what XAIF spells; they skip the hash.
         let small = match s.as_bytes() {
             [d @ b'0'..=b'9'] => Some((d - b'0') as usize),
             [b'1'..=b'9', b'0'..=b'9'] => s.parse::<usize>().ok(),
@@ -60,30 +74,33 @@ impl Names {
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
-        if let Some(&name) = self.lookup.get(s) {
+        let Names { text, spans, table, .. } = self;
+        let h = hash(s);
+        if let Some(&name) = table.find(h, |&n| span_str(text, spans, n) == s) {
             return name;
         }
-        let name = Name(self.strings.len() as u32);
-        self.strings.push(s.into());
-        self.lookup.insert(s.into(), name);
+        let name = Name(spans.len() as u32);
+        let start = text.len() as u32;
+        text.push_str(s);
+        spans.push((start, text.len() as u32));
+        table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
     }
 
-    /// Looks a string up without interning it.
     pub fn find(&self, s: &str) -> Option<Name> {
-        self.lookup.get(s).copied()
+        self.table.find(hash(s), |&n| self.get(n) == s).copied()
     }
 
     pub fn get(&self, name: Name) -> &str {
-        &self.strings[name.0 as usize]
+        span_str(&self.text, &self.spans, name)
     }
 
     pub fn len(&self) -> usize {
-        self.strings.len()
+        self.spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.strings.len() <= 1
+        self.spans.len() <= 1
     }
 }
 
