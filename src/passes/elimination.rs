@@ -73,7 +73,7 @@ impl Label {
     }
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum VertexKind {
     Independent,
     Intermediate,
@@ -94,7 +94,7 @@ impl Lcg {
     }
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum CostModel {
     /// Every label product is one multiplication; the remainder costs nothing.
     Classic,
@@ -853,6 +853,45 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
     // (Finishing the winner with face eliminations was tried: on the corpus it never lowered
     // a cost and took a tenth of the transformation time.)
     best.expect("there are heuristics")
+}
+
+/// Plans already made, by graph shape. Basic blocks repeat the same statement shapes, so
+/// their graphs repeat, and a plan depends only on the shape: the vertex kinds, the edges and
+/// which labels are ±1, which are constants (and their values, which can fold or cancel) and
+/// which are known only at run time (all alike to the planner).
+#[derive(Default)]
+pub struct PlanCache {
+    plans: rustc_hash::FxHashMap<ShapeKey, Plan>,
+}
+
+type ShapeKey = (Method, CostModel, Vec<VertexKind>, Vec<(usize, usize, LabelShape)>);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum LabelShape {
+    One,
+    MinusOne,
+    Constant(u64),
+    Variable,
+}
+
+impl PlanCache {
+    /// The plan [`plan`] makes for `lcg`, made once per shape.
+    pub fn plan(&mut self, lcg: &Lcg, method: Method, model: CostModel) -> Plan {
+        let edges = lcg
+            .edges
+            .iter()
+            .map(|&(s, t, label)| {
+                let shape = match label {
+                    Label::One => LabelShape::One,
+                    Label::MinusOne => LabelShape::MinusOne,
+                    Label::Constant(value) => LabelShape::Constant(value.to_bits()),
+                    Label::Variable(_) => LabelShape::Variable,
+                };
+                (s, t, shape)
+            })
+            .collect();
+        self.plans.entry((method, model, lcg.kinds.clone(), edges)).or_insert_with(|| plan(lcg, method, model)).clone()
+    }
 }
 
 /// Replays an elimination sequence from [`plan`]: products, sums and negations that are not

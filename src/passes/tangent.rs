@@ -15,7 +15,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, VertexKind, plan, replay};
+use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_edge,
     add_intrinsic, add_vertex, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
@@ -87,6 +87,7 @@ pub fn tangent(
     config: &TangentConfig,
 ) -> Result<TangentStats, TangentError> {
     let mut temporaries = Temporaries::default();
+    let mut plans = PlanCache::default();
     let mut stats = TangentStats::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     for routine in routines {
@@ -107,6 +108,7 @@ pub fn tangent(
                 routine: routine_name.clone(),
                 block: block_name,
                 stats: &mut stats,
+                plans: &mut plans,
             };
             match context.transform(std::mem::take(&mut block.statements)) {
                 Ok(statements) => block.statements = statements,
@@ -132,6 +134,7 @@ struct BlockContext<'a> {
     routine: String,
     block: String,
     stats: &'a mut TangentStats,
+    plans: &'a mut PlanCache,
 }
 
 /// A vertex of a sequence's linearized computational graph.
@@ -391,7 +394,7 @@ impl BlockContext<'_> {
                 .collect(),
             edges: edges.into_iter().map(|(s, t, p)| (s, t, to_label(p, &mut symbols))).collect(),
         };
-        let plan = plan(&lcg, self.config.elimination, CostModel::UnitAware);
+        let plan = self.plans.plan(&lcg, self.config.elimination, CostModel::UnitAware);
         stats.method = plan.method.name().to_owned();
         if self.config.compare_methods {
             stats.method_costs =

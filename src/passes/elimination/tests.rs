@@ -211,6 +211,25 @@ proptest! {
     }
 
     #[test]
+    fn cached_plans_are_the_plans_of_every_graph_of_the_shape((lcg, _values) in random_graph()) {
+        let mut cache = PlanCache::default();
+        for method in [Method::Best, Method::Greedy, Method::Face] {
+            let direct = plan(&lcg, method, CostModel::UnitAware);
+            prop_assert_eq!(&cache.plan(&lcg, method, CostModel::UnitAware), &direct);
+            // The same shape with other run-time labels: served from the cache, and the plan
+            // that graph would get anyway.
+            let mut relabelled = lcg.clone();
+            for (k, edge) in relabelled.edges.iter_mut().enumerate() {
+                if let Label::Variable(_) = edge.2 {
+                    edge.2 = Label::Variable(1000 + k as u32);
+                }
+            }
+            prop_assert_eq!(&cache.plan(&relabelled, method, CostModel::UnitAware), &direct);
+            prop_assert_eq!(&plan(&relabelled, method, CostModel::UnitAware), &direct);
+        }
+    }
+
+    #[test]
     fn plans_are_deterministic((lcg, _values) in random_graph()) {
         for method in ALL {
             prop_assert_eq!(plan(&lcg, method, CostModel::UnitAware), plan(&lcg, method, CostModel::UnitAware));
