@@ -57,6 +57,10 @@ pub struct Program {
     /// Indexed by the raw index of a [`SymbolId`].
     pub syms: Vec<SymInfo>,
     pub global_slots: u32,
+    /// Markers by which the front end stands in for passive stores (`[passive: OPR_STID]`,
+    /// `OPR_ISTORE`): the XAIF leaves those assignments out (OpenAD's unparser puts them back
+    /// from the source), so a value they set is never set here.
+    pub passive_stores_left_out: usize,
 }
 
 #[derive(Debug)]
@@ -303,7 +307,23 @@ pub fn lower(cg: &CallGraph) -> Program {
             locals: locals_of.remove(&index).unwrap_or_default(),
         });
     }
-    Program { routines, syms, global_slots }
+    let passive_stores_left_out = cg
+        .cfgs()
+        .flat_map(|(_, cfg)| cfg.graph.vertices.iter())
+        .filter_map(|(_, v)| match &v.kind {
+            ir::CfgVertexKind::BasicBlock(b) => Some(b),
+            _ => None,
+        })
+        .flat_map(|b| &b.statements)
+        .filter(|s| match s {
+            Statement::Marker(m) => {
+                let annotation = cg.name(m.annotation);
+                annotation.contains("[passive: OPR_STID]") || annotation.contains("[passive: OPR_ISTORE]")
+            }
+            _ => false,
+        })
+        .count();
+    Program { routines, syms, global_slots, passive_stores_left_out }
 }
 
 fn raw<T>(id: la_arena::Idx<T>) -> usize {

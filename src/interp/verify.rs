@@ -608,9 +608,13 @@ fn json_string(s: &str) -> String {
     out
 }
 
-fn classify_original(e: ExecError) -> Status {
+fn classify_original(e: ExecError, original: &Program) -> Status {
     match e {
         ExecError::Unsupported(why) => Status::Unsupported(why),
+        ExecError::Runtime(why) if original.passive_stores_left_out > 0 => Status::Unsupported(format!(
+            "original program fails: {why} (the XAIF leaves {} passive stores out as Markers, so values they set are missing)",
+            original.passive_stores_left_out
+        )),
         ExecError::Runtime(why) => Status::Unsupported(format!("original program fails: {why}")),
     }
 }
@@ -663,7 +667,7 @@ pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>,
 pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) -> VerifyReport {
     let orig = match Driver::new(original, &config.driver) {
         Ok(d) => d,
-        Err(e) => return VerifyReport::unsupported(classify_original(e).reason(), config.mode),
+        Err(e) => return VerifyReport::unsupported(classify_original(e, original).reason(), config.mode),
     };
     let trans = match Driver::new(transformed, &config.driver) {
         Ok(d) => d,
@@ -686,7 +690,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let base = match orig.run(&x0, Sweep::Plain) {
         Ok(r) => r,
         Err(e) => {
-            report.status = classify_original(e);
+            report.status = classify_original(e, original);
             return report;
         }
     };
@@ -702,7 +706,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,
         Err(e) => {
-            report.status = classify_original(e);
+            report.status = classify_original(e, original);
             return report;
         }
     };
