@@ -61,6 +61,24 @@ fn matrix_bounds_are_read_last_dimension_first() {
 }
 
 #[test]
+fn unshaped_local_arrays_take_the_shape_of_their_first_whole_assignment() {
+    // See the file's comment: Z from the section 1:size(X), W from the right-hand side Z.
+    let text = testdata("automatic_array.xaif");
+    assert_eq!(run(&text, &[2.0, 3.0]), vec![6.0, 12.0]);
+    // An element store into such an array cannot tell its shape: reported, never guessed.
+    let element_store = text.replacen(
+        r#"symbol_id="W"/></xaif:AssignmentLHS>"#,
+        r#"symbol_id="W"/><xaif:ArrayElementReference vertex_id="2"><xaif:IndexTriplet><xaif:Index><xaif:Constant vertex_id="1" type="integer" value="1"/></xaif:Index></xaif:IndexTriplet></xaif:ArrayElementReference><xaif:VariableReferenceEdge edge_id="1" source="1" target="2"/></xaif:AssignmentLHS>"#,
+        1,
+    );
+    assert_ne!(element_store, text);
+    let prog = program(&element_store);
+    let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");
+    let err = driver.run(&[2.0, 3.0], Sweep::Plain).unwrap_err();
+    assert_eq!(err.to_string(), "unsupported: array W without a declared shape (allocatable or automatic)");
+}
+
+#[test]
 fn external_routine_is_unsupported_by_name() {
     let prog = program(&testdata("external.xaif"));
     let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");

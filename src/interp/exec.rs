@@ -441,7 +441,27 @@ impl<'p> Machine<'p> {
     }
 
     pub(crate) fn assign(&mut self, a: &super::lower::Assign) -> Result<(), ExecError> {
-        match self.place(&a.lhs)? {
+        let place = match self.shaping_place(&a.lhs) {
+            Ok(place) => place,
+            // A whole-array assignment to a local array declared without a shape: Fortran
+            // requires the right-hand side to conform (and allocates an allocatable to its
+            // shape), so the first whole array the right-hand side reads gives the shape.
+            Err(unshaped @ ExecError::Unsupported(_))
+                if !a.lhs.deriv && a.lhs.subs.is_empty() && self.unshaped_local(a.lhs.sym) =>
+            {
+                let Some(like) = first_whole_array(self.prog, &a.rhs) else {
+                    return Err(unshaped);
+                };
+                let from = self.place(like)?.binding();
+                if from.dims.len() != self.prog.syms[a.lhs.sym as usize].rank {
+                    return Err(unshaped);
+                }
+                self.allocate_like(a.lhs.sym, &from)?;
+                self.place(&a.lhs)?
+            }
+            Err(e) => return Err(e),
+        };
+        match place {
             Place::Scalar(slot) => {
                 let v = self.eval(&a.rhs, None)?;
                 if a.lhs.deriv {
@@ -467,9 +487,61 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// [`Self::place`], except that a section `z(1:u)` (stride 1, every dimension) of a local
+    /// array declared without a shape and not yet given storage allocates it with those bounds
+    /// first. The front end spells the whole of an automatic array (`real z(size(x))`, whose
+    /// declared bounds it drops) that way; were the real array larger, a later access beyond
+    /// `u` fails loudly as out of bounds, never reading garbage.
+    pub(crate) fn shaping_place(&mut self, r: &Ref) -> Result<Place, ExecError> {
+        let unshaped = match self.place(r) {
+            Err(unshaped @ ExecError::Unsupported(_)) if self.unshaped_local(r.sym) => unshaped,
+            other => return other,
+        };
+        if r.subs.len() != self.prog.syms[r.sym as usize].rank {
+            return Err(unshaped);
+        }
+        let mut bounds = Vec::with_capacity(r.subs.len());
+        for sub in &r.subs {
+            let super::lower::Sub::Section { lower: Some(lower), upper: Some(upper), stride } = sub else {
+                return Err(unshaped);
+            };
+            let lower = self.eval(lower, None)?.as_i64()?;
+            let upper = self.eval(upper, None)?.as_i64()?;
+            let stride = match stride {
+                Some(stride) => self.eval(stride, None)?.as_i64()?,
+                None => 1,
+            };
+            if lower != 1 || stride != 1 || upper < 0 {
+                return Err(unshaped);
+            }
+            bounds.push((lower, upper));
+        }
+        self.allocate_like(r.sym, &Binding::contiguous(0, &bounds))?;
+        self.place(r)
+    }
+
+    /// A local array declared without bounds that has no storage yet.
+    fn unshaped_local(&self, sym: u32) -> bool {
+        let info = &self.prog.syms[sym as usize];
+        info.rank > 0
+            && info.bounds.is_none()
+            && matches!(info.storage, Storage::Local { .. })
+            && self.binding(sym).is_err()
+    }
+
     /// The routine of the innermost activation (whose checkpoint stacks a runtime call uses).
     pub(crate) fn current_routine(&self) -> usize {
         self.frames.last().map_or(usize::MAX, |f| f.routine)
+    }
+}
+
+/// The first whole array (a reference without subscripts to an array) an expression reads.
+fn first_whole_array<'e>(prog: &Program, expr: &'e super::lower::Expr) -> Option<&'e super::lower::Ref> {
+    use super::lower::Expr;
+    match expr {
+        Expr::Load(r) if r.subs.is_empty() && prog.syms[r.sym as usize].rank > 0 => Some(r),
+        Expr::Elemental(_, args) | Expr::Bool(_, args) => args.iter().find_map(|a| first_whole_array(prog, a)),
+        _ => None,
     }
 }
 

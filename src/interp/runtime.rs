@@ -89,7 +89,7 @@ impl Machine<'_> {
 
     fn arg_place(&mut self, call: &Inline, i: usize) -> Result<Place, ExecError> {
         match call.args.get(i) {
-            Some(Arg::Ref(r)) => self.place(r),
+            Some(Arg::Ref(r)) => self.shaping_place(r),
             Some(Arg::Const(v)) => Ok(Place::Scalar(self.mem.alloc(1, v.clone()))),
             None => Err(ExecError::Runtime(format!("runtime call {} lacks argument {}", call.name, i + 1))),
         }
@@ -244,6 +244,7 @@ impl Machine<'_> {
                 Ok(())
             }
             "oad_AllocateMatching" => self.allocate_matching(call),
+            "oad_AllocateShape" => self.allocate_shape(call),
             "oad_ShapeTest" => {
                 let a = self.arg_place(call, 0)?;
                 let b = self.arg_place(call, 1)?;
@@ -284,11 +285,44 @@ impl Machine<'_> {
         {
             return Ok(());
         }
+        self.allocate_like(to.sym, &from)
+    }
+
+    /// `oad_AllocateShape(x, n)`: gives the vector `x` (a local without a declared shape,
+    /// restored from the tape next) the bounds `1:n`, `n` being the size the taping sweep
+    /// recorded.
+    fn allocate_shape(&mut self, call: &Inline) -> Result<(), ExecError> {
+        let Some(Arg::Ref(to)) = call.args.first() else {
+            return Err(ExecError::Runtime("oad_AllocateShape without a variable to allocate".into()));
+        };
         let info = &self.prog.syms[to.sym as usize];
+        if info.rank != 1 {
+            return Err(ExecError::Unsupported(format!("oad_AllocateShape of {} of rank {}", info.name, info.rank)));
+        }
+        let size = self.arg_place(call, 1)?;
+        if size.len() != 1 {
+            return Err(ExecError::Unsupported(format!("oad_AllocateShape with a shape of {} entries", size.len())));
+        }
+        let n = self.mem.get(size.slot(0)).as_i64()?;
+        if n < 0 {
+            return Err(ExecError::Runtime(format!("oad_AllocateShape of {} with size {n}", info.name)));
+        }
+        if let Ok(existing) = self.binding(to.sym)
+            && existing.len() == n as usize
+        {
+            return Ok(());
+        }
+        self.allocate_like(to.sym, &Binding::contiguous(0, &[(1, n)]))
+    }
+
+    /// Gives the local array `sym` (declared without a shape) the bounds of `from`, in the
+    /// activation that holds it.
+    pub(crate) fn allocate_like(&mut self, sym: u32, from: &Binding) -> Result<(), ExecError> {
+        let info = &self.prog.syms[sym as usize];
         let init =
             info.initial_value().ok_or_else(|| ExecError::Unsupported(format!("allocation of {}", info.name)))?;
         let super::lower::Storage::Local { routine, slot } = info.storage else {
-            return Err(ExecError::Unsupported(format!("oad_AllocateMatching of global {}", info.name)));
+            return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
         };
         let bounds: Vec<(i64, i64)> = from.dims.iter().map(|d| (d.lower, d.lower + d.extent - 1)).collect();
         // Released with the activation that holds `to`.
