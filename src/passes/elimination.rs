@@ -29,7 +29,7 @@ mod face;
 mod tests;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use face::LineGraph;
 
@@ -367,13 +367,30 @@ struct Graph {
     succs: Vec<Adjacency>,
     /// Edges that are not ±1, kept up to date so a prefix's cost is O(1) to read.
     nonunit: usize,
+    /// When some, every edge set, changed or removed since the owner last drained it: what
+    /// an incremental heuristic must look at again after a step.
+    touched: Option<Vec<(usize, usize)>>,
+    /// Buffers [`Graph::apply`] reuses from step to step.
+    scratch: (Adjacent, Adjacent),
 }
 
 impl Graph {
     fn new<F: FnMut(Op, usize) -> Label>(lcg: &Lcg, ar: &mut Arith<F>) -> Graph {
         let n = lcg.kinds.len();
-        let mut graph =
-            Graph { preds: vec![Adjacency::default(); n], succs: vec![Adjacency::default(); n], nonunit: 0 };
+        // Sized for the edges given (parallel ones merge), once per vertex and side.
+        let (mut ins, mut outs) = (vec![0usize; n], vec![0usize; n]);
+        for &(s, t, _) in &lcg.edges {
+            outs[s] += 1;
+            ins[t] += 1;
+        }
+        let sized = |degree: usize| Adjacency(Vec::with_capacity(degree));
+        let mut graph = Graph {
+            preds: ins.into_iter().map(sized).collect(),
+            succs: outs.into_iter().map(sized).collect(),
+            nonunit: 0,
+            touched: None,
+            scratch: Default::default(),
+        };
         for &(s, t, label) in &lcg.edges {
             graph.add(s, t, label, t, ar);
         }
@@ -385,14 +402,28 @@ impl Graph {
 
     /// Sets (or, for a zero label, removes) the edge `s → t`.
     fn set(&mut self, s: usize, t: usize, label: Label) {
-        if let Some(old) = self.preds[t].remove(&s) {
-            self.succs[s].remove(&t);
-            self.nonunit -= usize::from(!old.is_unit());
+        match self.preds[t].position(s) {
+            Ok(i) => {
+                let old = std::mem::replace(&mut self.preds[t].0[i].1, label);
+                self.nonunit -= usize::from(!old.is_unit());
+                let j = self.succs[s].position(t).expect("both sides hold every edge");
+                if label.is_zero() {
+                    self.preds[t].0.remove(i);
+                    self.succs[s].0.remove(j);
+                } else {
+                    self.succs[s].0[j].1 = label;
+                    self.nonunit += usize::from(!label.is_unit());
+                }
+            }
+            Err(_) if label.is_zero() => return,
+            Err(i) => {
+                self.preds[t].0.insert(i, (s, label));
+                self.succs[s].insert(t, label);
+                self.nonunit += usize::from(!label.is_unit());
+            }
         }
-        if !label.is_zero() {
-            self.preds[t].insert(s, label);
-            self.succs[s].insert(t, label);
-            self.nonunit += usize::from(!label.is_unit());
+        if let Some(touched) = &mut self.touched {
+            touched.push((s, t));
         }
     }
 
@@ -423,11 +454,17 @@ impl Graph {
                 self.succs[p].remove(&k);
                 self.nonunit -= usize::from(!label.is_unit());
                 stack.push(p);
+                if let Some(touched) = &mut self.touched {
+                    touched.push((p, k));
+                }
             }
             for (s, label) in std::mem::take(&mut self.succs[k]).0 {
                 self.preds[s].remove(&k);
                 self.nonunit -= usize::from(!label.is_unit());
                 stack.push(s);
+                if let Some(touched) = &mut self.touched {
+                    touched.push((k, s));
+                }
             }
         }
     }
@@ -449,18 +486,42 @@ impl Graph {
     }
 
     fn apply<F: FnMut(Op, usize) -> Label>(&mut self, kinds: &[VertexKind], step: Step, ar: &mut Arith<F>) {
-        let Some((k, incoming, outgoing)) = self.involved(step) else { return };
-        // Copies: the eliminations below change both sides.
-        let (incoming, outgoing): (Adjacent, Adjacent) = (incoming.to_vec(), outgoing.to_vec());
-        if matches!(step, Step::Vertex(_) | Step::FrontEdge(..)) {
-            for &(p, _) in &incoming {
-                self.set(p, k, Label::Constant(0.0));
+        // Copies (into buffers kept for the next step): the eliminations below change both sides.
+        let (mut incoming, mut outgoing) = std::mem::take(&mut self.scratch);
+        let Some((k, incoming_now, outgoing_now)) = self.involved(step) else { return };
+        incoming.clear();
+        outgoing.clear();
+        incoming.extend_from_slice(incoming_now);
+        outgoing.extend_from_slice(outgoing_now);
+        match step {
+            // All of the vertex's edges go: no need to take them out of its own lists one by one.
+            Step::Vertex(_) => {
+                for &(p, a) in &incoming {
+                    self.succs[p].remove(&k);
+                    self.nonunit -= usize::from(!a.is_unit());
+                }
+                for &(s, b) in &outgoing {
+                    self.preds[s].remove(&k);
+                    self.nonunit -= usize::from(!b.is_unit());
+                }
+                self.preds[k].0.clear();
+                self.succs[k].0.clear();
+                if let Some(touched) = &mut self.touched {
+                    touched.extend(incoming.iter().map(|&(p, _)| (p, k)));
+                    touched.extend(outgoing.iter().map(|&(s, _)| (k, s)));
+                }
             }
-        }
-        if matches!(step, Step::Vertex(_) | Step::BackEdge(..)) {
-            for &(s, _) in &outgoing {
-                self.set(k, s, Label::Constant(0.0));
+            Step::FrontEdge(..) => {
+                for &(p, _) in &incoming {
+                    self.set(p, k, Label::Constant(0.0));
+                }
             }
+            Step::BackEdge(..) => {
+                for &(s, _) in &outgoing {
+                    self.set(k, s, Label::Constant(0.0));
+                }
+            }
+            Step::Face(..) => unreachable!("involved() has no edges for a face step"),
         }
         for &(p, a) in &incoming {
             for &(s, b) in &outgoing {
@@ -473,6 +534,7 @@ impl Graph {
         for &(v, _) in incoming.iter().chain(&outgoing) {
             self.drop_dead(kinds, v);
         }
+        self.scratch = (incoming, outgoing);
     }
 
     fn propagation(&self, model: CostModel) -> usize {
@@ -627,21 +689,44 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
     let mut graph = Graph::new(lcg, &mut ar);
     let mut order = Vec::new();
     let mut best = Plan { method, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
+    let mut best_len = 0;
     // The previous elimination's predecessor and successor sets, for the sibling degree.
     let mut previous: Option<(Vec<usize>, Vec<usize>)> = None;
+    // A vertex that is not eliminable never becomes so (edges only ever join live vertices),
+    // so the lowest and highest eliminable vertices only move inwards.
+    let (mut lowest, mut highest) = (0, kinds.len());
+    // Markowitz degrees of the eliminable vertices, updated where a step touched edges.
+    let markowitz = matches!(method, Method::Markowitz | Method::MarkowitzForward);
+    let mut degrees: Vec<Option<usize>> = Vec::new();
+    if markowitz {
+        degrees = (0..kinds.len()).map(|v| graph.eliminable(kinds, v).then(|| graph.markowitz(v))).collect();
+        graph.touched = Some(Vec::new());
+    }
     loop {
-        let mut vertices = (0..kinds.len()).filter(|&v| graph.eliminable(kinds, v));
+        while lowest < highest && !graph.eliminable(kinds, lowest) {
+            lowest += 1;
+        }
+        while highest > lowest && !graph.eliminable(kinds, highest - 1) {
+            highest -= 1;
+        }
+        let first = (lowest < highest).then_some(lowest);
+        let last = (lowest < highest).then(|| highest - 1);
+        // The least degree, ties broken by `tie(vertex)`, the least wins.
+        let least_degree = |tie: fn(usize) -> usize| {
+            degrees
+                .iter()
+                .enumerate()
+                .filter_map(|(v, d)| d.map(|d| (d, tie(v), v)))
+                .min()
+                .map(|(.., v)| Step::Vertex(v))
+        };
         let choice = match method {
-            Method::Forward => vertices.next().map(Step::Vertex),
-            Method::Reverse => vertices.next_back().map(Step::Vertex),
-            Method::Markowitz => vertices.min_by_key(|&v| (graph.markowitz(v), Reverse(v))).map(Step::Vertex),
-            Method::MarkowitzForward => vertices.min_by_key(|&v| (graph.markowitz(v), v)).map(Step::Vertex),
-            Method::ForwardEdge => {
-                vertices.next().and_then(|k| graph.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k)))
-            }
-            Method::ReverseEdge => {
-                vertices.next_back().and_then(|k| graph.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j)))
-            }
+            Method::Forward => first.map(Step::Vertex),
+            Method::Reverse => last.map(Step::Vertex),
+            Method::Markowitz => least_degree(|v| usize::MAX - v),
+            Method::MarkowitzForward => least_degree(|v| v),
+            Method::ForwardEdge => first.and_then(|k| graph.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k))),
+            Method::ReverseEdge => last.and_then(|k| graph.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j))),
             Method::Sibling => {
                 let targets = graph.edge_targets(kinds);
                 targets.into_iter().max_by_key(|&step| {
@@ -669,14 +754,25 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         }
         graph.apply(kinds, step, &mut ar);
         order.push(step);
+        if markowitz {
+            let mut touched = std::mem::take(graph.touched.as_mut().expect("tracking"));
+            for (s, t) in touched.drain(..) {
+                for v in [s, t] {
+                    degrees[v] = graph.eliminable(kinds, v).then(|| graph.markowitz(v));
+                }
+            }
+            graph.touched = Some(touched);
+        }
         let cost = ar.multiplications + graph.propagation(model);
         if model == CostModel::UnitAware && cost < best.cost() {
+            // The order itself is cut to this prefix at the end.
             best = Plan {
                 method,
-                order: order.clone(),
+                order: Vec::new(),
                 multiplications: ar.multiplications,
                 propagation: graph.propagation(model),
             };
+            best_len = order.len();
         }
         if model == CostModel::UnitAware && ar.multiplications >= best.cost().min(bound) {
             break;
@@ -684,6 +780,9 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
     }
     if model == CostModel::Classic {
         best = Plan { method, order, multiplications: ar.multiplications, propagation: 0 };
+    } else {
+        order.truncate(best_len);
+        best.order = order;
     }
     best
 }
@@ -693,15 +792,24 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
 /// none is left). Costs change only around an eliminated vertex, so they are cached and
 /// recomputed for that neighbourhood: long basic blocks give graphs of hundreds of vertices.
 fn greedy(lcg: &Lcg, model: CostModel) -> Plan {
+    greedy_with(lcg, model, false)
+}
+
+/// [`greedy`]; with `exhaustive`, every cost is recomputed after every step (the reference
+/// its incremental bookkeeping is tested against).
+fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
     let mut graph = Graph::new(lcg, &mut ar);
+    graph.touched = Some(Vec::new());
     let n = kinds.len();
     let cost_of = |graph: &Graph, v: usize| graph.eliminable(kinds, v).then(|| graph.delta(Step::Vertex(v), model));
     let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(&graph, v)).collect();
     let mut order = Vec::new();
     let mut best =
         Plan { method: Method::Greedy, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
+    let mut best_len = 0;
+    let mut dirty = DirtySet::new(n);
     loop {
         let choice = costs
             .iter()
@@ -710,39 +818,76 @@ fn greedy(lcg: &Lcg, model: CostModel) -> Plan {
             .filter(|&(delta, edges, _)| model == CostModel::Classic || delta < 0 || (delta == 0 && edges < 0))
             .min();
         let Some((_, _, v)) = choice else { break };
-        let mut dirty: BTreeSet<usize> = BTreeSet::new();
-        for &p in graph.preds[v].keys() {
-            dirty.insert(p);
-            dirty.extend(graph.succs[p].keys().copied());
-        }
-        for &s in graph.succs[v].keys() {
-            dirty.insert(s);
-            dirty.extend(graph.preds[s].keys().copied());
-        }
-        let neighbours: Vec<usize> = graph.preds[v].keys().chain(graph.succs[v].keys()).copied().collect();
         graph.apply(kinds, Step::Vertex(v), &mut ar);
         order.push(Step::Vertex(v));
-        costs[v] = None;
-        for u in neighbours {
-            dirty.extend(graph.succs[u].keys().copied());
-            dirty.extend(graph.preds[u].keys().copied());
-        }
-        for u in dirty {
-            if u != v {
-                costs[u] = cost_of(&graph, u);
+        if exhaustive {
+            dirty.extend(0..n);
+        } else {
+            // A vertex's cost reads its own edges and the edges between its predecessors and
+            // its successors: it changes where one of those was touched.
+            let mut touched = std::mem::take(graph.touched.as_mut().expect("tracking"));
+            for &(s, t) in &touched {
+                dirty.insert(s);
+                dirty.insert(t);
+                for &u in graph.succs[s].keys() {
+                    if graph.preds[t].get(&u).is_some() {
+                        dirty.insert(u);
+                    }
+                }
             }
+            touched.clear();
+            graph.touched = Some(touched);
+        }
+        for u in dirty.drain() {
+            costs[u] = cost_of(&graph, u);
         }
         let cost = ar.multiplications + graph.propagation(model);
         if model == CostModel::Classic || cost < best.cost() {
+            // The order itself is cut to this prefix at the end.
             best = Plan {
                 method: Method::Greedy,
-                order: order.clone(),
+                order: Vec::new(),
                 multiplications: ar.multiplications,
                 propagation: graph.propagation(model),
             };
+            best_len = order.len();
         }
     }
+    order.truncate(best_len);
+    best.order = order;
     best
+}
+
+/// Vertices to look at again, each once, in the order first inserted.
+struct DirtySet {
+    list: Vec<usize>,
+    member: Vec<bool>,
+}
+
+impl DirtySet {
+    fn new(n: usize) -> DirtySet {
+        DirtySet { list: Vec::new(), member: vec![false; n] }
+    }
+
+    fn insert(&mut self, v: usize) {
+        if !self.member[v] {
+            self.member[v] = true;
+            self.list.push(v);
+        }
+    }
+
+    fn extend(&mut self, vertices: impl IntoIterator<Item = usize>) {
+        for v in vertices {
+            self.insert(v);
+        }
+    }
+
+    fn drain(&mut self) -> impl Iterator<Item = usize> + '_ {
+        for &v in &self.list {
+            self.member[v] = false;
+        }
+        self.list.drain(..)
+    }
 }
 
 /// The cheapest vertex elimination sequence, or prefix of one. The graph left after

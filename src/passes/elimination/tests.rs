@@ -79,7 +79,12 @@ fn unit_aware_costs_fold_units_and_stop_early() {
 /// `outputs` dependent; labels drawn from ±1, constants and run-time values (numbered, with
 /// their values in the second component).
 fn random_graph() -> impl Strategy<Value = (Lcg, Vec<f64>)> {
-    (1usize..4, 0usize..8, 1usize..4).prop_flat_map(|(inputs, middle, outputs)| {
+    random_graph_of(8)
+}
+
+/// [`random_graph`] with up to `max_middle - 1` intermediates.
+fn random_graph_of(max_middle: usize) -> impl Strategy<Value = (Lcg, Vec<f64>)> {
+    (1usize..4, 0usize..max_middle, 1usize..4).prop_flat_map(|(inputs, middle, outputs)| {
         let n = inputs + middle + outputs;
         let pairs: Vec<(usize, usize)> =
             (0..inputs + middle).flat_map(|s| ((s + 1).max(inputs)..n).map(move |t| (s, t))).collect();
@@ -172,6 +177,55 @@ fn replay_numeric(lcg: &Lcg, order: &[Step], model: CostModel, values: &[f64]) -
         assert_eq!(emitted_muls, multiplications, "every counted product is emitted");
     }
     (jacobian, multiplications, nonunit)
+}
+
+/// Markowitz elimination as defined, every degree looked at in every step: the reference the
+/// incremental bookkeeping of [`run_stepwise`] is held to.
+fn markowitz_by_definition(lcg: &Lcg, model: CostModel, forward_ties: bool) -> Vec<Step> {
+    let kinds = &lcg.kinds;
+    let mut ar = Arith::planning(model);
+    let mut graph = Graph::new(lcg, &mut ar);
+    let (mut order, mut best_cost, mut best_len) = (Vec::new(), graph.propagation(model), 0);
+    loop {
+        let candidates = (0..kinds.len()).filter(|&v| graph.eliminable(kinds, v));
+        let choice = if forward_ties {
+            candidates.min_by_key(|&v| (graph.markowitz(v), v))
+        } else {
+            candidates.min_by_key(|&v| (graph.markowitz(v), std::cmp::Reverse(v)))
+        };
+        let Some(v) = choice else { break };
+        graph.apply(kinds, Step::Vertex(v), &mut ar);
+        order.push(Step::Vertex(v));
+        let cost = ar.multiplications + graph.propagation(model);
+        if model == CostModel::UnitAware && cost < best_cost {
+            (best_cost, best_len) = (cost, order.len());
+        }
+        if model == CostModel::UnitAware && ar.multiplications >= best_cost {
+            break;
+        }
+    }
+    if model == CostModel::UnitAware {
+        order.truncate(best_len);
+    }
+    order
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// Greedy and Markowitz keep per-vertex costs and look again only where a step touched
+    /// edges; on larger graphs they choose exactly what looking at everything chooses.
+    #[test]
+    fn incremental_heuristics_choose_as_by_definition((lcg, _values) in random_graph_of(40)) {
+        for model in [CostModel::Classic, CostModel::UnitAware] {
+            prop_assert_eq!(greedy_with(&lcg, model, false), greedy_with(&lcg, model, true));
+            prop_assert_eq!(plan(&lcg, Method::Markowitz, model).order, markowitz_by_definition(&lcg, model, false));
+            prop_assert_eq!(
+                plan(&lcg, Method::MarkowitzForward, model).order,
+                markowitz_by_definition(&lcg, model, true)
+            );
+        }
+    }
 }
 
 proptest! {
