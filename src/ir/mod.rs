@@ -56,9 +56,10 @@ pub struct CallGraph {
     pub call_edges: Vec<CallGraphEdge>,
     /// `(scope, symbol name) → symbol`, kept in step with `symbols` by [`CallGraph::add_symbol`].
     pub symbol_index: FxHashMap<(ScopeId, Name), SymbolId>,
-    /// Bytes of the XAIF this was read from (0 when built otherwise): the writer's first guess
-    /// at its output size, which saves growing the output buffer step by step.
-    pub source_len: usize,
+    /// About how many bytes this call graph takes written as XAIF: the size it was read from
+    /// (0 when built otherwise), raised by passes that add code. The writer's first guess at
+    /// its output size, which saves growing the output buffer step by step.
+    pub size_hint: usize,
 }
 
 impl CallGraph {

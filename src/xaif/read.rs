@@ -70,7 +70,7 @@ pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutpu
         file,
         strict: options.strict,
         prefix: Vec::new(),
-        cg: CallGraph { source_len: input.len(), ..CallGraph::default() },
+        cg: CallGraph { size_hint: input.len(), ..CallGraph::default() },
         warnings: Vec::new(),
         scope_ids: FxHashMap::default(),
         alias_keys: FxHashMap::default(),

@@ -28,7 +28,7 @@ impl Default for WriteOptions {
 /// Serializes the whole call graph.
 pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
     // Our output is about as long as the input (longer after a transformation).
-    let mut w = Writer { cg, out: Vec::with_capacity((cg.source_len + cg.source_len / 4).max(1 << 12)), depth: 1 };
+    let mut w = Writer { cg, out: Vec::with_capacity((cg.size_hint + cg.size_hint / 4).max(1 << 12)), depth: 1 };
     w.call_graph(options);
     w.out
 }
@@ -57,12 +57,14 @@ impl<'a> Writer<'a> {
     }
 
     /// `<xaif:name` at the current depth.
+    #[inline(always)]
     fn open(&mut self, name: &str) {
         self.indent();
         self.out.extend_from_slice(b"<xaif:");
         self.out.extend_from_slice(name.as_bytes());
     }
 
+    #[inline(always)]
     fn attr(&mut self, key: &str, value: &str) {
         self.out.push(b' ');
         self.out.extend_from_slice(key.as_bytes());
@@ -71,6 +73,7 @@ impl<'a> Writer<'a> {
         self.out.push(b'"');
     }
 
+    #[inline(always)]
     fn attr_name(&mut self, key: &str, value: Name) {
         let cg = self.cg;
         self.attr(key, cg.names.get(value));
