@@ -194,17 +194,38 @@ pub fn same_reference(cg: &CallGraph, a: &VariableReference, b: &VariableReferen
 /// A canonical text of a reference, used to compare and hash references structurally.
 pub fn reference_key(cg: &CallGraph, reference: &VariableReference) -> String {
     let mut key = String::new();
+    push_reference_key(cg, reference, &mut key);
+    key
+}
+
+/// A canonical text of an expression (vertex kinds and operand structure, not XML ids).
+pub fn expression_key(cg: &CallGraph, expression: &Expression) -> String {
+    let mut key = String::new();
+    if let Some(root) = expression.root() {
+        push_expression_key(cg, expression, root, &mut key);
+    }
+    key
+}
+
+// The keys are built for every reference of every active statement: appended to one buffer,
+// never formatted into temporaries.
+fn push_reference_key(cg: &CallGraph, reference: &VariableReference, key: &mut String) {
+    use std::fmt::Write as _;
     for vertex in &reference.vertices {
         match vertex {
             VarRefVertex::Symbol(s) => {
-                key.push_str(&format!("s{}:", s.symbol.into_raw().into_u32()));
+                let _ = write!(key, "s{}:", s.symbol.into_raw().into_u32());
             }
             VarRefVertex::ArrayElement(a) => {
                 key.push('[');
                 for triplet in &a.indices {
                     for part in [&triplet.index, &triplet.bound, &triplet.stride] {
                         match part {
-                            Some(e) => key.push_str(&expression_key(cg, e)),
+                            Some(e) => {
+                                if let Some(root) = e.root() {
+                                    push_expression_key(cg, e, root, key);
+                                }
+                            }
                             None => key.push('_'),
                         }
                         key.push(';');
@@ -215,34 +236,42 @@ pub fn reference_key(cg: &CallGraph, reference: &VariableReference) -> String {
             }
         }
     }
-    key
 }
 
-/// A canonical text of an expression (vertex kinds and operand structure, not XML ids).
-pub fn expression_key(cg: &CallGraph, expression: &Expression) -> String {
-    fn walk(cg: &CallGraph, e: &Expression, v: ExprVertexId, out: &mut String) {
-        match &e.vertices[v] {
-            ExprVertex::Variable(r) => out.push_str(&format!("v({})", reference_key(cg, r))),
-            ExprVertex::Constant(c) => out.push_str(&format!("c({})", cg.name(c.value))),
-            ExprVertex::Intrinsic(i) => out.push_str(&format!("i({})", cg.name(i.name))),
-            ExprVertex::BooleanOperation(b) => out.push_str(&format!("b({:?})", b.op)),
-            ExprVertex::FunctionCall(f) => out.push_str(&format!("f({:?})", f.symbol.map(|s| s.into_raw().into_u32()))),
-        }
-        let operands = e.operands(v);
-        if !operands.is_empty() {
-            out.push('(');
-            for operand in operands {
-                walk(cg, e, operand, out);
-                out.push(',');
-            }
+fn push_expression_key(cg: &CallGraph, e: &Expression, v: ExprVertexId, out: &mut String) {
+    use std::fmt::Write as _;
+    match &e.vertices[v] {
+        ExprVertex::Variable(r) => {
+            out.push_str("v(");
+            push_reference_key(cg, r, out);
             out.push(')');
         }
+        ExprVertex::Constant(c) => {
+            out.push_str("c(");
+            out.push_str(cg.name(c.value));
+            out.push(')');
+        }
+        ExprVertex::Intrinsic(i) => {
+            out.push_str("i(");
+            out.push_str(cg.name(i.name));
+            out.push(')');
+        }
+        ExprVertex::BooleanOperation(b) => {
+            let _ = write!(out, "b({:?})", b.op);
+        }
+        ExprVertex::FunctionCall(f) => {
+            let _ = write!(out, "f({:?})", f.symbol.map(|s| s.into_raw().into_u32()));
+        }
     }
-    let mut out = String::new();
-    if let Some(root) = expression.root() {
-        walk(cg, expression, root, &mut out);
+    let operands = e.operands(v);
+    if !operands.is_empty() {
+        out.push('(');
+        for operand in operands {
+            push_expression_key(cg, e, operand, out);
+            out.push(',');
+        }
+        out.push(')');
     }
-    out
 }
 
 /// Parses a constant's value as a number (Fortran `1.0D0` spelling included).

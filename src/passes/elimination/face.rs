@@ -12,12 +12,69 @@
 //! its edge begins, and its successors those beginning where it ends). A complete sequence
 //! always is: what is left are the Jacobian's entries between the dummies.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::{Arith, CostModel, Graph, Label, Lcg, Method, Op, Plan, Step, VertexKind};
 
 /// A vertex without a tail (source dummy) or head (sink dummy).
 const NONE: usize = usize::MAX;
+
+/// A set of line-graph vertices as a sorted vector: the sets are small, and a vector costs
+/// one allocation where a tree costs a node per few entries and pointer chasing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct VertexSet(Vec<usize>);
+
+impl VertexSet {
+    fn insert(&mut self, v: usize) {
+        if let Err(at) = self.0.binary_search(&v) {
+            self.0.insert(at, v);
+        }
+    }
+
+    fn remove(&mut self, v: &usize) {
+        if let Ok(at) = self.0.binary_search(v) {
+            self.0.remove(at);
+        }
+    }
+
+    fn contains(&self, v: &usize) -> bool {
+        self.0.binary_search(v).is_ok()
+    }
+
+    fn first(&self) -> Option<&usize> {
+        self.0.first()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, usize> {
+        self.0.iter()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a VertexSet {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for VertexSet {
+    type Item = usize;
+    type IntoIter = std::vec::IntoIter<usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
 
 #[derive(Clone, Debug)]
 pub(super) struct LineGraph {
@@ -27,8 +84,8 @@ pub(super) struct LineGraph {
     /// The LCG vertex the edge ends at, `NONE` for a sink dummy.
     head: Vec<usize>,
     alive: Vec<bool>,
-    preds: Vec<BTreeSet<usize>>,
-    succs: Vec<BTreeSet<usize>>,
+    preds: Vec<VertexSet>,
+    succs: Vec<VertexSet>,
     /// Live non-dummy vertices whose label is not ±1.
     nonunit: usize,
 }
@@ -80,8 +137,8 @@ impl LineGraph {
         self.tail.push(tail);
         self.head.push(head);
         self.alive.push(true);
-        self.preds.push(BTreeSet::new());
-        self.succs.push(BTreeSet::new());
+        self.preds.push(VertexSet::default());
+        self.succs.push(VertexSet::default());
         self.label.len() - 1
     }
 
@@ -127,16 +184,17 @@ impl LineGraph {
     }
 
     /// A live non-dummy vertex other than `not` with these predecessors and successors.
-    fn find(&self, preds: &BTreeSet<usize>, succs: &BTreeSet<usize>, not: usize) -> Option<usize> {
-        let candidates: Vec<usize> = match preds.first() {
-            Some(&p) => self.succs[p].iter().copied().collect(),
-            None => match succs.first() {
-                Some(&s) => self.preds[s].iter().copied().collect(),
-                None => return None,
-            },
+    fn find(&self, preds: &VertexSet, succs: &VertexSet, not: usize) -> Option<usize> {
+        // Such a vertex is a successor of any one of the predecessors (or a predecessor of any
+        // one of the successors).
+        let candidates = match (preds.first(), succs.first()) {
+            (Some(&p), _) => &self.succs[p],
+            (None, Some(&s)) => &self.preds[s],
+            (None, None) => return None,
         };
         candidates
-            .into_iter()
+            .iter()
+            .copied()
             .find(|&k| k != not && self.alive[k] && self.inner(k) && self.preds[k] == *preds && self.succs[k] == *succs)
     }
 
@@ -221,8 +279,8 @@ impl LineGraph {
 
     /// Whether this is the line graph of an LCG on the original vertices.
     pub(super) fn back_transformable(&self) -> bool {
-        let mut by_head: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-        let mut by_tail: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        let mut by_head: BTreeMap<usize, VertexSet> = BTreeMap::new();
+        let mut by_tail: BTreeMap<usize, VertexSet> = BTreeMap::new();
         for v in (0..self.label.len()).filter(|&v| self.alive[v]) {
             if self.head[v] != NONE {
                 by_head.entry(self.head[v]).or_default().insert(v);
@@ -231,7 +289,7 @@ impl LineGraph {
                 by_tail.entry(self.tail[v]).or_default().insert(v);
             }
         }
-        let empty = BTreeSet::new();
+        let empty = VertexSet::default();
         (0..self.label.len()).filter(|&v| self.alive[v]).all(|v| {
             let preds_ok = self.tail[v] == NONE || self.preds[v] == *by_head.get(&self.tail[v]).unwrap_or(&empty);
             let succs_ok = self.head[v] == NONE || self.succs[v] == *by_tail.get(&self.head[v]).unwrap_or(&empty);
