@@ -61,6 +61,13 @@ fn matrix_bounds_are_read_last_dimension_first() {
 }
 
 #[test]
+fn transpose_reads_rows_as_columns() {
+    // See the file's comment: a 2x3 matrix transposed into a 3x2 one (reading B at A's
+    // positions instead would give 24 and 44).
+    assert_eq!(run(&testdata("transpose.xaif"), &[2.0, 3.0]), vec![26.0, 42.0]);
+}
+
+#[test]
 fn unshaped_local_arrays_take_the_shape_of_their_first_whole_assignment() {
     // See the file's comment: Z from the section 1:size(X), W from the right-hand side Z.
     let text = testdata("automatic_array.xaif");

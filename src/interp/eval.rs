@@ -22,7 +22,7 @@ impl Machine<'_> {
                     intrinsics::apply(*op, &values)
                 }
             },
-            Expr::Array(op, r, rest) => self.array_intrinsic(*op, r, rest),
+            Expr::Array(op, r, rest) => self.array_intrinsic(*op, r, rest, k),
             Expr::Bool(op, args) => self.boolean(*op, args, k),
             Expr::Unsupported(why) => Err(ExecError::Unsupported(why.clone())),
         }
@@ -52,11 +52,21 @@ impl Machine<'_> {
         Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
     }
 
-    fn array_intrinsic(&self, op: ArrayIntrinsic, r: &Ref, rest: &[Expr]) -> Result<Value, ExecError> {
+    /// `k`: the element an array expression asks for (element-valued intrinsics only).
+    fn array_intrinsic(
+        &self,
+        op: ArrayIntrinsic,
+        r: &Ref,
+        rest: &[Expr],
+        k: Option<usize>,
+    ) -> Result<Value, ExecError> {
         if op == ArrayIntrinsic::Bound {
             return Ok(Value::Bool(self.binding(r.sym).is_ok()));
         }
         let place = self.place(r)?;
+        if op == ArrayIntrinsic::Transpose {
+            return self.transpose_element(r, &place, k);
+        }
         let dim = match rest.first() {
             Some(e) => Some(self.eval(e, None)?.as_i64()?),
             None => None,
@@ -129,8 +139,33 @@ impl Machine<'_> {
                 }
                 Ok(Value::Int(best.map_or(0, |(k, _)| k as i64 + 1)))
             }
-            ArrayIntrinsic::Bound => unreachable!("handled above"),
+            ArrayIntrinsic::Bound | ArrayIntrinsic::Transpose => unreachable!("handled above"),
         }
+    }
+
+    /// Element `k` (column-major) of the transpose of the matrix at `place`: the result has
+    /// the matrix's columns as rows, so its element (i, j) is the matrix's (j, i).
+    fn transpose_element(&self, r: &Ref, place: &Place, k: Option<usize>) -> Result<Value, ExecError> {
+        let name = &self.prog.syms[r.sym as usize].name;
+        let b = place.binding();
+        let [rows, columns] = b.dims[..] else {
+            return Err(ExecError::Unsupported(format!("transpose of {name} of rank {}", b.dims.len())));
+        };
+        let Some(k) = k else {
+            return Err(ExecError::Unsupported(format!("transpose of {name} where a scalar is expected")));
+        };
+        let (rows, columns) = (rows.extent as usize, columns.extent as usize);
+        if k >= rows * columns {
+            return Err(ExecError::Runtime(format!(
+                "transpose of {name} has {} elements, element {} requested by an array expression",
+                rows * columns,
+                k + 1
+            )));
+        }
+        // In the result, `columns` rows: element k is at row k % columns, column k / columns.
+        let (i, j) = (k % columns, k / columns);
+        let slot = place.slot(j + i * rows);
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
     }
 
     fn boolean(&self, op: BooleanOp, args: &[Expr], k: Option<usize>) -> Result<Value, ExecError> {

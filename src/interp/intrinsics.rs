@@ -66,6 +66,8 @@ pub enum ArrayIntrinsic {
     MinLoc,
     /// `present` and `allocated`: whether the reference is bound.
     Bound,
+    /// The transpose of a matrix, read element by element as an array expression.
+    Transpose,
 }
 
 pub enum Resolved {
@@ -126,6 +128,7 @@ pub fn resolve(name: &str) -> Option<Resolved> {
                 "maxloc_arr" => A::MaxLoc,
                 "minloc_arr" => A::MinLoc,
                 "present" | "allocated" => A::Bound,
+                "transpose_arr" | "transpose" => A::Transpose,
                 _ => return None,
             };
             return Some(Resolved::Array(a));
