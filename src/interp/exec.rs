@@ -452,11 +452,11 @@ impl<'p> Machine<'p> {
                 let Some(like) = first_whole_array(self.prog, &a.rhs) else {
                     return Err(unshaped);
                 };
-                let from = self.place(like)?.binding();
-                if from.dims.len() != self.prog.syms[a.lhs.sym as usize].rank {
+                let bounds = self.place(like)?.binding().bounds();
+                if bounds.len() != self.prog.syms[a.lhs.sym as usize].rank {
                     return Err(unshaped);
                 }
-                self.allocate_like(a.lhs.sym, &from)?;
+                self.allocate_local(a.lhs.sym, &bounds)?;
                 self.place(&a.lhs)?
             }
             Err(e) => return Err(e),
@@ -516,7 +516,7 @@ impl<'p> Machine<'p> {
             }
             bounds.push((lower, upper));
         }
-        self.allocate_like(r.sym, &Binding::contiguous(0, &bounds))?;
+        self.allocate_local(r.sym, &bounds)?;
         self.place(r)
     }
 
@@ -545,7 +545,7 @@ fn first_whole_array<'e>(prog: &Program, expr: &'e super::lower::Expr) -> Option
     }
 }
 
-fn allocate(mem: &mut Memory, bounds: &[(i64, i64)], init: Value) -> Binding {
+pub(crate) fn allocate(mem: &mut Memory, bounds: &[(i64, i64)], init: Value) -> Binding {
     if bounds.is_empty() {
         return Binding::scalar(mem.alloc(1, init));
     }

@@ -122,6 +122,11 @@ impl Binding {
         Binding { base, dims: Rc::from(dims) }
     }
 
+    /// The `(lower, upper)` bounds of each dimension.
+    pub fn bounds(&self) -> Vec<(i64, i64)> {
+        self.dims.iter().map(|d| (d.lower, d.lower + d.extent - 1)).collect()
+    }
+
     pub fn is_array(&self) -> bool {
         !self.dims.is_empty()
     }

@@ -9,7 +9,7 @@
 use super::ExecError;
 use super::exec::{Machine, Place};
 use super::lower::{Arg, Inline, PropOp};
-use super::memory::{Binding, Value};
+use super::memory::Value;
 
 /// The value kinds a tape or checkpoint stack holds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -285,7 +285,7 @@ impl Machine<'_> {
         {
             return Ok(());
         }
-        self.allocate_like(to.sym, &from)
+        self.allocate_local(to.sym, &from.bounds())
     }
 
     /// `oad_AllocateShape(x, n)`: gives the vector `x` (a local without a declared shape,
@@ -312,22 +312,19 @@ impl Machine<'_> {
         {
             return Ok(());
         }
-        self.allocate_like(to.sym, &Binding::contiguous(0, &[(1, n)]))
+        self.allocate_local(to.sym, &[(1, n)])
     }
 
-    /// Gives the local array `sym` (declared without a shape) the bounds of `from`, in the
-    /// activation that holds it.
-    pub(crate) fn allocate_like(&mut self, sym: u32, from: &Binding) -> Result<(), ExecError> {
+    /// Gives the local array `sym` (declared without a shape) storage with `bounds`, in the
+    /// activation that holds it (and is released with it).
+    pub(crate) fn allocate_local(&mut self, sym: u32, bounds: &[(i64, i64)]) -> Result<(), ExecError> {
         let info = &self.prog.syms[sym as usize];
         let init =
             info.initial_value().ok_or_else(|| ExecError::Unsupported(format!("allocation of {}", info.name)))?;
         let super::lower::Storage::Local { routine, slot } = info.storage else {
             return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
         };
-        let bounds: Vec<(i64, i64)> = from.dims.iter().map(|d| (d.lower, d.lower + d.extent - 1)).collect();
-        // Released with the activation that holds `to`.
-        let base = self.mem.alloc(from.len().max(1), init);
-        let binding = if bounds.is_empty() { Binding::scalar(base) } else { Binding::contiguous(base, &bounds) };
+        let binding = super::exec::allocate(&mut self.mem, bounds, init);
         let frame = self
             .frames
             .iter_mut()

@@ -485,6 +485,17 @@ impl Graph {
         }
     }
 
+    /// Hands every edge touched since the last call to `visit` (with the graph as it is now)
+    /// and empties the log; the graph must be tracking.
+    fn drain_touched(&mut self, mut visit: impl FnMut(&Graph, usize, usize)) {
+        let mut touched = std::mem::take(self.touched.as_mut().expect("the graph tracks touched edges"));
+        for &(s, t) in &touched {
+            visit(self, s, t);
+        }
+        touched.clear();
+        self.touched = Some(touched);
+    }
+
     fn apply<F: FnMut(Op, usize) -> Label>(&mut self, kinds: &[VertexKind], step: Step, ar: &mut Arith<F>) {
         // Copies (into buffers kept for the next step): the eliminations below change both sides.
         let (mut incoming, mut outgoing) = std::mem::take(&mut self.scratch);
@@ -755,13 +766,11 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         graph.apply(kinds, step, &mut ar);
         order.push(step);
         if markowitz {
-            let mut touched = std::mem::take(graph.touched.as_mut().expect("tracking"));
-            for (s, t) in touched.drain(..) {
+            graph.drain_touched(|graph, s, t| {
                 for v in [s, t] {
                     degrees[v] = graph.eliminable(kinds, v).then(|| graph.markowitz(v));
                 }
-            }
-            graph.touched = Some(touched);
+            });
         }
         let cost = ar.multiplications + graph.propagation(model);
         if model == CostModel::UnitAware && cost < best.cost() {
@@ -820,13 +829,10 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
         let Some((_, _, v)) = choice else { break };
         graph.apply(kinds, Step::Vertex(v), &mut ar);
         order.push(Step::Vertex(v));
-        if exhaustive {
-            dirty.extend(0..n);
-        } else {
-            // A vertex's cost reads its own edges and the edges between its predecessors and
-            // its successors: it changes where one of those was touched.
-            let mut touched = std::mem::take(graph.touched.as_mut().expect("tracking"));
-            for &(s, t) in &touched {
+        // A vertex's cost reads its own edges and the edges between its predecessors and its
+        // successors: it changes where one of those was touched.
+        graph.drain_touched(|graph, s, t| {
+            if !exhaustive {
                 dirty.insert(s);
                 dirty.insert(t);
                 for &u in graph.succs[s].keys() {
@@ -835,8 +841,9 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
                     }
                 }
             }
-            touched.clear();
-            graph.touched = Some(touched);
+        });
+        if exhaustive {
+            dirty.extend(0..n);
         }
         for u in dirty.drain() {
             costs[u] = cost_of(&graph, u);
