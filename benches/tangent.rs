@@ -5,7 +5,6 @@ mod common;
 
 use common::{interleaved_ratio, shared, tokenize};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -20,7 +19,8 @@ fn corpus_inputs() -> Vec<Vec<u8>> {
 
 fn transform(bytes: &[u8]) -> usize {
     let mut cg = xaif::read(bytes, "bench", &ReadOptions::default()).expect("corpus input").call_graph;
-    xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+    xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
+        .expect("tangent");
     xaif::write(&cg, &WriteOptions::default()).len()
 }
 

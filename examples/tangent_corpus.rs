@@ -1,7 +1,6 @@
 //! Transforms every corpus input in tangent mode, repeatedly: a target for profilers
 //! (`perf record`, `valgrind --tool=callgrind`). Usage: tangent_corpus CORPUS_DIR [REPEATS]
 //! [identity] — with `identity`, read and write only.
-use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -26,7 +25,12 @@ fn main() {
             let Ok(read) = xaif::read(bytes, name, &ReadOptions::default()) else { continue };
             let mut cg = read.call_graph;
             if identity
-                || xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).is_ok()
+                || xaifbooster::pipeline::tangent(
+                    &mut cg,
+                    Catalogue::builtin(),
+                    &xaifbooster::pipeline::Config::default(),
+                )
+                .is_ok()
             {
                 total += xaif::write(&cg, &WriteOptions::default()).len();
             }

@@ -202,23 +202,35 @@ struct TransformArgs {
     /// Verbose output; the alias, du-ud and DO maps are always written (the schema requires them)
     #[arg(short = 'V')]
     verbose: bool,
-    /// Force these routines' results and arguments passive (space separated names);
-    /// accepted, applied once activity analysis lands
+    /// Force these variables passive (space separated names, without case; the front end's
+    /// `_N` decoration is ignored unless -F NO_STYLE): their symbols and references become
+    /// passive before TypeChange, which then converts at every call they take part in
     #[arg(short = 'p', value_name = "NAMES")]
     passive: Option<String>,
-    /// Pessimistic black boxes for external routines; accepted, used by the adjoint mode
+    /// Pessimistic black boxes: external routines may overwrite what they can reach (used by
+    /// the adjoint mode; tangent mode and identity say so and ignore it)
     #[arg(short = 'b')]
     pessimistic_black_boxes: bool,
-    /// Initialize derivative components at routine entry; accepted, used by the transforming modes
+    /// Zero the derivatives of active local variables at routine entry, in a block after Entry
+    /// (for OpenAD runtimes without default initialization)
     #[arg(short = 'D')]
     init_derivatives: bool,
-    /// Name decoration style of the front end (OPEN64_STYLE or NO_STYLE); accepted for compatibility
-    #[arg(short = 'F', value_name = "STYLE")]
+    /// Routines with hand-written wrappers (space separated names): calls of these external
+    /// routines go to <prefix>name with their arguments unconverted
+    #[arg(short = 'w', value_name = "NAMES")]
+    wrappers: Option<String>,
+    /// Rename every routine with a body to <prefix>name, and the calls to it
+    #[arg(short = 'r')]
+    rename_all: bool,
+    /// Name decoration style of the front end: OPEN64_STYLE (names end in `_N`, the default)
+    /// or NO_STYLE; decides how -p names match symbols
+    #[arg(short = 'F', value_name = "STYLE", value_parser = ["OPEN64_STYLE", "NO_STYLE"])]
     decoration_style: Option<String>,
-    /// Debug output file (default: standard error)
+    /// Debug output file of the original engine; accepted for compatibility (xaifbooster has
+    /// no debug output: warnings and errors go to standard error)
     #[arg(short = 'd', value_name = "FILE")]
     debug_file: Option<PathBuf>,
-    /// Debug bitmask of the original engine; accepted for compatibility
+    /// Debug bitmask of the original engine; accepted for compatibility and ignored
     #[arg(short = 'g', value_name = "MASK")]
     debug_mask: Option<u32>,
 }
@@ -324,7 +336,9 @@ fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
-    xaifbooster::pipeline::identity(&mut call_graph);
+    let config = args.pipeline_config(TangentConfig::default());
+    let passivation = xaifbooster::pipeline::identity(&mut call_graph, &config);
+    report_passivation(&args.input, &passivation);
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     emit(args.output.as_deref(), &xaif::write(&call_graph, &options))?;
     Ok(Ok(()))
@@ -360,20 +374,57 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
     };
     // Comparing every method costs planning time; it is only worth it when statistics are
     // written.
-    let config = TangentConfig { preaccumulation, elimination, compare_methods: args.stats.is_some() };
-    let stats = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
-        Ok(stats) => stats,
+    let config =
+        common.pipeline_config(TangentConfig { preaccumulation, elimination, compare_methods: args.stats.is_some() });
+    let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
+        Ok(report) => report,
         Err(error) => {
             eprintln!("{}: {error}", common.input.display());
             return Ok(Err(Reported(1)));
         }
     };
+    report_passivation(&common.input, &report.passivation);
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     emit(common.output.as_deref(), &xaif::write(&call_graph, &options))?;
     if let Some(path) = &args.stats {
-        emit(Some(path), stats.to_json().as_bytes())?;
+        emit(Some(path), report.tangent.to_json().as_bytes())?;
     }
     Ok(Ok(()))
+}
+
+impl TransformArgs {
+    /// The library's configuration from the switches; says on standard error which accepted
+    /// switches have no effect in this build.
+    fn pipeline_config(&self, tangent: TangentConfig) -> xaifbooster::pipeline::Config {
+        use xaifbooster::passes::passivate::Decorations;
+        use xaifbooster::passes::type_change::TypeChangeConfig;
+        let words = |list: &Option<String>| -> Vec<String> {
+            list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+        };
+        if self.pessimistic_black_boxes {
+            eprintln!("xaifbooster: note: -b affects only the adjoint mode, which is not built yet; ignored");
+        }
+        if self.debug_file.is_some() || self.debug_mask.is_some() {
+            eprintln!("xaifbooster: note: -d and -g select debug output of the original engine; ignored");
+        }
+        xaifbooster::pipeline::Config {
+            passive: words(&self.passive),
+            decorations: match self.decoration_style.as_deref() {
+                Some("NO_STYLE") => Decorations::None,
+                _ => Decorations::Open64,
+            },
+            initialize_derivatives: self.init_derivatives,
+            type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
+            tangent,
+        }
+    }
+}
+
+/// Names given to -p that match no variable are most likely typos: say so.
+fn report_passivation(input: &Path, passivation: &xaifbooster::passes::passivate::Passivation) {
+    for name in &passivation.unmatched {
+        eprintln!("{}: warning: -p {name}: no variable of that name", input.display());
+    }
 }
 
 fn schema_location(args: &TransformArgs, file: &str) -> String {

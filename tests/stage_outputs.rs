@@ -10,7 +10,6 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -74,7 +73,8 @@ fn tangent_matches_the_basic_block_preaccumulation_stage_structurally() {
         let bytes = std::fs::read(&input).expect("example input");
         let mut cg = xaif::read(&bytes, "in", &ReadOptions::default()).expect("example reads").call_graph;
         let prefix = cg.name(cg.prefix).to_owned();
-        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
+            .expect("tangent");
         let ours = String::from_utf8(xaif::write(&cg, &WriteOptions::default())).expect("UTF-8");
         let theirs = std::fs::read_to_string(reference).expect("reference");
         let (ours, theirs) = (shapes(&ours, &prefix), shapes(&theirs, &prefix));
@@ -129,8 +129,9 @@ fn reference_partials(text: &str) -> BTreeMap<(String, String), usize> {
 /// Our linearization of every assignment of `input`: the partials left to compute at run time
 /// (constant ones are folded, as the reference folds them).
 fn our_partials(input: &str) -> BTreeMap<(String, String), usize> {
+    use xaifbooster::ir::build::Temporaries;
     use xaifbooster::ir::{CfgVertexKind, Statement};
-    use xaifbooster::passes::linearize::{Partial, Temporaries, is_active_reference, linearize_assignment};
+    use xaifbooster::passes::linearize::{Partial, is_active_reference, linearize_assignment};
     let mut cg = xaif::read(input.as_bytes(), "input", &ReadOptions::default()).expect("example reads").call_graph;
     let mut temporaries = Temporaries::default();
     let mut partials = BTreeMap::new();

@@ -21,7 +21,11 @@ fn transform_corpus(config: &TangentConfig) -> (Vec<std::path::PathBuf>, Vec<Str
                 continue;
             }
         };
-        if let Err(error) = xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), config) {
+        if let Err(error) = xaifbooster::pipeline::tangent(
+            &mut cg,
+            Catalogue::builtin(),
+            &xaifbooster::pipeline::Config::with_tangent(config.clone()),
+        ) {
             failures.push(format!("{name}: {error}"));
             continue;
         }
@@ -51,7 +55,8 @@ fn tangent_output_is_deterministic() {
         let bytes = std::fs::read(input).expect("readable");
         let run = || {
             let mut cg = xaif::read(&bytes, "x", &ReadOptions::default()).expect("read").call_graph;
-            xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+            xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
+                .expect("tangent");
             xaif::write(&cg, &WriteOptions::default())
         };
         assert!(run() == run(), "{}: two runs differ", short_name(input));

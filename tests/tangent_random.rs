@@ -16,7 +16,7 @@ fn differentiate(source: &str, preaccumulation: Preaccumulation) -> Vec<u8> {
     xaifbooster::pipeline::tangent(
         &mut cg,
         Catalogue::builtin(),
-        &TangentConfig { preaccumulation, ..TangentConfig::default() },
+        &xaifbooster::pipeline::Config::with_tangent(TangentConfig { preaccumulation, ..TangentConfig::default() }),
     )
     .expect("tangent transformation");
     xaif::write(&cg, &WriteOptions::default())

@@ -65,7 +65,12 @@ fn check_corpus(catalogue: &Catalogue, config: &TangentConfig) {
         for dir in &dirs {
             let input = std::fs::read(dir.join("tlm.in.xaif")).expect("input");
             let mut cg = xaif::read(&input, "in", &ReadOptions::default()).expect("corpus inputs read").call_graph;
-            xaifbooster::pipeline::tangent(&mut cg, catalogue, config).expect("tangent transformation");
+            xaifbooster::pipeline::tangent(
+                &mut cg,
+                catalogue,
+                &xaifbooster::pipeline::Config::with_tangent(config.clone()),
+            )
+            .expect("tangent transformation");
             let ours = verify_bytes(dir, &xaif::write(&cg, &WriteOptions::default()));
             let reference = verify_bytes(dir, &std::fs::read(dir.join("tlm.ref.xaif")).expect("reference"));
             let ok = |s: &Status| matches!(s, Status::Ok);
@@ -94,7 +99,8 @@ fn hand_written_programs_differentiate_correctly() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/interp/").to_owned() + name;
         let input = std::fs::read(&path).expect("test program");
         let mut cg = xaif::read(&input, name, &ReadOptions::default()).expect("test program reads").call_graph;
-        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
+            .expect("tangent");
         let original = read_program(&input, name).expect("original lowers");
         let transformed = read_program(&xaif::write(&cg, &WriteOptions::default()), name).expect("output lowers");
         let report = verify(&original, &transformed, &VerifyConfig { mode: Mode::Tangent, ..VerifyConfig::default() });
@@ -153,7 +159,8 @@ fn tangent_code_costs_at_most_eight_tenths_of_the_reference() {
         let dir = input.parent().expect("example folder");
         let source = std::fs::read_to_string(&input).expect("input");
         let mut cg = xaif::read(source.as_bytes(), "in", &ReadOptions::default()).expect("reads").call_graph;
-        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default()).expect("tangent");
+        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
+            .expect("tangent");
         let output = String::from_utf8(xaif::write(&cg, &WriteOptions::default())).expect("UTF-8");
         ours += tangent_cost(&source, &output);
         reference += tangent_cost(&source, &std::fs::read_to_string(dir.join("tlm.ref.xaif")).expect("reference"));

@@ -15,7 +15,9 @@
 //!
 //! This module knows nothing of XML.
 
+pub mod build;
 pub mod names;
+pub mod visit;
 
 use la_arena::{Arena, Idx};
 use rustc_hash::FxHashMap;

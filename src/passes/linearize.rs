@@ -14,6 +14,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::ir::build::{Temporaries, shape_of_rank, whole_reference};
 use crate::ir::*;
 use crate::xaif::intrinsics::{Catalogue, PartialExpr, PartialKind, eval_intrinsic};
 
@@ -108,50 +109,26 @@ pub enum LinearizeError {
     NoRoot { statement: String },
 }
 
-/// Creates the engine's temporaries (`<prefix>aux_N`, `lin_N`, …) with call-graph-wide counters,
-/// so names never clash across routines.
-#[derive(Debug, Default)]
-pub struct Temporaries {
-    counters: FxHashMap<&'static str, usize>,
-}
-
-impl Temporaries {
-    /// A new scalar temporary in `scope`.
-    pub fn create(&mut self, cg: &mut CallGraph, scope: ScopeId, kind: &'static str, active: bool) -> SymbolId {
-        self.create_shaped(cg, scope, kind, active, &ValueShape::Scalar)
-    }
-
-    /// A new temporary of the given shape in `scope`.
-    pub fn create_shaped(
-        &mut self,
-        cg: &mut CallGraph,
-        scope: ScopeId,
-        kind: &'static str,
-        active: bool,
-        shape: &ValueShape,
-    ) -> SymbolId {
-        loop {
-            let counter = self.counters.entry(kind).or_insert(0);
-            let name = format!("{}{kind}_{counter}", cg.names.get(cg.prefix));
-            *counter += 1;
-            let name = cg.names.intern(&name);
-            if cg.lookup_symbol(scope, name).is_some() {
-                continue;
+/// A new temporary of the given shape in `scope`.
+pub fn create_temporary(
+    temporaries: &mut Temporaries,
+    cg: &mut CallGraph,
+    scope: ScopeId,
+    kind: &'static str,
+    active: bool,
+    shape: &ValueShape,
+) -> SymbolId {
+    temporaries.fresh(cg, scope, kind, |symbol| {
+        symbol.active = active;
+        match shape {
+            ValueShape::Scalar => {}
+            ValueShape::Known(dimensions) => {
+                symbol.shape = shape_of_rank(dimensions.len());
+                symbol.dimensions = dimensions.clone();
             }
-            let mut symbol = Symbol::new(scope, name);
-            symbol.active = active;
-            symbol.temp = true;
-            match shape {
-                ValueShape::Scalar => {}
-                ValueShape::Known(dimensions) => {
-                    symbol.shape = shape_of_rank(dimensions.len());
-                    symbol.dimensions = dimensions.clone();
-                }
-                ValueShape::Matching { rank, .. } => symbol.shape = shape_of_rank(*rank),
-            }
-            return cg.add_symbol(symbol);
+            ValueShape::Matching { rank, .. } => symbol.shape = shape_of_rank(*rank),
         }
-    }
+    })
 }
 
 /// Whether a reference reads or writes a differentiable value.
@@ -163,27 +140,6 @@ pub fn is_active_reference(cg: &CallGraph, reference: &VariableReference) -> boo
         let symbol = &cg.symbols[symbol];
         symbol.active && matches!(symbol.ty, SymbolType::Real | SymbolType::Complex)
     })
-}
-
-/// A plain reference `symbol` (no subscripts) for a scalar temporary.
-pub fn scalar_reference(cg: &mut CallGraph, symbol: SymbolId, active: bool) -> VariableReference {
-    let one = cg.names.intern("1");
-    VariableReference {
-        id: one,
-        annotation: Name::EMPTY,
-        active: if active { ActiveUse::True } else { ActiveUse::False },
-        alias: None,
-        du_ud: None,
-        deriv: false,
-        constant: false,
-        vertices: vec![VarRefVertex::Symbol(SymbolReference {
-            id: one,
-            annotation: Name::EMPTY,
-            symbol,
-            properties: Vec::new(),
-        })],
-        edges: Vec::new(),
-    }
 }
 
 /// Structural equality of two references (same symbol, same subscript expressions).
@@ -399,7 +355,7 @@ pub fn linearize_assignment(
                                         };
                                         if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
                                             let shape = &shapes[&arg];
-                                            let symbol = temporaries.create_shaped(cg, scope, "aux", false, shape);
+                                            let symbol = create_temporary(temporaries, cg, scope, "aux", false, shape);
                                             auxiliaries.extend(allocation(cg, symbol, shape));
                                             let value = copy_subtree(cg, rhs, arg, &auxiliary_of, true);
                                             auxiliaries
@@ -442,7 +398,7 @@ pub fn linearize_assignment(
             PartialValue::Known(number) => Partial::from_value(number),
             PartialValue::Expression(expression) => {
                 let shape = &shapes[&operation_vertex[target]];
-                let symbol = temporaries.create_shaped(cg, scope, "lin", false, shape);
+                let symbol = create_temporary(temporaries, cg, scope, "lin", false, shape);
                 partials.extend(allocation(cg, symbol, shape));
                 partials.push(Statement::Assignment(make_assignment(cg, symbol, expression, false)));
                 Partial::Variable(symbol)
@@ -550,7 +506,7 @@ fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &P
 fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active: bool) -> Assignment {
     let id = format!("_{}", cg.symbol_name(symbol));
     let id = cg.names.intern(&id);
-    Assignment { id, do_chain: None, line: 0, lhs: scalar_reference(cg, symbol, active), lhs_live: true, rhs }
+    Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, active), lhs_live: true, rhs }
 }
 
 /// Copies the subtree at `vertex` into a fresh expression; vertices in `replaced` become
@@ -576,7 +532,7 @@ fn copy_rec(
     target: &mut Expression,
 ) -> ExprVertexId {
     if let Some(&symbol) = replaced.get(&vertex).filter(|_| !is_kept_root) {
-        let reference = scalar_reference(cg, symbol, false);
+        let reference = whole_reference(cg, symbol, false);
         return add_vertex(cg, target, ExprVertex::Variable(reference));
     }
     let operands = source.operands(vertex);
@@ -625,7 +581,7 @@ fn build_rec(
             let argument = operands[*i];
             match auxiliary_of.get(&argument) {
                 Some(&symbol) => {
-                    let reference = scalar_reference(cg, symbol, false);
+                    let reference = whole_reference(cg, symbol, false);
                     add_vertex(cg, target, ExprVertex::Variable(reference))
                 }
                 None => copy_into(cg, rhs, argument, target),
@@ -694,19 +650,6 @@ pub fn add_constant(cg: &mut CallGraph, target: &mut Expression, value: f64) -> 
     )
 }
 
-fn shape_of_rank(rank: usize) -> Shape {
-    match rank {
-        0 => Shape::Scalar,
-        1 => Shape::Vector,
-        2 => Shape::Matrix,
-        3 => Shape::ThreeTensor,
-        4 => Shape::FourTensor,
-        5 => Shape::FiveTensor,
-        6 => Shape::SixTensor,
-        _ => Shape::SevenTensor,
-    }
-}
-
 /// The shape of the value a reference denotes.
 pub fn reference_shape(cg: &CallGraph, reference: &VariableReference) -> ValueShape {
     let matching = |rank| ValueShape::Matching { rank, like: Box::new(reference.clone()) };
@@ -771,7 +714,7 @@ pub fn allocation(cg: &mut CallGraph, temporary: SymbolId, shape: &ValueShape) -
     let one = cg.names.intern("1");
     let id = cg.names.intern("oad_allocate_matching");
     let subroutine_name = cg.names.intern("oad_AllocateMatching");
-    let mut target = scalar_reference(cg, temporary, false);
+    let mut target = whole_reference(cg, temporary, false);
     target.id = one;
     let mut source = (**like).clone();
     source.id = one;

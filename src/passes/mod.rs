@@ -1,4 +1,7 @@
 //! Transformations of the call graph, one module per algorithm.
 pub mod elimination;
+pub mod init_derivatives;
 pub mod linearize;
+pub mod passivate;
 pub mod tangent;
+pub mod type_change;

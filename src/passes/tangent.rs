@@ -17,10 +17,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay};
 use super::linearize::{
-    LinearizeError, LinearizedAssignment, LocalNode, Partial, Temporaries, ValueShape, add_constant, add_edge,
-    add_intrinsic, add_vertex, allocation, is_active_reference, linearize_assignment, reference_key, reference_shape,
-    scalar_reference,
+    LinearizeError, LinearizedAssignment, LocalNode, Partial, ValueShape, add_constant, add_edge, add_intrinsic,
+    add_vertex, allocation, create_temporary, is_active_reference, linearize_assignment, reference_key,
+    reference_shape,
 };
+use crate::ir::build::{Temporaries, whole_reference};
 use crate::ir::*;
 use crate::xaif::intrinsics::Catalogue;
 
@@ -84,9 +85,9 @@ pub enum TangentError {
 pub fn tangent(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
     config: &TangentConfig,
 ) -> Result<TangentStats, TangentError> {
-    let mut temporaries = Temporaries::default();
     let mut plans = PlanCache::default();
     let mut stats = TangentStats::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
@@ -102,7 +103,7 @@ pub fn tangent(
             let mut context = BlockContext {
                 cg,
                 catalogue,
-                temporaries: &mut temporaries,
+                temporaries,
                 config,
                 scope: block.scope,
                 routine: routine_name.clone(),
@@ -456,17 +457,17 @@ impl BlockContext<'_> {
                 Partial::MinusOne => add_constant(self.cg, &mut rhs, -1.0),
                 Partial::Constant(value) => add_constant(self.cg, &mut rhs, value),
                 Partial::Variable(symbol) => {
-                    let reference = scalar_reference(self.cg, symbol, false);
+                    let reference = whole_reference(self.cg, symbol, false);
                     add_vertex(self.cg, &mut rhs, ExprVertex::Variable(reference))
                 }
             };
             add_edge(self.cg, &mut rhs, vertex, root, i as i64 + 1);
         }
-        let symbol = self.temporaries.create_shaped(self.cg, self.scope, "acc", false, shape);
+        let symbol = create_temporary(self.temporaries, self.cg, self.scope, "acc", false, shape);
         out.extend(allocation(self.cg, symbol, shape));
         let id = format!("_{}", self.cg.symbol_name(symbol));
         let id = self.cg.names.intern(&id);
-        let lhs = scalar_reference(self.cg, symbol, false);
+        let lhs = whole_reference(self.cg, symbol, false);
         out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
         Partial::Variable(symbol)
     }
@@ -562,9 +563,9 @@ impl BlockContext<'_> {
 
     /// An active scalar temporary holding a derivative, referenced as its derivative component.
     fn derivative_temporary(&mut self, shape: &ValueShape, allocations: &mut Vec<Statement>) -> VariableReference {
-        let symbol = self.temporaries.create_shaped(self.cg, self.scope, "prp", true, shape);
+        let symbol = create_temporary(self.temporaries, self.cg, self.scope, "prp", true, shape);
         allocations.extend(allocation(self.cg, symbol, shape));
-        let mut reference = scalar_reference(self.cg, symbol, true);
+        let mut reference = whole_reference(self.cg, symbol, true);
         reference.deriv = true;
         reference
     }
@@ -577,7 +578,7 @@ impl BlockContext<'_> {
             Partial::MinusOne => add_constant(self.cg, &mut expression, -1.0),
             Partial::Constant(value) => add_constant(self.cg, &mut expression, value),
             Partial::Variable(symbol) => {
-                let reference = scalar_reference(self.cg, symbol, false);
+                let reference = whole_reference(self.cg, symbol, false);
                 add_vertex(self.cg, &mut expression, ExprVertex::Variable(reference))
             }
         };

@@ -1,0 +1,234 @@
+//! Builders for what several passes create: fresh temporaries, references to them, runtime
+//! calls. Passes that add code go through here, so every invented name follows one convention
+//! (`<prefix><kind>_N`) and every created symbol is marked `temp`.
+
+use rustc_hash::FxHashMap;
+
+use super::*;
+
+/// Hands out the engine's temporaries (`<prefix>aux_N`, `lin_N`, `tyc_N`, `Symbol_N`, …). One
+/// instance lives for a whole pipeline run: counters are per kind and call-graph wide, so a
+/// name is never reused across routines or passes.
+#[derive(Debug, Default)]
+pub struct Temporaries {
+    counters: FxHashMap<&'static str, usize>,
+}
+
+impl Temporaries {
+    /// A new temporary `<prefix><kind>_N` in `scope`: a scalar real variable marked `temp`,
+    /// shaped further by `init`. Skips numbers whose name the scope already holds (inputs that
+    /// went through the engine once).
+    pub fn fresh(
+        &mut self,
+        cg: &mut CallGraph,
+        scope: ScopeId,
+        kind: &'static str,
+        init: impl FnOnce(&mut Symbol),
+    ) -> SymbolId {
+        let name = loop {
+            let counter = self.counters.entry(kind).or_insert(0);
+            let text = format!("{}{kind}_{counter}", cg.names.get(cg.prefix));
+            *counter += 1;
+            let name = cg.names.intern(&text);
+            if cg.lookup_symbol(scope, name).is_none() {
+                break name;
+            }
+        };
+        let mut symbol = Symbol::new(scope, name);
+        symbol.temp = true;
+        init(&mut symbol);
+        cg.add_symbol(symbol)
+    }
+}
+
+/// The schema's array shape of the given rank (rank 0 is a scalar).
+pub fn shape_of_rank(rank: usize) -> Shape {
+    match rank {
+        0 => Shape::Scalar,
+        1 => Shape::Vector,
+        2 => Shape::Matrix,
+        3 => Shape::ThreeTensor,
+        4 => Shape::FourTensor,
+        5 => Shape::FiveTensor,
+        6 => Shape::SixTensor,
+        _ => Shape::SevenTensor,
+    }
+}
+
+/// A reference to the whole of `symbol`, no subscripts.
+pub fn whole_reference(cg: &mut CallGraph, symbol: SymbolId, active: bool) -> VariableReference {
+    let one = cg.names.intern("1");
+    VariableReference {
+        id: one,
+        annotation: Name::EMPTY,
+        active: if active { ActiveUse::True } else { ActiveUse::False },
+        alias: None,
+        du_ud: None,
+        deriv: false,
+        constant: false,
+        vertices: vec![VarRefVertex::Symbol(SymbolReference {
+            id: one,
+            annotation: Name::EMPTY,
+            symbol,
+            properties: Vec::new(),
+        })],
+        edges: Vec::new(),
+    }
+}
+
+/// A call of an inlinable runtime routine (`oad_convert`, `push_s0`, …) with the arguments at
+/// positions 1, 2, … in order.
+pub fn inlinable_call(cg: &mut CallGraph, id: &str, routine: &str, arguments: Vec<ArgumentValue>) -> Statement {
+    let id = cg.names.intern(id);
+    let subroutine_name = cg.names.intern(routine);
+    let arguments = arguments
+        .into_iter()
+        .zip(1..)
+        .map(|(value, position)| Argument { position, annotation: Name::EMPTY, value })
+        .collect();
+    Statement::InlinableSubroutineCall(InlinableSubroutineCall { id, subroutine_name, arguments })
+}
+
+impl VariableReference {
+    /// The subscripts of the reference's array access, if it has one (`a(i, 1:n)`).
+    pub fn array_access(&self) -> Option<&ArrayElementReference> {
+        self.vertices.iter().rev().find_map(|v| match v {
+            VarRefVertex::ArrayElement(a) => Some(a),
+            VarRefVertex::Symbol(_) => None,
+        })
+    }
+
+    /// The same reference without its array access: the whole array `a` of `a(i)`.
+    pub fn without_array_access(&self) -> VariableReference {
+        let mut whole = self.clone();
+        let keep: Vec<bool> = whole.vertices.iter().map(|v| matches!(v, VarRefVertex::Symbol(_))).collect();
+        let mut renumber = vec![u32::MAX; keep.len()];
+        let mut next = 0;
+        for (old, &k) in keep.iter().enumerate() {
+            if k {
+                renumber[old] = next;
+                next += 1;
+            }
+        }
+        whole.vertices = whole.vertices.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(v, _)| v).collect();
+        whole.edges.retain(|e| keep[e.source as usize] && keep[e.target as usize]);
+        for edge in &mut whole.edges {
+            edge.source = renumber[edge.source as usize];
+            edge.target = renumber[edge.target as usize];
+        }
+        whole
+    }
+
+    /// Appends `access` to this plain reference: `t` becomes `t(i)`.
+    pub fn with_array_access(mut self, cg: &mut CallGraph, access: ArrayElementReference) -> VariableReference {
+        let source = (self.vertices.len() - 1) as u32;
+        let target = self.vertices.len() as u32;
+        let mut access = access;
+        access.id = cg.names.intern(&(target + 1).to_string());
+        self.vertices.push(VarRefVertex::ArrayElement(access));
+        let id = cg.names.intern(&(self.edges.len() + 1).to_string());
+        self.edges.push(VarRefEdge { id, annotation: Name::EMPTY, source, target });
+        self
+    }
+
+    /// Rank of the value the reference denotes: the symbol's rank without an array access,
+    /// else the number of sections (`1:n`, `:`) among the subscripts; an element is rank 0.
+    pub fn effective_rank(&self, cg: &CallGraph) -> usize {
+        match self.array_access() {
+            None => self.base_symbol().map_or(0, |s| cg.symbols[s].shape.rank()),
+            Some(access) => access.indices.iter().filter(|t| t.is_section()).count(),
+        }
+    }
+}
+
+impl IndexTriplet {
+    /// A section `lo:hi:stride` or `:`, as opposed to a single index.
+    pub fn is_section(&self) -> bool {
+        self.bound.is_some() || self.stride.is_some() || self.index.is_none()
+    }
+}
+
+impl Expression {
+    /// The symbols of the variables the expression reads, in vertex order, each once (subscripts
+    /// of those variables included).
+    pub fn variables_read(&self) -> Vec<SymbolId> {
+        let mut out = Vec::new();
+        for (_, vertex) in self.vertices.iter() {
+            if let ExprVertex::Variable(reference) = vertex {
+                reference.symbols_read(&mut out);
+            }
+        }
+        out
+    }
+}
+
+impl VariableReference {
+    /// Adds the reference's base symbol and the symbols of its subscripts to `out` (once each).
+    pub fn symbols_read(&self, out: &mut Vec<SymbolId>) {
+        if let Some(base) = self.base_symbol()
+            && !out.contains(&base)
+        {
+            out.push(base);
+        }
+        for vertex in &self.vertices {
+            if let VarRefVertex::ArrayElement(access) = vertex {
+                for triplet in &access.indices {
+                    for e in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
+                        for s in e.variables_read() {
+                            if !out.contains(&s) {
+                                out.push(s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl VariableReference {
+    /// Whether two references denote the same place: the same symbols and structurally equal
+    /// subscripts (ids, annotations and map keys aside).
+    pub fn same_place(&self, other: &VariableReference) -> bool {
+        self.vertices.len() == other.vertices.len()
+            && self.vertices.iter().zip(&other.vertices).all(|pair| match pair {
+                (VarRefVertex::Symbol(a), VarRefVertex::Symbol(b)) => a.symbol == b.symbol,
+                (VarRefVertex::ArrayElement(a), VarRefVertex::ArrayElement(b)) => {
+                    a.indices.len() == b.indices.len()
+                        && a.indices.iter().zip(&b.indices).all(|(s, t)| {
+                            same_part(&s.index, &t.index)
+                                && same_part(&s.bound, &t.bound)
+                                && same_part(&s.stride, &t.stride)
+                        })
+                }
+                _ => false,
+            })
+    }
+}
+
+fn same_part(a: &Option<Expression>, b: &Option<Expression>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => match (a.root(), b.root()) {
+            (Some(ra), Some(rb)) => same_value(a, ra, b, rb),
+            (None, None) => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn same_value(a: &Expression, va: ExprVertexId, b: &Expression, vb: ExprVertexId) -> bool {
+    let same_vertex = match (&a.vertices[va], &b.vertices[vb]) {
+        (ExprVertex::Variable(x), ExprVertex::Variable(y)) => x.same_place(y),
+        (ExprVertex::Constant(x), ExprVertex::Constant(y)) => x.value == y.value && x.ty == y.ty,
+        (ExprVertex::Intrinsic(x), ExprVertex::Intrinsic(y)) => x.name == y.name,
+        (ExprVertex::BooleanOperation(x), ExprVertex::BooleanOperation(y)) => x.op == y.op,
+        _ => false,
+    };
+    if !same_vertex {
+        return false;
+    }
+    let (oa, ob) = (a.operands(va), b.operands(vb));
+    oa.len() == ob.len() && oa.iter().zip(&ob).all(|(&x, &y)| same_value(a, x, b, y))
+}
