@@ -387,3 +387,31 @@ fn no_corpus_output_passes_an_actual_of_the_wrong_activity() {
     assert!(inputs_with_mismatches >= 20, "{inputs_with_mismatches}");
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Over the corpus, our conversions are the reference engine's: the same number of copy-ins
+/// and copy-backs in every file (the reference writes `…Conversion prior` / `… post` ids).
+#[test]
+fn corpus_conversions_match_the_reference_file_by_file() {
+    let mut differences = Vec::new();
+    let mut total = (0, 0);
+    for input in common::corpus_files("tlm.in.xaif") {
+        let dir = input.parent().expect("example folder");
+        let name = common::short_name(&input);
+        let (cg, _) = transform(&std::fs::read(&input).expect("input"), &Config::default()).expect("transforms");
+        let ours = String::from_utf8(xaif::write(&cg, &WriteOptions::default())).expect("utf-8");
+        let reference = std::fs::read_to_string(dir.join("tlm.ref.xaif")).expect("reference");
+        let count = |text: &str, suffix: &str| {
+            text.lines().filter(|l| l.contains("<xaif:InlinableSubroutineCall") && l.contains(suffix)).count()
+        };
+        let ours =
+            (count(&ours, "statement_id=\"oad_convert_prior\""), count(&ours, "statement_id=\"oad_convert_post\""));
+        let theirs = (count(&reference, "Conversion prior\""), count(&reference, "Conversion post\""));
+        total.0 += ours.0 + ours.1;
+        total.1 += theirs.0 + theirs.1;
+        if ours != theirs {
+            differences.push(format!("{name}: ours {ours:?}, reference {theirs:?}"));
+        }
+    }
+    assert!(total.1 > 40, "the reference has conversions: {total:?}");
+    assert!(differences.is_empty(), "{differences:#?}");
+}
