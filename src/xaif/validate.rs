@@ -6,21 +6,55 @@
 //! each located at its element's start tag. It accepts input XAIF and the output dialect
 //! (derivative propagators, inlinable calls, replacement lists). Messages use the reader's
 //! wording for the faults both detect.
+//!
+//! One named check, the activity check (`validate/activity.rs`), holds only for outputs:
+//! front-end inputs break it by design until the TypeChange pass converts, so
+//! [`ValidateOptions::activity`] turns it off for them.
+
+mod activity;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::diagnostic::{Diagnostic, Severity};
 use super::read::XAIF_NAMESPACE;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ValidateOptions {
     /// Report what lenient reading forgives (missing `formalArgCount`, duplicate edge ids,
     /// unknown attributes, dangling statement ids) as errors.
     pub strict: bool,
+    /// Run the activity check: real actual arguments as active as their formals, only passive
+    /// reals passed to routines without a body, derivatives only of active symbols. On by
+    /// default, as every output must pass it; off for front-end inputs (`tlm.in.xaif`,
+    /// `adm.in.xaif`), whose mismatches the TypeChange pass removes.
+    pub activity: bool,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions { strict: false, activity: true }
+    }
 }
 
 /// All findings about one document, in document order.
 pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diagnostic> {
+    check(input, file, options, Checks::All)
+}
+
+/// Only the activity check's findings (and, for a document that does not parse, why), in
+/// document order. Assumes an otherwise valid document: unresolved references are skipped,
+/// not reported.
+pub fn check_activity(input: &[u8], file: &str) -> Vec<Diagnostic> {
+    check(input, file, &ValidateOptions::default(), Checks::ActivityOnly)
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Checks {
+    All,
+    ActivityOnly,
+}
+
+fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
     let text = match std::str::from_utf8(input) {
         Ok(text) => text,
         Err(e) => {
@@ -62,7 +96,10 @@ pub fn validate(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diag
         }
     };
     let mut validator = Validator { doc: &doc, file, strict: options.strict, findings: Vec::new() };
-    validator.document();
+    match checks {
+        Checks::All => validator.document(options.activity),
+        Checks::ActivityOnly => validator.activity(doc.root_element()),
+    }
     validator.findings.sort_by_key(|f| (f.line, f.column));
     validator.findings
 }
@@ -500,7 +537,7 @@ impl<'a, 'input> Validator<'a, 'input> {
         self.report(severity, node, message);
     }
 
-    fn document(&mut self) {
+    fn document(&mut self, activity: bool) {
         let root = self.doc.root_element();
         if root.tag_name().namespace() != Some(XAIF_NAMESPACE) {
             let message = match root.tag_name().namespace() {
@@ -517,6 +554,9 @@ impl<'a, 'input> Validator<'a, 'input> {
         self.structure(root, Content::CallGraph);
         let tables = self.tables(root);
         self.references(root, &tables);
+        if activity {
+            self.activity(root);
+        }
     }
 
     // ------------------------------------------------------------------ structure
@@ -899,7 +939,10 @@ mod tests {
 
     fn messages(body: &str, strict: bool) -> Vec<String> {
         let text = format!("{HEAD}{body}</xaif:CallGraph>");
-        validate(text.as_bytes(), "t.xaif", &ValidateOptions { strict }).iter().map(ToString::to_string).collect()
+        validate(text.as_bytes(), "t.xaif", &ValidateOptions { strict, activity: true })
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -940,5 +983,30 @@ mod tests {
             vec!["t.xaif:8:1: warning: ControlFlowGraph: unknown attribute 'colour' (dropped)"]
         );
         assert_eq!(messages(body, true), vec!["t.xaif:8:1: ControlFlowGraph: unknown attribute 'colour'"]);
+    }
+
+    /// `x` has neither `type` nor `active`: by the schema's defaults it is an active real, so a
+    /// real constant may not stand for it; an integer constant is not real data and is skipped.
+    #[test]
+    fn the_activity_check_applies_schema_defaults_and_is_off_for_inputs() {
+        let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1">
+<xaif:ArgumentList><xaif:ArgumentSymbolReference position="1" symbol_id="x" scope_id="1"/></xaif:ArgumentList>
+<xaif:Entry vertex_id="1"/><xaif:BasicBlock vertex_id="2" scope_id="1">
+<xaif:SubroutineCall statement_id="c1" symbol_id="head" scope_id="1" formalArgCount="1">
+<xaif:Argument position="1"><xaif:Constant type="real" value="1.0"/></xaif:Argument></xaif:SubroutineCall>
+<xaif:SubroutineCall statement_id="c2" symbol_id="head" scope_id="1" formalArgCount="1">
+<xaif:Argument position="1"><xaif:Constant type="integer" value="1"/></xaif:Argument></xaif:SubroutineCall>
+</xaif:BasicBlock><xaif:Exit vertex_id="3"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/><xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+</xaif:ControlFlowGraph>"#;
+        assert_eq!(
+            messages(body, true),
+            vec![
+                "t.xaif:12:1: Argument: argument 1 of the call to 'head' (statement c1): actual constant 1.0 is passive, \
+                 formal 'x' is active"
+            ]
+        );
+        let text = format!("{HEAD}{body}</xaif:CallGraph>");
+        assert_eq!(validate(text.as_bytes(), "t.xaif", &ValidateOptions { strict: true, activity: false }), Vec::new());
     }
 }
