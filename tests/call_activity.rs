@@ -7,13 +7,11 @@
 mod common;
 
 use common::*;
-use xaifbooster::passes::tangent::TangentConfig;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::validate::check_activity;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
 #[test]
-#[ignore = "until TypeChange lands"]
 fn tangent_outputs_pass_the_activity_check() {
     let inputs = corpus_files("tlm.in.xaif");
     assert!(inputs.len() >= 190, "only {} inputs", inputs.len());
@@ -23,7 +21,7 @@ fn tangent_outputs_pass_the_activity_check() {
         let name = short_name(input);
         let bytes = std::fs::read(input).expect("readable");
         let mut cg = xaif::read(&bytes, &name, &ReadOptions::default()).expect("corpus inputs read").call_graph;
-        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default())
+        xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &xaifbooster::pipeline::Config::default())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let output = xaif::write(&cg, &WriteOptions::default());
         let findings = check_activity(&output, &format!("tangent of {name}"));

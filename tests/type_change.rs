@@ -139,12 +139,16 @@ fn verifies(original: &[u8], cg: &CallGraph) -> Status {
     verify(&original, &transformed, &VerifyConfig { mode: Mode::Tangent, ..VerifyConfig::default() }).status
 }
 
+/// The output is schema-valid (xmllint) and passes our validator, activity check included.
 fn schema_valid(cg: &CallGraph, name: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join(format!("{name}.xaif"));
-    std::fs::write(&path, xaif::write(cg, &WriteOptions::default())).expect("write");
+    let bytes = xaif::write(cg, &WriteOptions::default());
+    std::fs::write(&path, &bytes).expect("write");
     let failures = common::xmllint_failures(&[path]);
     assert!(failures.is_empty(), "{failures:#?}");
+    let findings = xaifbooster::xaif::validate::validate(&bytes, name, &Default::default());
+    assert!(findings.iter().all(|f| f.severity != xaifbooster::xaif::Severity::Error), "{findings:#?}");
 }
 
 #[test]
