@@ -5,7 +5,9 @@
 //! - at a `SubroutineCall` to a routine of the document (a `ControlFlowGraph` or
 //!   `ReplacementList`), each real actual argument is as active as the formal at its position;
 //! - at a call to a routine without a body in the document (an external routine, compiled
-//!   without derivatives), every real actual argument is passive;
+//!   without derivatives), every real actual argument is passive — unless the routine is a
+//!   hand-written wrapper the engine renamed the call to (`-w`: a subroutine symbol with
+//!   `temp="1"`), which takes active arguments by design;
 //! - a derivative reference (`deriv="1"` on a variable reference, a propagator operand, an
 //!   assignment's left-hand side) names an active symbol.
 //!
@@ -19,7 +21,7 @@
 //! the TypeChange pass converts there. The check therefore runs on outputs only
 //! ([`ValidateOptions::activity`](super::ValidateOptions::activity)).
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Node, Validator};
 use crate::xaif::read::XAIF_NAMESPACE;
@@ -40,6 +42,9 @@ struct ActivityTables<'a> {
     symbols: FxHashMap<(&'a str, &'a str), SymbolFacts>,
     /// `(scope_id, symbol_id)` of each routine in the document → its formals.
     routines: FxHashMap<(&'a str, &'a str), Vec<Formal<'a>>>,
+    /// Subroutine symbols the engine made (`temp="1"`) for routines without a body: the
+    /// hand-written wrappers of `-w`, which take active arguments by design.
+    wrappers: FxHashSet<(&'a str, &'a str)>,
 }
 
 /// An actual argument as the check sees it.
@@ -128,7 +133,7 @@ impl<'a, 'input> Validator<'a, 'input> {
                 continue;
             }
             let Some(formals) = formals else {
-                if actual.active() {
+                if actual.active() && !tables.wrappers.contains(&(callee_scope, callee)) {
                     self.error(
                         argument,
                         format!(
@@ -162,6 +167,7 @@ impl<'a, 'input> Validator<'a, 'input> {
 fn activity_tables<'a>(root: Node<'a, '_>) -> ActivityTables<'a> {
     let mut symbols = FxHashMap::default();
     let mut routines = FxHashMap::default();
+    let mut wrappers = FxHashSet::default();
     for section in root.children().filter(|c| c.is_element()) {
         match section.tag_name().name() {
             "ScopeHierarchy" => {
@@ -169,6 +175,11 @@ fn activity_tables<'a>(root: Node<'a, '_>) -> ActivityTables<'a> {
                     let scope_id = scope.attribute("vertex_id").unwrap_or("1");
                     for symbol in scope.descendants().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Symbol"))) {
                         let Some(name) = symbol.attribute("symbol_id") else { continue };
+                        if symbol.attribute("kind") == Some("subroutine")
+                            && symbol.attribute("temp").and_then(boolean) == Some(true)
+                        {
+                            wrappers.insert((scope_id, name));
+                        }
                         // Schema defaults: type real, active true.
                         let Some(active) = boolean(symbol.attribute("active").unwrap_or("true")) else { continue };
                         let real = matches!(symbol.attribute("type").unwrap_or("real"), "real" | "complex");
@@ -195,7 +206,7 @@ fn activity_tables<'a>(root: Node<'a, '_>) -> ActivityTables<'a> {
             _ => {}
         }
     }
-    ActivityTables { symbols, routines }
+    ActivityTables { symbols, routines, wrappers }
 }
 
 /// The actual argument an `Argument` element holds.
