@@ -87,3 +87,47 @@ fn temporaries_of_sections_with_intrinsic_bounds_are_arrays() {
         assert!(allocation < assignment, "{id} is assigned before it is allocated");
     }
 }
+
+/// `y.d = reshape(x.d, shp)`: a direct action takes the derivatives of its active arguments
+/// only; the integer shape vector keeps its value. A direct action of passive arguments only
+/// (`c = transpose(p)`) gives a zero derivative instead of a statement reading `p.d`.
+#[test]
+fn direct_actions_pass_passive_arguments_by_value() {
+    let output = transform_and_check("direct_action_passive.xaif");
+    let document = roxmltree::Document::parse(&output).expect("output parses");
+    let mut derivatives = Vec::new();
+    for statement in document.descendants().filter(|n| is(n, "Assignment")) {
+        let id = statement.attribute("statement_id").unwrap();
+        let Some(original) = id.strip_prefix("_derivative_") else { continue };
+        derivatives.push(original.to_owned());
+        let rhs = statement.children().find(|c| is(c, "AssignmentRHS")).expect("right-hand side");
+        for argument in rhs.children().filter(|c| is(c, "VariableReference")) {
+            let symbol = referenced_symbol(&argument);
+            let expected = if ["X", "A", "D"].contains(&symbol) { "1" } else { "0" };
+            assert_eq!(argument.attribute("deriv"), Some(expected), "{id}: argument {symbol}");
+        }
+    }
+    assert_eq!(derivatives, ["a", "b", "y"]);
+    assert!(
+        document.descendants().any(|n| is(&n, "ZeroDeriv") && referenced_symbol(&n) == "C"),
+        "the derivative of c = transpose(p) is not zeroed"
+    );
+}
+
+/// `b = transpose(2 a)`: a direct action whose active argument is an expression has no
+/// derivative statement to give (no statement computes the expression's derivative); the
+/// transformation refuses it instead of applying the action to the expression's operands.
+#[test]
+fn direct_action_of_an_active_expression_is_refused() {
+    let name = "direct_action_of_expression.xaif";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tangent").join(name);
+    let input = std::fs::read(&path).expect("test input");
+    let mut cg = xaif::read(&input, name, &ReadOptions::default()).expect("test input reads").call_graph;
+    let error = xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &TangentConfig::default())
+        .expect_err("an action on an expression is refused");
+    assert_eq!(
+        error.to_string(),
+        "routine head: statement b: intrinsic 'transpose_arr' acts directly on derivatives, so its active \
+arguments must be variables, not expressions"
+    );
+}

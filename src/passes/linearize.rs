@@ -106,6 +106,10 @@ pub enum LinearizeError {
     FunctionCall { statement: String },
     #[error("statement {statement}: the right-hand side has no root")]
     NoRoot { statement: String },
+    #[error(
+        "statement {statement}: intrinsic '{name}' acts directly on derivatives, so its active arguments must be variables, not expressions"
+    )]
+    DirectActionOfExpression { statement: String, name: String },
 }
 
 /// Creates the engine's temporaries (`<prefix>aux_N`, `lin_N`, …) with call-graph-wide counters,
