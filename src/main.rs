@@ -43,6 +43,9 @@ enum Command {
     Validate(ValidateArgs),
     /// Tangent-linear mode: the original BasicBlockPreaccumulation driver
     Tangent(TangentArgs),
+    /// Adjoint mode: the original BasicBlockPreaccumulationReverse driver (one replacement list
+    /// per routine for OpenAD's joint or split reversal templates)
+    Adjoint(AdjointArgs),
     /// Execute a routine of an XAIF file and print its outputs (and derivatives of a
     /// transformed file)
     Run(RunArgs),
@@ -66,6 +69,19 @@ struct TangentArgs {
     /// How elimination sequences are chosen: one method, or the best of all heuristics
     #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
     elimination: EliminationArg,
+}
+
+#[derive(Args, Debug)]
+struct AdjointArgs {
+    #[command(flatten)]
+    common: TransformArgs,
+    /// Every formal argument intent(inout), as OpenAD's joint reversal wants (otherwise only the
+    /// active ones)
+    #[arg(short = 'I')]
+    all_intents_inout: bool,
+    /// Checkpoint formal arguments even where every call passes them a constant
+    #[arg(short = 'P')]
+    checkpoint_constant_formals: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -260,6 +276,7 @@ fn main() -> ExitCode {
         Command::Identity(args) => run_identity(&args),
         Command::Validate(args) => run_validate(&args),
         Command::Tangent(args) => run_tangent(&args),
+        Command::Adjoint(args) => run_adjoint(&args),
         Command::Run(args) => run_run(&args),
         Command::Verify(args) => run_verify(&args),
     };
@@ -425,6 +442,7 @@ impl TransformArgs {
             initialize_derivatives: self.init_derivatives,
             type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
             tangent,
+            adjoint: Default::default(),
         }
     }
 }
@@ -434,6 +452,35 @@ fn report_passivation(input: &Path, passivation: &xaifbooster::passes::passivate
     for name in &passivation.unmatched {
         eprintln!("{}: warning: -p {name}: no variable of that name", input.display());
     }
+}
+
+fn run_adjoint(args: &AdjointArgs) -> Result<Result<(), Reported>> {
+    use xaifbooster::passes::adjoint::AdjointConfig;
+    let common = &args.common;
+    let catalogue = match catalogue(common)? {
+        Ok(catalogue) => catalogue,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut call_graph = match load(common)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut config = common.pipeline_config(TangentConfig::default());
+    config.adjoint = AdjointConfig {
+        all_intents_inout: args.all_intents_inout,
+        checkpoint_constant_formals: args.checkpoint_constant_formals,
+    };
+    let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("{}: {error}", common.input.display());
+            return Ok(Err(Reported(1)));
+        }
+    };
+    report_passivation(&common.input, &report.passivation);
+    let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
+    emit(common.output.as_deref(), &xaif::write(&call_graph, &options))?;
+    Ok(Ok(()))
 }
 
 fn schema_location(args: &TransformArgs, file: &str) -> String {
