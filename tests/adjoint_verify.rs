@@ -70,7 +70,8 @@ fn our_adjoint_code_verifies_wherever_the_reference_does() {
                 continue;
             }
         };
-        for (template, reference) in [(Template::Joint, "adm-joint.ref.xaif"), (Template::Split, "adm-split.ref.xaif")] {
+        for (template, reference) in [(Template::Joint, "adm-joint.ref.xaif"), (Template::Split, "adm-split.ref.xaif")]
+        {
             let kind = if template == Template::Joint { "joint" } else { "split" };
             let ours = status(dir, &ours, template);
             let theirs = match std::fs::read(dir.join(reference)) {
@@ -78,7 +79,8 @@ fn our_adjoint_code_verifies_wherever_the_reference_does() {
                 Err(_) => Status::Unsupported("no reference output".into()),
             };
             *table.entry((kind, word(&ours), word(&theirs))).or_default() += 1;
-            let fine = matches!(ours, Status::Ok) || !matches!(theirs, Status::Ok) && !matches!(ours, Status::Mismatch(_));
+            let fine =
+                matches!(ours, Status::Ok) || !matches!(theirs, Status::Ok) && !matches!(ours, Status::Mismatch(_));
             if !fine {
                 regressions.push(format!("{example} ({kind}): ours {ours:?}, reference {}", word(&theirs)));
             }

@@ -259,11 +259,11 @@ impl Expression {
         }))
     }
 
-    /// `operator(left, right)`: both operands copied under a new root.
-    fn binary(cg: &mut CallGraph, operator: ExprVertex, left: Expression, right: Expression) -> Expression {
+    /// `operator(operands…)`: the operands copied under a new root, at positions 1, 2, ….
+    fn apply(cg: &mut CallGraph, operator: ExprVertex, operands: Vec<Expression>) -> Expression {
         let mut out = Expression::default();
         let root = out.vertices.alloc(operator);
-        for (position, operand) in [(1, left), (2, right)] {
+        for (position, operand) in (1..).zip(operands) {
             let Some(operand_root) = operand.root() else { continue };
             let mut map = Vec::with_capacity(operand.vertices.len());
             for (_, vertex) in operand.vertices.iter() {
@@ -298,23 +298,28 @@ impl Expression {
         out
     }
 
-    /// `name(left, right)` for an inlinable intrinsic such as `add_scal_scal`.
+    /// `name(left, right)` for an integer intrinsic such as `add_scal_scal`.
     pub fn intrinsic(cg: &mut CallGraph, name: &str, left: Expression, right: Expression) -> Expression {
+        Expression::call(cg, name, SymbolType::Integer, vec![left, right])
+    }
+
+    /// `name(operands…)` for an inlinable intrinsic with a scalar result of type `ty`.
+    pub fn call(cg: &mut CallGraph, name: &str, ty: SymbolType, operands: Vec<Expression>) -> Expression {
         let operator = ExprVertex::Intrinsic(Intrinsic {
             id: Name::EMPTY,
             annotation: Name::EMPTY,
             name: cg.names.intern(name),
             call_type: cg.names.intern("inlinable"),
-            result_type: SymbolType::Integer,
+            result_type: ty,
             result_shape: Shape::Scalar,
         });
-        Expression::binary(cg, operator, left, right)
+        Expression::apply(cg, operator, operands)
     }
 
     /// `left op right` for a comparison or logical operation.
     pub fn boolean(cg: &mut CallGraph, op: BooleanOp, left: Expression, right: Expression) -> Expression {
         let operator = ExprVertex::BooleanOperation(BooleanOperation { id: Name::EMPTY, annotation: Name::EMPTY, op });
-        Expression::binary(cg, operator, left, right)
+        Expression::apply(cg, operator, vec![left, right])
     }
 }
 

@@ -7,17 +7,16 @@
 //!   earlier value did not reach the output through it;
 //! - a subroutine call is called again (the reversal template runs the callee's adjoint), with
 //!   the subscripts the taping saw;
-//! - a conversion into an active variable (`oad_convert(x, passive)`) zeroes x̄: the passive
-//!   value carries no derivative;
 //! - markers are kept; assignments have no adjoint (their effect on derivatives is in the
-//!   propagators).
+//!   propagators), and neither have TypeChange's conversions: `oad_convert` copies values and
+//!   leaves derivatives alone, so its adjoint is the identity (as in the tangent code).
 //! Temporaries allocated to match (`oad_AllocateMatching`) are allocated again at the top, so
 //! the adjoint sweep has them even when it runs in an activation of its own (split reversal).
 
 use crate::ir::build::{Temporaries, inlinable_call, whole_reference};
 use crate::ir::*;
 
-use super::tape::{Pushed, converted_active_target};
+use super::tape::{Pushed, allocation_of};
 
 /// The reverse sweep of one basic block of tangent code, given what its taping pushed.
 pub fn adjoint_block(
@@ -28,9 +27,25 @@ pub fn adjoint_block(
     pushes: &[Vec<Pushed>],
 ) -> Vec<Statement> {
     let mut out = Vec::with_capacity(statements.len() * 2);
+    // Derivative temporaries of array shape are allocated first (those passed to calls are
+    // allocated again right before the reverse call, on the section the taping saw).
+    let passed: Vec<SymbolId> = statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::SubroutineCall(call) => Some(call.arguments.iter()),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|a| match &a.value {
+            ArgumentValue::Variable(r) => r.base_symbol(),
+            ArgumentValue::Constant(_) => None,
+        })
+        .collect();
     for statement in statements {
         if let Statement::InlinableSubroutineCall(call) = statement
             && cg.name(call.subroutine_name) == "oad_AllocateMatching"
+            && !matches!(call.arguments.first().map(|a| &a.value),
+                Some(ArgumentValue::Variable(t)) if t.base_symbol().is_some_and(|b| passed.contains(&b)))
         {
             out.push(statement.clone());
         }
@@ -44,6 +59,20 @@ pub fn adjoint_block(
                 }
             }
             Statement::SubroutineCall(call) => {
+                for argument in &call.arguments {
+                    if let ArgumentValue::Variable(reference) = &argument.value
+                        && let Some(like) = allocation_of(cg, statements, reference)
+                    {
+                        let target = with_popped(reference, &popped);
+                        let like = with_popped(like, &popped);
+                        out.push(runtime(
+                            cg,
+                            "oad_allocate_matching",
+                            "oad_AllocateMatching",
+                            vec![ArgumentValue::Variable(target), ArgumentValue::Variable(like)],
+                        ));
+                    }
+                }
                 let mut call = call.clone();
                 for argument in &mut call.arguments {
                     if let ArgumentValue::Variable(reference) = &mut argument.value {
@@ -52,14 +81,8 @@ pub fn adjoint_block(
                 }
                 out.push(Statement::SubroutineCall(call));
             }
-            Statement::InlinableSubroutineCall(call) => {
-                if let Some(target) = converted_active_target(cg, call) {
-                    let target = with_popped(target, &popped);
-                    out.push(runtime(cg, "inline_zeroderiv", "ZeroDeriv", vec![ArgumentValue::Variable(target)]));
-                }
-            }
             Statement::Marker(_) => out.push(statement.clone()),
-            Statement::Assignment(_) => {}
+            Statement::Assignment(_) | Statement::InlinableSubroutineCall(_) => {}
         }
     }
     out

@@ -17,6 +17,9 @@ pub struct CheckpointLists {
     pub time_step: Vec<VariableReference>,
     /// Placeholders 12 and 13: the active variables of the Mod list, with derivatives.
     pub results: Vec<VariableReference>,
+    /// Optional formals (the routine asks `present` of them): their checkpoints run only when
+    /// the caller passed them.
+    pub optional: Vec<SymbolId>,
 }
 
 /// `cp_arg_<store|restore>_<type>_<shape>[_a][_d]`, or `None` for what has no checkpoint
@@ -48,7 +51,14 @@ fn routine_name(cg: &CallGraph, reference: &VariableReference, store: bool, with
     Some(format!("cp_arg_{}_{ty}_{shape}{active}", if store { "store" } else { "restore" }))
 }
 
-fn calls(cg: &mut CallGraph, references: &[VariableReference], store: bool, with_derivative: bool) -> Vec<Statement> {
+/// The checkpoint calls, each with the optional formal it depends on.
+fn calls(
+    cg: &mut CallGraph,
+    references: &[VariableReference],
+    optional: &[SymbolId],
+    store: bool,
+    with_derivative: bool,
+) -> Vec<(Statement, Option<VariableReference>)> {
     let mut out = Vec::with_capacity(references.len());
     let order: Vec<&VariableReference> =
         if store { references.iter().collect() } else { references.iter().rev().collect() };
@@ -56,9 +66,55 @@ fn calls(cg: &mut CallGraph, references: &[VariableReference], store: bool, with
         let Some(name) = routine_name(cg, reference, store, with_derivative) else { continue };
         let mut argument = reference.clone();
         argument.deriv = false;
-        out.push(inlinable_call(cg, &name, &name, vec![ArgumentValue::Variable(argument)]));
+        let guard = reference.base_symbol().filter(|b| optional.contains(b)).map(|_| argument.clone());
+        out.push((inlinable_call(cg, &name, &name, vec![ArgumentValue::Variable(argument)]), guard));
     }
     out
+}
+
+/// Entry → the calls → Exit; a call on an optional formal sits in a branch on `present(x)`.
+fn guarded_graph(cg: &mut CallGraph, scope: ScopeId, calls: Vec<(Statement, Option<VariableReference>)>) -> FlowGraph {
+    if calls.iter().all(|(_, guard)| guard.is_none()) {
+        return FlowGraphBuilder::straight(cg, scope, calls.into_iter().map(|(s, _)| s).collect());
+    }
+    let mut builder = FlowGraphBuilder::default();
+    let mut next_id = 0;
+    let mut id = || {
+        next_id += 1;
+        next_id.to_string()
+    };
+    let entry = builder.vertex(cg, &id(), "", CfgVertexKind::Entry);
+    let mut from = entry;
+    let mut pending = Vec::new();
+    let block = |builder: &mut FlowGraphBuilder, cg: &mut CallGraph, id: String, statements| {
+        builder.vertex(cg, &id, "", CfgVertexKind::BasicBlock(BasicBlock { scope, statements }))
+    };
+    for (statement, guard) in calls {
+        let Some(guard) = guard else {
+            pending.push(statement);
+            continue;
+        };
+        if !pending.is_empty() {
+            let b = block(&mut builder, cg, id(), std::mem::take(&mut pending));
+            builder.edge(cg, from, b, None);
+            from = b;
+        }
+        let condition = Expression::call(cg, "present", SymbolType::Bool, vec![Expression::variable(guard)]);
+        let branch =
+            builder.vertex(cg, &id(), "", CfgVertexKind::Branch(Conditional { condition: Some(condition), line: 0 }));
+        builder.edge(cg, from, branch, None);
+        let guarded = block(&mut builder, cg, id(), vec![statement]);
+        let end = builder.vertex(cg, &id(), "", CfgVertexKind::EndBranch);
+        builder.edge(cg, branch, guarded, Some(1));
+        builder.edge(cg, branch, end, None);
+        builder.edge(cg, guarded, end, None);
+        from = end;
+    }
+    let last = block(&mut builder, cg, id(), pending);
+    builder.edge(cg, from, last, None);
+    let exit = builder.vertex(cg, &id(), "", CfgVertexKind::Exit);
+    builder.edge(cg, last, exit, None);
+    builder.graph
 }
 
 /// The checkpoint placeholders, by number: 4/6 arguments, 5/7 results (none: a subroutine's
@@ -76,8 +132,8 @@ pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists)
     ];
     plan.into_iter()
         .map(|(number, references, store, with_derivative)| {
-            let statements = calls(cg, references, store, with_derivative);
-            (number, FlowGraphBuilder::straight(cg, scope, statements))
+            let calls = calls(cg, references, &lists.optional, store, with_derivative);
+            (number, guarded_graph(cg, scope, calls))
         })
         .collect()
 }

@@ -202,5 +202,46 @@ fn checkpoint_lists(
     time_step.extend(list(&effects.read_local));
     let results =
         list(&effects.modified).into_iter().filter(|r| r.base_symbol().is_some_and(|s| cg.symbols[s].active)).collect();
-    CheckpointLists { arguments, time_step, results }
+    let optional = present_operands(cg, &cfg.graph);
+    CheckpointLists { arguments, time_step, results, optional }
+}
+
+/// The variables the routine asks `present` of: its optional formals.
+fn present_operands(cg: &CallGraph, graph: &FlowGraph) -> Vec<SymbolId> {
+    let mut found = Vec::new();
+    let mut scan = |e: &Expression| {
+        for edge in &e.edges {
+            if let (ExprVertex::Intrinsic(intrinsic), ExprVertex::Variable(operand)) =
+                (&e.vertices[edge.target], &e.vertices[edge.source])
+                && cg.name(intrinsic.name) == "present"
+                && let Some(base) = operand.base_symbol()
+                && !found.contains(&base)
+            {
+                found.push(base);
+            }
+        }
+    };
+    for (_, vertex) in graph.vertices.iter() {
+        match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => {
+                for statement in &block.statements {
+                    if let Statement::Assignment(a) = statement {
+                        scan(&a.rhs);
+                    }
+                }
+            }
+            CfgVertexKind::If(c)
+            | CfgVertexKind::Branch(c)
+            | CfgVertexKind::PreLoop(c)
+            | CfgVertexKind::PostLoop(c) => {
+                c.condition.iter().for_each(&mut scan);
+            }
+            CfgVertexKind::ForLoop(f) => {
+                f.condition.iter().for_each(&mut scan);
+                f.initialization.iter().chain(&f.update).for_each(|a| scan(&a.rhs));
+            }
+            _ => {}
+        }
+    }
+    found
 }

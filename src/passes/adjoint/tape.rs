@@ -3,7 +3,7 @@
 //! propagator is replaced by pushes of what its transpose will need: every factor that is not
 //! a constant (`push_s0`) and the value of every variable in a subscript of its references
 //! (`push_i_s0`), since those may change before the adjoint sweep reads them. A subroutine call
-//! and a conversion into an active variable push the subscripts of their arguments too.
+//! pushes the subscripts of its arguments too, so it is called again on the same elements.
 //!
 //! Each statement's pushes are recorded, in push order, for the block adjoint to pop.
 
@@ -52,18 +52,17 @@ pub fn tape_block(cg: &mut CallGraph, statements: &[Statement]) -> Result<TapedB
                 for argument in &call.arguments {
                     if let ArgumentValue::Variable(reference) = &argument.value {
                         subscript_pushes(cg, reference, &mut pushed);
+                        // A temporary allocated to match a section is allocated again before
+                        // the reverse call: the section's subscripts are taped with the call's.
+                        if let Some(like) = allocation_of(cg, statements, reference) {
+                            subscript_pushes(cg, like, &mut pushed);
+                        }
                     }
                 }
                 emit_pushes(cg, &pushed, &mut taping);
                 taping.push(statement.clone());
             }
-            Statement::InlinableSubroutineCall(call) => {
-                taping.push(statement.clone());
-                if let Some(target) = converted_active_target(cg, call) {
-                    subscript_pushes(cg, target, &mut pushed);
-                    emit_pushes(cg, &pushed, &mut taping);
-                }
-            }
+            Statement::InlinableSubroutineCall(_) => taping.push(statement.clone()),
             Statement::Assignment(a) if a.lhs.deriv => {
                 return Err(AdjointError::Unsupported(format!(
                     "statement {}: a derivative assignment (direct-action intrinsic) has no adjoint yet",
@@ -77,16 +76,30 @@ pub fn tape_block(cg: &mut CallGraph, statements: &[Statement]) -> Result<TapedB
     Ok(TapedBlock { taping, pushes })
 }
 
-/// The target of `oad_convert(to, from)` when it is active: overwritten by a passive value, so
-/// the adjoint zeroes its derivative there.
-pub fn converted_active_target<'a>(cg: &CallGraph, call: &'a InlinableSubroutineCall) -> Option<&'a VariableReference> {
-    if cg.name(call.subroutine_name) != "oad_convert" {
+/// The array `oad_AllocateMatching(t, like)` in `statements` gives the storage of the whole
+/// temporary `reference` (`t`), if any.
+pub fn allocation_of<'s>(
+    cg: &CallGraph,
+    statements: &'s [Statement],
+    reference: &VariableReference,
+) -> Option<&'s VariableReference> {
+    let base = reference.base_symbol()?;
+    if !cg.symbols[base].temp {
         return None;
     }
-    match call.arguments.iter().find(|a| a.position == 1).map(|a| &a.value) {
-        Some(ArgumentValue::Variable(to)) if to.base_symbol().is_some_and(|s| cg.symbols[s].active) => Some(to),
+    statements.iter().find_map(|s| match s {
+        Statement::InlinableSubroutineCall(call) if cg.name(call.subroutine_name) == "oad_AllocateMatching" => {
+            match (call.arguments.first().map(|a| &a.value), call.arguments.get(1).map(|a| &a.value)) {
+                (Some(ArgumentValue::Variable(t)), Some(ArgumentValue::Variable(like)))
+                    if t.base_symbol() == Some(base) =>
+                {
+                    Some(like)
+                }
+                _ => None,
+            }
+        }
         _ => None,
-    }
+    })
 }
 
 /// The variable references a propagator entry reads or writes.
