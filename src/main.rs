@@ -465,7 +465,11 @@ fn run_adjoint(args: &AdjointArgs) -> Result<Result<(), Reported>> {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
+    if common.init_derivatives {
+        eprintln!("xaifbooster: note: -D is not applied in adjoint mode yet; ignored");
+    }
     let mut config = common.pipeline_config(TangentConfig::default());
+    config.initialize_derivatives = false;
     config.adjoint = AdjointConfig {
         all_intents_inout: args.all_intents_inout,
         checkpoint_constant_formals: args.checkpoint_constant_formals,

@@ -95,3 +95,32 @@ fn our_adjoint_code_verifies_wherever_the_reference_does() {
     assert_eq!(refused_names, expected, "refused: {refused:#?}");
     assert!(regressions.is_empty(), "{} regressions: {regressions:#?}", regressions.len());
 }
+
+/// The README's adjoint example, end to end through the command line, in both templates.
+#[test]
+fn readme_adjoint_example_verifies_through_the_cli() {
+    let binary = env!("CARGO_BIN_EXE_xaifbooster");
+    let input = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/examples/head.xaif");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = dir.path().join("head.adm.xaif");
+    let status = std::process::Command::new(binary)
+        .args(["adjoint", "-I", "-i", input, "-o"])
+        .arg(&output)
+        .status()
+        .expect("binary runs");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&output).expect("output written");
+    assert_eq!(text.matches("<xaif:ReplacementList").count(), text.matches("</xaif:ReplacementList>").count());
+    assert!(text.contains("template_name=\"reverse_subroutine_template\""));
+    for template in ["joint", "split"] {
+        let verify = std::process::Command::new(binary)
+            .args(["verify", "--original", input, "--transformed"])
+            .arg(&output)
+            .args(["--mode", "adjoint", "--template", template])
+            .output()
+            .expect("binary runs");
+        let text = String::from_utf8_lossy(&verify.stdout);
+        assert!(verify.status.success(), "{template}: {text}");
+        assert!(text.lines().last().is_some_and(|l| l.starts_with("verify: OK")), "{template}: {text}");
+    }
+}
