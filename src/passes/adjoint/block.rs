@@ -13,10 +13,10 @@
 //! Temporaries allocated to match (`oad_AllocateMatching`) are allocated again at the top, so
 //! the adjoint sweep has them even when it runs in an activation of its own (split reversal).
 
-use crate::ir::build::{Temporaries, inlinable_call, whole_reference};
+use crate::ir::build::{Temporaries, inlinable_call, shape_of_rank, whole_reference};
 use crate::ir::*;
 
-use super::tape::{Pushed, allocation_of};
+use super::tape::{Pushed, allocation_of, transposed_operand};
 
 /// The reverse sweep of one basic block of tangent code, given what its taping pushed.
 pub fn adjoint_block(
@@ -81,6 +81,11 @@ pub fn adjoint_block(
                 }
                 out.push(Statement::SubroutineCall(call));
             }
+            Statement::Assignment(a) if a.lhs.deriv => {
+                if let Some(source) = transposed_operand(cg, a) {
+                    transpose_back(cg, temporaries, scope, a, source, &mut out);
+                }
+            }
             Statement::Marker(_) => out.push(statement.clone()),
             Statement::Assignment(_) | Statement::InlinableSubroutineCall(_) => {}
         }
@@ -88,7 +93,65 @@ pub fn adjoint_block(
     out
 }
 
+/// The adjoint of `b.d = transpose(a.d)`: `t.d = transpose(b.d)` into an active temporary
+/// shaped like `a`, `ā += t̄`, `b̄ = 0`.
+fn transpose_back(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    assignment: &Assignment,
+    source: &VariableReference,
+    out: &mut Vec<Statement>,
+) {
+    let Some(base) = source.base_symbol() else { return };
+    let like = cg.symbols[base].clone();
+    let rank = source.effective_rank(cg);
+    let whole = source.array_access().is_none() && like.dimensions.len() == rank;
+    let temporary = temporaries.fresh(cg, scope, "Symbol", |s| {
+        s.active = true;
+        s.ty = like.ty;
+        s.fe_type = like.fe_type;
+        s.shape = shape_of_rank(rank);
+        s.dimensions = if whole { like.dimensions.clone() } else { Vec::new() };
+    });
+    let mut target = whole_reference(cg, temporary, true);
+    let mut plain_source = source.clone();
+    plain_source.deriv = false;
+    if cg.symbols[temporary].dimensions.is_empty() {
+        out.push(inlinable_call(
+            cg,
+            "oad_allocate_matching",
+            "oad_AllocateMatching",
+            vec![ArgumentValue::Variable(target.clone()), ArgumentValue::Variable(plain_source.clone())],
+        ));
+    }
+    target.deriv = true;
+    let mut operand = assignment.lhs.clone();
+    operand.deriv = true;
+    let mut rhs = assignment.rhs.clone();
+    for (_, vertex) in rhs.vertices.iter_mut() {
+        if let ExprVertex::Variable(r) = vertex {
+            let id = r.id;
+            *r = operand.clone();
+            r.id = id;
+        }
+    }
+    let back = crate::ir::build::assignment(cg, "reverse_assignment", target.clone(), rhs);
+    out.push(Statement::Assignment(back));
+    target.deriv = false;
+    let mut lhs = assignment.lhs.clone();
+    lhs.deriv = false;
+    out.push(runtime(
+        cg,
+        "inline_IncDeriv",
+        "IncDeriv",
+        vec![ArgumentValue::Variable(target), ArgumentValue::Variable(plain_source)],
+    ));
+    out.push(runtime(cg, "inline_zeroderiv", "ZeroDeriv", vec![ArgumentValue::Variable(lhs)]));
+}
+
 /// Pops what was pushed, last first, into new temporaries; returns (pushed value, temporary).
+/// An array factor's copy is declared with its bounds, or allocated from its popped count.
 fn pop(
     cg: &mut CallGraph,
     temporaries: &mut Temporaries,
@@ -96,16 +159,41 @@ fn pop(
     pushed: &[Pushed],
     out: &mut Vec<Statement>,
 ) -> Vec<(VariableReference, VariableReference)> {
-    let mut popped = Vec::with_capacity(pushed.len());
+    let mut popped: Vec<(VariableReference, VariableReference)> = Vec::with_capacity(pushed.len());
+    let mut count: Option<VariableReference> = None;
     for p in pushed.iter().rev() {
-        let integer = p.integer;
         let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
             s.active = false;
-            s.ty = if integer { SymbolType::Integer } else { SymbolType::Real };
+            s.ty = if p.integer { SymbolType::Integer } else { SymbolType::Real };
+            s.shape = shape_of_rank(p.rank);
+            s.dimensions = p.dimensions.clone();
         });
         let temporary = whole_reference(cg, symbol, false);
-        let (id, routine) = if integer { ("inline_pop_i", "pop_i_s0") } else { ("inline_pop", "pop_s0") };
+        let (id, routine) = match (p.integer, p.rank) {
+            (true, _) => ("inline_pop_i", "pop_i_s0"),
+            (false, 0) => ("inline_pop", "pop_s0"),
+            (false, 1) => ("inline_pop", "pop_s1"),
+            (false, _) => ("inline_pop", "pop_s2"),
+        };
         out.push(inlinable_call(cg, id, routine, vec![ArgumentValue::Variable(temporary.clone())]));
+        if p.integer && p.size_of_previous {
+            count = Some(temporary);
+            continue;
+        }
+        if let Some(count) = count.take()
+            && !p.integer
+            && p.rank > 0
+        {
+            // The pop must land in storage of the taped size: allocate before it.
+            let pop = out.pop();
+            out.push(inlinable_call(
+                cg,
+                "oad_allocate_shape",
+                "oad_AllocateShape",
+                vec![ArgumentValue::Variable(temporary.clone()), ArgumentValue::Variable(count)],
+            ));
+            out.extend(pop);
+        }
         popped.push((p.value.clone(), temporary));
     }
     popped

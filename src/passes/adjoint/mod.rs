@@ -108,7 +108,7 @@ fn reverse_routine(
         let mut blocks = vec![None; cfg.graph.vertices.len()];
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
-            let taped = tape::tape_block(cg, &block.statements)?;
+            let taped = tape::tape_block(cg, temporaries, block.scope, &block.statements)?;
             for pushed in taped.pushes.iter().flatten() {
                 if pushed.integer {
                     stats.index_pushes += 1;

@@ -7,7 +7,7 @@
 //!
 //! Each statement's pushes are recorded, in push order, for the block adjoint to pop.
 
-use crate::ir::build::inlinable_call;
+use crate::ir::build::{Temporaries, assignment, inlinable_call, whole_reference};
 use crate::ir::*;
 
 use super::AdjointError;
@@ -18,6 +18,19 @@ pub struct Pushed {
     /// The value as the forward sweep names it (a factor temporary, an index variable).
     pub value: VariableReference,
     pub integer: bool,
+    /// Rank of a real factor (`push_s0`, `push_s1`, …).
+    pub rank: usize,
+    /// Declared bounds of an array factor; empty when only known at run time, in which case
+    /// its element count is pushed right after it (`size_of_previous`).
+    pub dimensions: Vec<DimensionBounds>,
+    /// This integer is the element count of the array factor pushed just before.
+    pub size_of_previous: bool,
+}
+
+impl Pushed {
+    fn integer(value: VariableReference) -> Pushed {
+        Pushed { value, integer: true, rank: 0, dimensions: Vec::new(), size_of_previous: false }
+    }
 }
 
 /// A block's forward sweep and, per statement of the tangent block, what it pushed.
@@ -27,7 +40,12 @@ pub struct TapedBlock {
 }
 
 /// The forward sweep of one basic block of tangent code.
-pub fn tape_block(cg: &mut CallGraph, statements: &[Statement]) -> Result<TapedBlock, AdjointError> {
+pub fn tape_block(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    statements: &[Statement],
+) -> Result<TapedBlock, AdjointError> {
     let mut taping = Vec::with_capacity(statements.len() + 4);
     let mut pushes = Vec::with_capacity(statements.len());
     for statement in statements {
@@ -37,7 +55,7 @@ pub fn tape_block(cg: &mut CallGraph, statements: &[Statement]) -> Result<TapedB
                 for entry in &propagator.entries {
                     if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
                         for term in terms {
-                            factor_pushes(cg, &term.a, &mut pushed)?;
+                            factor_pushes(cg, temporaries, scope, &term.a, &mut taping, &mut pushed)?;
                         }
                     }
                 }
@@ -64,10 +82,14 @@ pub fn tape_block(cg: &mut CallGraph, statements: &[Statement]) -> Result<TapedB
             }
             Statement::InlinableSubroutineCall(_) => taping.push(statement.clone()),
             Statement::Assignment(a) if a.lhs.deriv => {
-                return Err(AdjointError::Unsupported(format!(
-                    "statement {}: a derivative assignment (direct-action intrinsic) has no adjoint yet",
-                    cg.name(a.id)
-                )));
+                // The derivative of a direct action (`b.d = transpose(a.d)`) is the adjoint
+                // sweep's business; the forward sweep computes values only.
+                if transposed_operand(cg, a).is_none() {
+                    return Err(AdjointError::Unsupported(format!(
+                        "statement {}: only transpose among the direct-action intrinsics has an adjoint yet",
+                        cg.name(a.id)
+                    )));
+                }
             }
             Statement::Assignment(_) | Statement::Marker(_) => taping.push(statement.clone()),
         }
@@ -102,6 +124,28 @@ pub fn allocation_of<'s>(
     })
 }
 
+/// `a` in a derivative assignment `b.d = transpose(a.d)` between arrays or fixed sections: the linear map
+/// whose adjoint is `ā += transpose(b̄)`.
+pub fn transposed_operand<'a>(cg: &CallGraph, assignment: &'a Assignment) -> Option<&'a VariableReference> {
+    let rhs = &assignment.rhs;
+    let root = rhs.root()?;
+    let ExprVertex::Intrinsic(intrinsic) = &rhs.vertices[root] else { return None };
+    if cg.name(intrinsic.name) != "transpose_arr" || rhs.vertices.len() != 2 {
+        return None;
+    }
+    let operand = rhs.vertices.iter().find_map(|(_, v)| match v {
+        ExprVertex::Variable(r) => Some(r),
+        _ => None,
+    })?;
+    // Subscripts without variables: nothing to tape for the adjoint to see the same sections.
+    let fixed = |r: &VariableReference| {
+        let mut read = Vec::new();
+        r.symbols_read(&mut read);
+        read.len() == 1
+    };
+    (operand.deriv && fixed(operand) && fixed(&assignment.lhs)).then_some(operand)
+}
+
 /// The variable references a propagator entry reads or writes.
 pub fn entry_references(entry: &PropagatorEntry) -> Vec<&VariableReference> {
     match entry {
@@ -116,8 +160,16 @@ pub fn entry_references(entry: &PropagatorEntry) -> Vec<&VariableReference> {
     }
 }
 
-/// A factor that is not a constant is pushed.
-fn factor_pushes(cg: &CallGraph, factor: &Expression, pushed: &mut Vec<Pushed>) -> Result<(), AdjointError> {
+/// A factor that is not a constant is pushed; an array factor whose bounds are only known at
+/// run time is followed by its element count, so the adjoint can allocate its copy.
+fn factor_pushes(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    factor: &Expression,
+    taping: &mut Vec<Statement>,
+    pushed: &mut Vec<Pushed>,
+) -> Result<(), AdjointError> {
     let Some(root) = factor.root() else { return Ok(()) };
     let value = match &factor.vertices[root] {
         ExprVertex::Constant(_) => return Ok(()),
@@ -127,17 +179,31 @@ fn factor_pushes(cg: &CallGraph, factor: &Expression, pushed: &mut Vec<Pushed>) 
             return Err(AdjointError::Unsupported("a propagator factor that is an expression".into()));
         }
     };
-    if let Some(base) = value.base_symbol()
-        && cg.symbols[base].shape.rank() > 0
-        && value.effective_rank(cg) > 0
-    {
+    if pushed.iter().any(|p| p.value.same_place(&value)) {
+        return Ok(());
+    }
+    let rank = value.effective_rank(cg);
+    let declared = value.base_symbol().map(|b| cg.symbols[b].dimensions.clone()).unwrap_or_default();
+    let dimensions =
+        if rank > 0 && value.array_access().is_none() && declared.len() == rank { declared } else { Vec::new() };
+    if rank > 2 || rank > 1 && dimensions.is_empty() {
         return Err(AdjointError::Unsupported(format!(
-            "array-valued factor {} (array statements) is not taped yet",
-            cg.symbol_name(base)
+            "a Jacobian factor of rank {rank} without declared bounds is not taped yet"
         )));
     }
-    if !pushed.iter().any(|p| p.value.same_place(&value)) {
-        pushed.push(Pushed { value, integer: false });
+    let needs_size = rank > 0 && dimensions.is_empty();
+    pushed.push(Pushed { value: value.clone(), integer: false, rank, dimensions, size_of_previous: false });
+    if needs_size {
+        let count = temporaries.fresh(cg, scope, "Symbol", |s| {
+            s.ty = SymbolType::Integer;
+            s.active = false;
+        });
+        let count = whole_reference(cg, count, false);
+        let mut of = value;
+        of.deriv = false;
+        let size = Expression::call(cg, "size", SymbolType::Integer, vec![Expression::variable(of)]);
+        taping.push(Statement::Assignment(assignment(cg, "_factor_size", count.clone(), size)));
+        pushed.push(Pushed { size_of_previous: true, ..Pushed::integer(count) });
     }
     Ok(())
 }
@@ -152,7 +218,7 @@ fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, pushed: &mut 
                     let ExprVertex::Variable(index) = v else { continue };
                     let integer = index.base_symbol().is_some_and(|s| cg.symbols[s].ty == SymbolType::Integer);
                     if integer && !pushed.iter().any(|p| p.value.same_place(index)) {
-                        pushed.push(Pushed { value: index.clone(), integer: true });
+                        pushed.push(Pushed::integer(index.clone()));
                     }
                 }
             }
@@ -164,7 +230,12 @@ fn emit_pushes(cg: &mut CallGraph, pushed: &[Pushed], taping: &mut Vec<Statement
     for p in pushed {
         let mut value = p.value.clone();
         value.deriv = false;
-        let (id, routine) = if p.integer { ("inline_push_i", "push_i_s0") } else { ("inline_push", "push_s0") };
+        let (id, routine) = match (p.integer, p.rank) {
+            (true, _) => ("inline_push_i", "push_i_s0"),
+            (false, 0) => ("inline_push", "push_s0"),
+            (false, 1) => ("inline_push", "push_s1"),
+            (false, _) => ("inline_push", "push_s2"),
+        };
         taping.push(inlinable_call(cg, id, routine, vec![ArgumentValue::Variable(value)]));
     }
 }
