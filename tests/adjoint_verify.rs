@@ -117,3 +117,45 @@ fn readme_adjoint_example_verifies_through_the_cli() {
         assert!(text.lines().last().is_some_and(|l| l.starts_with("verify: OK")), "{template}: {text}");
     }
 }
+
+/// Control flow the original adjoint driver refuses: a backward goto (reversed by basic-block
+/// numbers), a post-test loop and a two-way If joined by an EndBranch (reversed structurally).
+#[test]
+fn unstructured_graphs_post_test_loops_and_ifs_reverse_correctly() {
+    use xaifbooster::interp::verify::VerifyConfig;
+    for (name, numbered) in [("unstructured.xaif", true), ("if_postloop.xaif", false)] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/adjoint").join(name);
+        let input = std::fs::read(&path).expect("test program");
+        let mut cg = xaif::read(&input, name, &ReadOptions::default()).expect("reads").call_graph;
+        xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &Config::default()).expect("adjoint");
+        let xaifbooster::ir::Routine::ReplacementList(list) = &cg.routines.iter().next().expect("a routine").1 else {
+            panic!("{name}: a replacement list");
+        };
+        let adjoint = &list.replacements[2].graph;
+        let pre_loops = adjoint
+            .vertices
+            .iter()
+            .filter(|(_, v)| matches!(v.kind, xaifbooster::ir::CfgVertexKind::PreLoop(_)))
+            .count();
+        assert_eq!(pre_loops, usize::from(numbered), "{name}: the block-number dispatch loop");
+        assert_eq!(list.replacements[1].structured, !numbered, "{name}");
+        let bytes = xaif::write(&cg, &WriteOptions::default());
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join(name);
+        std::fs::write(&out, &bytes).expect("write");
+        assert!(common::xmllint_failures(&[out]).is_empty(), "{name}: schema");
+        let findings = xaifbooster::xaif::validate::validate(&bytes, name, &Default::default());
+        assert!(findings.iter().all(|f| f.severity != xaifbooster::xaif::Severity::Error), "{findings:#?}");
+        let original = read_program(&input, name).expect("original lowers");
+        let transformed = read_program(&bytes, name).expect("output lowers");
+        for template in [Template::Joint, Template::Split] {
+            let config = VerifyConfig {
+                mode: Mode::Adjoint,
+                driver: xaifbooster::interp::verify::DriverConfig { template, ..Default::default() },
+                ..VerifyConfig::default()
+            };
+            let report = verify(&original, &transformed, &config);
+            assert!(matches!(report.status, Status::Ok), "{name} {template:?}: {}", report.final_line());
+        }
+    }
+}

@@ -103,8 +103,7 @@ fn reverse_routine(
     let original = originals.get(routine).cloned().unwrap_or_else(|| cfg.graph.clone());
     let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));
 
-    let (taping, adjoint) = if has_code {
-        let (entry, regions, exit) = reversal::structure(&cfg.graph)?;
+    let (taping, adjoint, structured) = if has_code {
         let mut blocks = vec![None; cfg.graph.vertices.len()];
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
@@ -120,19 +119,35 @@ fn reverse_routine(
             blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
         }
         let mut reversal = Reversal { cg, temporaries, graph: &cfg.graph, scope, blocks, fresh: 0 };
-        let taping = reversal.taping(entry, &regions, exit);
-        let adjoint = reversal.adjoint(&regions);
-        stats.control_pushes += count_control(&regions);
-        (taping, adjoint)
+        match reversal::structure(&cfg.graph) {
+            Ok((entry, regions, exit)) => {
+                let taping = reversal.taping(entry, &regions, exit);
+                let adjoint = reversal.adjoint(&regions);
+                stats.control_pushes += count_control(&regions);
+                (taping, adjoint, true)
+            }
+            Err(_) => {
+                // Gotos, labels, post-test loops, two-way Ifs without EndBranch: reversed by
+                // basic-block numbers.
+                let taping = reversal.numbered_taping();
+                let adjoint = reversal.numbered_adjoint();
+                stats.control_pushes +=
+                    cfg.graph.vertices.iter().filter(|(_, v)| matches!(v.kind, CfgVertexKind::BasicBlock(_))).count()
+                        + 1;
+                (taping, adjoint, false)
+            }
+        }
     } else {
-        (FlowGraph::default(), FlowGraph::default())
+        (FlowGraph::default(), FlowGraph::default(), true)
     };
 
     let lists = checkpoint_lists(cg, &cfg, formal_uses.get(routine), config);
     let mut replacements = Vec::with_capacity(13);
     let mut add = |cg: &mut CallGraph, number: u32, graph: FlowGraph| {
+        // The sweeps of a graph reversed by block numbers copy its unstructured control flow.
+        let structured = structured || !matches!(number, 1 | 2 | 3 | 10 | 11);
         replacements
-            .push((number, Replacement { placeholder: cg.names.intern(&number.to_string()), structured: true, graph }));
+            .push((number, Replacement { placeholder: cg.names.intern(&number.to_string()), structured, graph }));
     };
     add(cg, 1, if has_code { original } else { FlowGraph::default() });
     add(cg, 2, taping.clone());

@@ -7,9 +7,14 @@
 //!   pushes its number before joining;
 //! - the adjoint graph runs the regions backwards: a loop pops its count and runs the adjoint
 //!   of its body that many times, a branch pops the arm number and branches on it.
-//! Every loop is reversed this way ("anonymously"), explicit ones included: the adjoint never
-//! depends on the loop variable, whose values in the body are taped like any other subscript.
-//! Unstructured graphs (Goto, Label, PostLoop, an If without EndBranch) are refused for now.
+//! Every loop is reversed this way ("anonymously"), explicit ones and post-test loops included:
+//! the adjoint never depends on the loop variable, whose values in the body are taped like any
+//! other subscript. A two-way `If` that joins in an EndBranch is a branch like any other.
+//!
+//! A graph that is not structured (Goto, Label, an If without EndBranch) is reversed by
+//! basic-block numbers instead: the taping graph is the graph itself, each block pushing its
+//! number as it ends; the adjoint pops numbers and runs the adjoint of the numbered block until
+//! it pops the 0 pushed after Entry.
 
 use crate::ir::build::{FlowGraphBuilder, Temporaries, assignment, inlinable_call, integer_constant, whole_reference};
 use crate::ir::*;
@@ -91,7 +96,7 @@ impl Reader<'_> {
                     regions.push(Region::Block(v));
                     v = self.single_successor(v)?;
                 }
-                CfgVertexKind::ForLoop(_) | CfgVertexKind::PreLoop(_) => {
+                CfgVertexKind::ForLoop(_) | CfgVertexKind::PreLoop(_) | CfgVertexKind::PostLoop(_) => {
                     let out = &self.successors[index(v)];
                     let body_edge = out.iter().find(|e| e.condition_value == Some(1));
                     let exit_edge = out.iter().find(|e| e.condition_value != Some(1));
@@ -135,7 +140,7 @@ impl Reader<'_> {
                     regions.push(Region::Branch { header: v, end, arms });
                     v = self.single_successor(end)?;
                 }
-                CfgVertexKind::Entry | CfgVertexKind::PostLoop(_) | CfgVertexKind::Label | CfgVertexKind::Goto => {
+                CfgVertexKind::Entry | CfgVertexKind::Label | CfgVertexKind::Goto => {
                     return Err(AdjointError::Unsupported(format!(
                         "unstructured control flow ({}) is not reversed yet",
                         self.name(v)
@@ -384,5 +389,106 @@ impl Reversal<'_> {
             condition = None;
         }
         (from, condition)
+    }
+}
+
+impl Reversal<'_> {
+    /// Taping of any graph (the paper's reversal by basic-block numbers): the graph as it is,
+    /// each basic block pushing its number at its end, a block after Entry pushing 0.
+    pub fn numbered_taping(&mut self) -> FlowGraph {
+        let mut builder = FlowGraphBuilder::default();
+        let mut map = Vec::with_capacity(self.graph.vertices.len());
+        let mut number = 0;
+        let mut entry = None;
+        for (id, vertex) in self.graph.vertices.iter() {
+            let mut vertex = vertex.clone();
+            if let CfgVertexKind::BasicBlock(block) = &mut vertex.kind {
+                number += 1;
+                let mut statements = match self.blocks.get(index(id)) {
+                    Some(Some((taping, _))) => taping.clone(),
+                    _ => Vec::new(),
+                };
+                let value = self.constant_argument(number);
+                statements.push(self.push_integer(value));
+                block.statements = statements;
+            }
+            if matches!(vertex.kind, CfgVertexKind::Entry) {
+                entry = Some(id);
+            }
+            map.push(builder.copy(&vertex));
+        }
+        let zero = self.constant_argument(0);
+        let push = self.push_integer(zero);
+        let start = self.block(&mut builder, "_aug_", vec![push]);
+        if let Some(entry) = entry {
+            builder.edge(self.cg, map[index(entry)], start, None);
+        }
+        for edge in &self.graph.edges {
+            let source = if Some(edge.source) == entry { start } else { map[index(edge.source)] };
+            builder.edge(self.cg, source, map[index(edge.target)], edge.condition_value);
+        }
+        builder.graph
+    }
+
+    /// The adjoint by basic-block numbers: pop a number; while it is not 0, run that block's
+    /// adjoint and pop the next.
+    pub fn numbered_adjoint(&mut self) -> FlowGraph {
+        let mut builder = FlowGraphBuilder::default();
+        let entry_id = self.fresh_id("_adj_");
+        let entry = builder.vertex(self.cg, &entry_id, "", CfgVertexKind::Entry);
+        let current = self.counter();
+        let current_ref = whole_reference(self.cg, current, false);
+        let pop = |r: &mut Self, builder: &mut FlowGraphBuilder| {
+            let call =
+                inlinable_call(r.cg, "inline_pop_i", "pop_i_s0", vec![ArgumentValue::Variable(current_ref.clone())]);
+            r.block(builder, "_adj_", vec![call])
+        };
+        let first_pop = pop(self, &mut builder);
+        builder.edge(self.cg, entry, first_pop, None);
+        let zero = self.integer(0);
+        let test = Expression::boolean(self.cg, BooleanOp::NotEqual, Expression::variable(current_ref.clone()), zero);
+        let header_id = self.fresh_id("_adj_");
+        let header = builder.vertex(
+            self.cg,
+            &header_id,
+            "",
+            CfgVertexKind::PreLoop(Conditional { condition: Some(test), line: 0 }),
+        );
+        builder.edge(self.cg, first_pop, header, None);
+        let branch_id = self.fresh_id("_adj_");
+        let branch = builder.vertex(
+            self.cg,
+            &branch_id,
+            "",
+            CfgVertexKind::Branch(Conditional { condition: Some(Expression::variable(current_ref.clone())), line: 0 }),
+        );
+        builder.edge(self.cg, header, branch, Some(1));
+        let end_branch_id = self.fresh_id("_adj_");
+        let end_branch = builder.vertex(self.cg, &end_branch_id, "", CfgVertexKind::EndBranch);
+        let mut number = 0;
+        for (id, vertex) in self.graph.vertices.iter() {
+            let CfgVertexKind::BasicBlock(_) = vertex.kind else { continue };
+            number += 1;
+            let mut vertex = vertex.clone();
+            if let CfgVertexKind::BasicBlock(block) = &mut vertex.kind {
+                block.statements = match self.blocks.get(index(id)) {
+                    Some(Some((_, adjoint))) => adjoint.clone(),
+                    _ => Vec::new(),
+                };
+            }
+            let arm = builder.copy(&vertex);
+            builder.edge(self.cg, branch, arm, Some(number));
+            builder.edge(self.cg, arm, end_branch, None);
+        }
+        let next_pop = pop(self, &mut builder);
+        builder.edge(self.cg, end_branch, next_pop, None);
+        let end_loop_id = self.fresh_id("_adj_");
+        let end_loop = builder.vertex(self.cg, &end_loop_id, "", CfgVertexKind::EndLoop);
+        builder.edge(self.cg, next_pop, end_loop, None);
+        builder.edge(self.cg, end_loop, header, None);
+        let exit_id = self.fresh_id("_adj_");
+        let exit = builder.vertex(self.cg, &exit_id, "", CfgVertexKind::Exit);
+        builder.edge(self.cg, header, exit, None);
+        builder.graph
     }
 }
