@@ -386,8 +386,17 @@ mod tests {
 
     #[test]
     fn a_device_stays_a_device() {
-        write(&Destination::Path(PathBuf::from("/dev/null")), "discarded").unwrap();
-        assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        // A private copy of /dev/null first (where the system lets us make one), so that a
+        // regression fails there rather than replacing the machine's /dev/null.
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("null");
+        let made =
+            std::process::Command::new("mknod").arg(&private).args(["c", "1", "3"]).status().is_ok_and(|s| s.success());
+        let devices = if made { vec![private, PathBuf::from("/dev/null")] } else { vec![PathBuf::from("/dev/null")] };
+        for device in devices {
+            write(&Destination::Path(device.clone()), "discarded").unwrap();
+            assert!(fs::metadata(&device).unwrap().file_type().is_char_device(), "{}", device.display());
+        }
     }
 
     #[test]
