@@ -356,7 +356,7 @@ struct Reported(u8);
 type Outcome = Result<Result<(), Reported>>;
 
 /// The exit status of a run whose reader went away (`| head`): what a shell reports for a
-/// program ended by SIGPIPE, as the original engine and every C filter would be.
+/// program ended by SIGPIPE, as the original engine or any C filter would be; no message.
 const BROKEN_PIPE: u8 = 128 + 13;
 
 fn main() -> ExitCode {

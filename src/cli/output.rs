@@ -6,8 +6,8 @@
 //! computed), [`Pending::stage`] the bytes of each (for a regular file: into a temporary file
 //! beside it), then [`Pending::commit`] them all, which only renames and copies.
 //!
-//! Only regular files are replaced by a rename, and a replaced file keeps its mode (and, where
-//! permitted, its owner). Everything else is written as it is: devices such as `/dev/null`,
+//! Only regular files are replaced by a rename, and only files the user may write; a replaced
+//! file keeps its mode (and, where permitted, its owner). Everything else is written as it is: devices such as `/dev/null`,
 //! named pipes, the descriptors behind `/dev/stdout` or `/dev/fd/N`, a file with several hard
 //! links (truncated and rewritten, so every link sees the new contents). A symbolic link is
 //! written through: its target is replaced, the link stays.
@@ -169,6 +169,9 @@ fn prepare_path(path: &Path) -> io::Result<How> {
         Ok(meta) if meta.is_file() => prepare_regular(&path, &meta),
         // Character and block devices, named pipes: never replaced, written as they are.
         Ok(_) => Ok(How::Direct(OpenOptions::new().write(true).open(&path)?)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && path.file_name().is_none() => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let (temp, file) = create_temp(&path)?;
             Ok(How::Replace { target: path, temp: Some(temp), file })
@@ -180,8 +183,11 @@ fn prepare_path(path: &Path) -> io::Result<How> {
 /// An existing regular file: replaced by a rename unless other names share its inode or its
 /// directory refuses a new file.
 fn prepare_regular(path: &Path, meta: &fs::Metadata) -> io::Result<How> {
+    // A file we may not write stays as it is, although its directory would let a rename
+    // replace it: as for any program that opens its output.
+    let in_place = OpenOptions::new().write(true).open(path)?;
     if links(meta) > 1 {
-        return Ok(How::InPlace(OpenOptions::new().write(true).open(path)?));
+        return Ok(How::InPlace(in_place));
     }
     match create_temp(path) {
         Ok((temp, file)) => {
@@ -194,9 +200,7 @@ fn prepare_regular(path: &Path, meta: &fs::Metadata) -> io::Result<How> {
             }
             Ok(How::Replace { target: path.to_path_buf(), temp: Some(temp), file })
         }
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            Ok(How::InPlace(OpenOptions::new().write(true).open(path)?))
-        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(How::InPlace(in_place)),
         Err(e) => Err(e),
     }
 }
@@ -408,9 +412,10 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_is_refused() {
+    fn a_directory_or_an_empty_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(prepare(&Destination::Path(dir.path().to_path_buf())).is_err());
+        assert!(prepare(&Destination::Path(PathBuf::new())).is_err());
         assert_eq!(entries(dir.path()), Vec::<String>::new());
     }
 
