@@ -99,11 +99,12 @@ TABLE = [
     ("string_ge_scal_scal", 2, ".ge.", {"return_type": "bool"}, [("passive", None), ("passive", None)]),
     ("string_le_scal_scal", 2, ".le.", {"return_type": "bool"}, [("passive", None), ("passive", None)]),
     ("string_lt_scal_scal", 2, ".lt.", {"return_type": "bool"}, [("passive", None), ("passive", None)]),
-    # min/max and the reductions are not differentiated (as in OpenAD: "nc" = no change)
+    # min/max and the reductions are not differentiated (as in OpenAD: "nc" = no change);
+    # maxval and minval of an array are scalars
     ("nc_min_scal_scal", 2, "min", {"nonSmooth": "true"}, [("passive", None), ("passive", None)]),
-    ("nc_minval", 1, "minval", {"nonSmooth": "true"}, [("passive", None)]),
+    ("nc_minval", 1, "minval", {"nonSmooth": "true", "shapeChange": "scalar"}, [("passive", None)]),
     ("nc_max_scal_scal", 2, "max", {"nonSmooth": "true"}, [("passive", None), ("passive", None)]),
-    ("nc_maxval", 1, "maxval", {"nonSmooth": "true"}, [("passive", None)]),
+    ("nc_maxval", 1, "maxval", {"nonSmooth": "true", "shapeChange": "scalar"}, [("passive", None)]),
     ("maxloc_arr", 1, "maxloc", {"return_type": "integer", "shapeChange": "rank"}, [("passive", None)]),
     ("minloc_arr", 1, "minloc", {"return_type": "integer", "shapeChange": "rank"}, [("passive", None)]),
     ("sum_arr", 1, "sum", {"shapeChange": "rank"}, [("passive", None)]),

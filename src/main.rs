@@ -48,6 +48,9 @@ enum Command {
     Validate(ValidateArgs),
     /// Tangent-linear mode: the original BasicBlockPreaccumulation driver
     Tangent(TangentArgs),
+    /// Adjoint mode: the original BasicBlockPreaccumulationReverse driver (one replacement list
+    /// per routine for OpenAD's joint or split reversal templates)
+    Adjoint(AdjointArgs),
     /// Execute a routine of an XAIF file and print its outputs (and derivatives of a
     /// transformed file)
     Run(RunArgs),
@@ -72,6 +75,19 @@ struct TangentArgs {
     /// How elimination sequences are chosen: one method, or the best of all heuristics
     #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
     elimination: EliminationArg,
+    #[command(flatten)]
+    original: PreaccumulationSwitches,
+}
+
+#[derive(Args, Debug)]
+struct AdjointArgs {
+    /// The common switches; -I and -P (in them) act here
+    #[command(flatten)]
+    common: TransformArgs,
+    /// Statement-level preaccumulation, as the original engine's -S (not wired into the
+    /// adjoint mode yet: no effect)
+    #[arg(short = 'S')]
+    statement_level: bool,
     #[command(flatten)]
     original: PreaccumulationSwitches,
 }
@@ -224,7 +240,7 @@ struct TransformArgs {
     #[arg(short = 'p', value_name = "NAMES")]
     passive: Option<String>,
     /// Pessimistic black boxes: external routines may overwrite what they can reach (adjoint
-    /// mode, not built yet: no effect)
+    /// mode; not implemented: no effect)
     #[arg(short = 'b')]
     pessimistic_black_boxes: bool,
     /// Zero the derivatives of active local variables at routine entry, in a block after Entry
@@ -248,7 +264,7 @@ struct TransformArgs {
     #[command(flatten)]
     debug: DebugArgs,
     #[command(flatten)]
-    adjoint: AdjointSwitches,
+    reverse: ReverseSwitches,
 }
 
 /// The original engine's debugging switches.
@@ -262,7 +278,7 @@ struct DebugArgs {
     #[arg(short = 'g', value_name = "MASK")]
     debug_mask: Option<u32>,
     /// Narrow the debug log to these stages (space separated: cli validate read passivate
-    /// init_derivatives type_change tangent write)
+    /// init_derivatives type_change tangent adjoint write)
     #[arg(short = 'T', value_name = "TAGS")]
     tags: Option<String>,
     /// Format of the original's debugging graphs; xaifbooster draws none: no effect
@@ -273,26 +289,29 @@ struct DebugArgs {
     viewer: Option<String>,
 }
 
-/// Switches of the original's adjoint algorithms, accepted so scripts run unchanged; the
-/// adjoint mode is not built yet, so they have no effect.
+/// Switches of the original's reversal algorithms, accepted by every transforming command so
+/// scripts run unchanged; -I and -P act in the adjoint mode, the others nowhere yet.
 #[derive(Args, Debug)]
-struct AdjointSwitches {
-    /// All argument intents become inout (adjoint mode: no effect yet)
+struct ReverseSwitches {
+    /// Every formal argument intent(inout), as OpenAD's joint reversal wants (otherwise only the
+    /// active ones); adjoint mode
     #[arg(short = 'I')]
-    intents_inout: bool,
-    /// Checkpoint formals even when only ever passed constants (adjoint mode: no effect yet)
+    all_intents_inout: bool,
+    /// Checkpoint formal arguments even where every call passes them a constant; adjoint mode
     #[arg(short = 'P')]
-    checkpoint_all_formals: bool,
-    /// Restore checkpoints in file order (adjoint mode: no effect yet)
+    checkpoint_constant_formals: bool,
+    /// Restore checkpoints in file order (not implemented: no effect)
     #[arg(short = 'f')]
     file_order: bool,
-    /// Ask about each variable violating the simple-loop restrictions (adjoint mode: no effect yet)
+    /// Ask about each variable violating the simple-loop restrictions (address arithmetic, not
+    /// implemented: no effect)
     #[arg(short = 'u')]
     ask: bool,
-    /// Ignore all variables violating the simple-loop restrictions (adjoint mode: no effect yet)
+    /// Ignore all variables violating the simple-loop restrictions (address arithmetic, not
+    /// implemented: no effect)
     #[arg(short = 'U')]
     ignore_violations: bool,
-    /// Top routine for the quasi-constant check (adjoint mode: no effect yet)
+    /// Top routine for the quasi-constant check (address arithmetic, not implemented: no effect)
     #[arg(short = 't', value_name = "NAME")]
     top_routine: Option<String>,
 }
@@ -365,6 +384,7 @@ fn main() -> ExitCode {
         Command::Identity(args) => run_identity(&args),
         Command::Validate(args) => run_validate(&args),
         Command::Tangent(args) => run_tangent(&args),
+        Command::Adjoint(args) => run_adjoint(&args),
         Command::Run(args) => run_run(&args),
         Command::Verify(args) => run_verify(&args),
     };
@@ -536,27 +556,26 @@ impl TransformArgs {
     /// One line for each switch given that has no effect in this build.
     fn no_effect_notes(&self, mode: &str) -> Vec<String> {
         let mut notes = Vec::new();
-        let adjoint = &self.adjoint;
-        let adjoint_switches = [
-            (self.pessimistic_black_boxes, "-b (pessimistic black boxes)"),
-            (adjoint.intents_inout, "-I (all argument intents inout)"),
-            (adjoint.checkpoint_all_formals, "-P (checkpoint formals only passed constants)"),
-            (adjoint.file_order, "-f (restore checkpoints in file order)"),
-            (adjoint.ask, "-u (ask about simple-loop violations)"),
-            (adjoint.ignore_violations, "-U (ignore simple-loop violations)"),
-            (adjoint.top_routine.is_some(), "-t (top routine for the quasi-constant check)"),
+        let reverse = &self.reverse;
+        let adjoint = mode == "adjoint";
+        let reversal_switches = [
+            (self.pessimistic_black_boxes, "-b (pessimistic black boxes)", false),
+            (reverse.all_intents_inout, "-I (all argument intents inout)", true),
+            (reverse.checkpoint_constant_formals, "-P (checkpoint formals only passed constants)", true),
+            (reverse.file_order, "-f (restore checkpoints in file order)", false),
+            (reverse.ask, "-u (ask about simple-loop violations)", false),
+            (reverse.ignore_violations, "-U (ignore simple-loop violations)", false),
+            (reverse.top_routine.is_some(), "-t (top routine for the quasi-constant check)", false),
         ];
-        for (_, switch) in adjoint_switches.iter().filter(|(given, _)| *given) {
-            notes.push(format!("{switch} matters only to the adjoint mode, which is not built yet: no effect"));
-        }
-        if mode == "identity" {
-            let transforming =
-                [(self.init_derivatives, "-D"), (self.wrappers.is_some(), "-w"), (self.rename_all, "-r")];
-            for (_, switch) in transforming.iter().filter(|(given, _)| *given) {
-                notes.push(format!(
-                    "{switch} changes what a transforming mode writes; identity transforms nothing: no effect"
-                ));
+        for (_, switch, built) in reversal_switches.iter().filter(|(given, _, _)| *given) {
+            match (adjoint, built) {
+                (true, true) => {}
+                (true, false) => notes.push(format!("{switch} is not implemented in the adjoint mode yet: no effect")),
+                (false, _) => notes.push(format!("{switch} matters only to the adjoint mode: no effect")),
             }
+        }
+        if adjoint && self.init_derivatives {
+            notes.push("-D is not applied in the adjoint mode yet: no effect".into());
         }
         let debug = &self.debug;
         if debug.graphics_format.is_some() || debug.viewer.is_some() {
@@ -572,6 +591,7 @@ impl TransformArgs {
 
     /// The library's configuration from the switches.
     fn pipeline_config(&self, tangent: TangentConfig) -> xaifbooster::pipeline::Config {
+        use xaifbooster::passes::adjoint::AdjointConfig;
         use xaifbooster::passes::passivate::Decorations;
         use xaifbooster::passes::type_change::TypeChangeConfig;
         let words = |list: &Option<String>| -> Vec<String> {
@@ -586,6 +606,10 @@ impl TransformArgs {
             initialize_derivatives: self.init_derivatives,
             type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
             tangent,
+            adjoint: AdjointConfig {
+                all_intents_inout: self.reverse.all_intents_inout,
+                checkpoint_constant_formals: self.reverse.checkpoint_constant_formals,
+            },
         }
     }
 }
@@ -783,6 +807,59 @@ fn report_passivation(args: &TransformArgs, session: &mut Session, passivation: 
     }
 }
 
+fn run_adjoint(args: &AdjointArgs) -> Outcome {
+    let common = &args.common;
+    one_stdout_user(
+        "adjoint",
+        &[("-o", common.output() == Destination::Stdout), ("-d", common.debug.debug_file == Some(Destination::Stdout))],
+    );
+    let mut session = Session::start(common)?;
+    let outcome = adjoint(args, &mut session);
+    session.finish(outcome)
+}
+
+fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
+    let common = &args.common;
+    let mut notes = common.no_effect_notes("adjoint");
+    if args.statement_level {
+        notes.push("-S (statement-level preaccumulation) is not wired into the adjoint mode yet: no effect".into());
+    }
+    for note in notes.into_iter().chain(args.original.no_effect_notes()) {
+        session.note(&note);
+    }
+    let mut output = output::prepare(&common.output())?;
+    let catalogue = match catalogue(common, session)? {
+        Ok(catalogue) => catalogue,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut call_graph = match load(common, session)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut config = common.pipeline_config(TangentConfig::default());
+    config.initialize_derivatives = false;
+    let started = Instant::now();
+    let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
+        Ok(report) => report,
+        Err(error) => {
+            session.error("adjoint", &format!("{}: {error}", common.input().display()));
+            return Ok(Err(Reported(1)));
+        }
+    };
+    session.timing("adjoint", started);
+    report_passivation(common, session, &report.passivation);
+    if let Some((log, _)) = &mut session.log {
+        log.report(&report);
+        log.adjoint_report(&report);
+    }
+    let started = Instant::now();
+    let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
+    output.stage(xaif::write(&call_graph, &options))?;
+    session.timing("write", started);
+    output.commit()?;
+    Ok(Ok(()))
+}
+
 fn schema_location(args: &TransformArgs, file: &str) -> String {
     match &args.schema_dir {
         Some(dir) => format!("{}/{file}", dir.trim_end_matches('/')),
@@ -875,4 +952,14 @@ fn run_verify(args: &VerifyArgs) -> Outcome {
     };
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks its definitions (unique short switches among them) only in debug builds;
+    /// this checks them in every build.
+    #[test]
+    fn the_switches_are_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

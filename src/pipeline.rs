@@ -4,8 +4,11 @@
 //! transforming modes — derivative initialization (`-D`) and TypeChange, which leaves every
 //! call with actuals of its formals' activity; the tangent passes build on that.
 
-use crate::ir::CallGraph;
+use la_arena::ArenaMap;
+
 use crate::ir::build::Temporaries;
+use crate::ir::{CallGraph, FlowGraph, RoutineId};
+use crate::passes::adjoint::{AdjointConfig, AdjointError, AdjointStats, adjoint as adjoint_pass};
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::passivate::{Decorations, Passivation, force_passive};
 use crate::passes::tangent::{TangentConfig, TangentError, TangentStats, tangent as tangent_pass};
@@ -23,6 +26,7 @@ pub struct Config {
     pub initialize_derivatives: bool,
     pub type_change: TypeChangeConfig,
     pub tangent: TangentConfig,
+    pub adjoint: AdjointConfig,
 }
 
 impl Config {
@@ -40,6 +44,7 @@ pub struct Report {
     pub initialized_derivatives: usize,
     pub type_change: TypeChangeReport,
     pub tangent: TangentStats,
+    pub adjoint: AdjointStats,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +53,8 @@ pub enum PipelineError {
     TypeChange(#[from] TypeChangeError),
     #[error(transparent)]
     Tangent(#[from] TangentError),
+    #[error(transparent)]
+    Adjoint(#[from] AdjointError),
 }
 
 /// What the `identity` mode does to a call graph: forced passivation only, as the original
@@ -66,5 +73,21 @@ pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     }
     report.type_change = type_change(call_graph, &mut temporaries, &config.type_change)?;
     report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &config.tangent)?;
+    Ok(report)
+}
+
+/// Adjoint mode: as the tangent mode up to preaccumulation, then taping, block adjoints,
+/// control-flow reversal and one replacement list per routine. `-D` is not applied here yet.
+pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
+    let mut temporaries = Temporaries::default();
+    let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
+    report.type_change = type_change(call_graph, &mut temporaries, &config.type_change)?;
+    let mut originals: ArenaMap<RoutineId, FlowGraph> = ArenaMap::default();
+    for (id, cfg) in call_graph.cfgs() {
+        originals.insert(id, cfg.graph.clone());
+    }
+    report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &config.tangent)?;
+    report.adjoint =
+        adjoint_pass(call_graph, &mut temporaries, &originals, &report.type_change.formal_uses, &config.adjoint)?;
     Ok(report)
 }

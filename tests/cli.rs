@@ -237,6 +237,31 @@ fn every_switch_of_the_original_is_accepted_and_those_without_effect_say_so() {
 }
 
 #[test]
+fn the_adjoint_mode_takes_the_same_switches_and_acts_on_minus_capital_i_and_p() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let log = dir.path().join("debug.log");
+    let result = run(&["adjoint", "-v", "-V", "-I", "-P", "-i", &example(), "-o", path(&out), "-d", path(&log)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(stderr(&result), "");
+    assert!(fs::read_to_string(&out).expect("out").contains("reverse_subroutine_template"));
+    assert!(fs::read_to_string(&log).expect("log").contains("METRIC adjoint: "));
+    for switches in
+        [vec!["-f"], vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-D"], vec!["-S"], vec!["-H"]]
+    {
+        let result = xaifbooster()
+            .args(["adjoint", "-i", &example(), "-o", path(&out)])
+            .args(&switches)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
+        let text = stderr(&result);
+        assert_eq!(text.lines().count(), 1, "{switches:?}: {text}");
+        assert!(text.starts_with("xaifbooster: note: ") && text.contains(switches[0]), "{switches:?}: {text}");
+    }
+}
+
+#[test]
 fn the_debug_log_says_what_the_passes_did_filtered_by_mask_and_tags() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out.xaif");

@@ -164,6 +164,19 @@ impl DebugLog {
         }
     }
 
+    /// The adjoint mode's summary (`METRIC`), after the tangent passes' ([`DebugLog::report`]).
+    pub fn adjoint_report(&mut self, report: &Report) {
+        let a = &report.adjoint;
+        self.log(
+            Group::Metric,
+            "adjoint",
+            format_args!(
+                "{} routines reversed: {} factor pushes, {} index pushes, {} control pushes (in the code)",
+                a.routines, a.factor_pushes, a.index_pushes, a.control_pushes
+            ),
+        );
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }

@@ -67,6 +67,9 @@ impl Machine<'_> {
         if op == ArrayIntrinsic::Transpose {
             return self.transpose_element(r, &place, k);
         }
+        if op == ArrayIntrinsic::Reshape {
+            return self.reshape_element(r, &place, rest, k);
+        }
         let dim = match rest.first() {
             Some(e) => Some(self.eval(e, None)?.as_i64()?),
             None => None,
@@ -139,7 +142,9 @@ impl Machine<'_> {
                 }
                 Ok(Value::Int(best.map_or(0, |(k, _)| k as i64 + 1)))
             }
-            ArrayIntrinsic::Bound | ArrayIntrinsic::Transpose => unreachable!("handled above"),
+            ArrayIntrinsic::Bound | ArrayIntrinsic::Transpose | ArrayIntrinsic::Reshape => {
+                unreachable!("handled above")
+            }
         }
     }
 
@@ -165,6 +170,40 @@ impl Machine<'_> {
         // In the result, `columns` rows: element k is at row k % columns, column k / columns.
         let (i, j) = (k % columns, k / columns);
         let slot = place.slot(j + i * rows);
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+    }
+
+    /// Element `k` (array element order) of `reshape(source, shape)`: the source's element
+    /// `k`, as long as `k` is below the product of the shape vector's entries. `pad` and
+    /// `order` are not implemented.
+    fn reshape_element(&self, r: &Ref, place: &Place, rest: &[Expr], k: Option<usize>) -> Result<Value, ExecError> {
+        let name = &self.prog.syms[r.sym as usize].name;
+        let Some(k) = k else {
+            return Err(ExecError::Unsupported(format!("reshape of {name} where a scalar is expected")));
+        };
+        let [Expr::Load(shape)] = rest else {
+            return Err(ExecError::Unsupported(format!(
+                "reshape of {name} with {} further arguments (only a shape variable is implemented)",
+                rest.len()
+            )));
+        };
+        // Through `load`, so that a shape wrongly read as a derivative reads as zeros.
+        let entries = match self.place(shape)? {
+            Place::Scalar(_) => None,
+            Place::Array(b) => Some(b.len()),
+        };
+        let mut size: i64 = 1;
+        for e in 0..entries.unwrap_or(1) {
+            size = size.saturating_mul(self.load(shape, entries.map(|_| e))?.as_i64()?.max(0));
+        }
+        if k as i64 >= size || k >= place.len() {
+            return Err(ExecError::Runtime(format!(
+                "reshape of {name} ({} elements) to {size} elements, element {} requested by an array expression",
+                place.len(),
+                k + 1
+            )));
+        }
+        let slot = place.slot(k);
         Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
     }
 

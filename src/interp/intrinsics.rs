@@ -68,6 +68,9 @@ pub enum ArrayIntrinsic {
     Bound,
     /// The transpose of a matrix, read element by element as an array expression.
     Transpose,
+    /// `reshape(source, shape)`: the source's elements in array element order, read element
+    /// by element as an array expression.
+    Reshape,
 }
 
 pub enum Resolved {
@@ -129,6 +132,7 @@ pub fn resolve(name: &str) -> Option<Resolved> {
                 "minloc_arr" => A::MinLoc,
                 "present" | "allocated" => A::Bound,
                 "transpose_arr" | "transpose" => A::Transpose,
+                "reshape_arr" | "reshape" => A::Reshape,
                 _ => return None,
             };
             return Some(Resolved::Array(a));

@@ -232,3 +232,140 @@ fn same_value(a: &Expression, va: ExprVertexId, b: &Expression, vb: ExprVertexId
     let (oa, ob) = (a.operands(va), b.operands(vb));
     oa.len() == ob.len() && oa.iter().zip(&ob).all(|(&x, &y)| same_value(a, x, b, y))
 }
+
+impl Expression {
+    /// An expression of one vertex.
+    pub fn single(vertex: ExprVertex) -> Expression {
+        let mut expression = Expression::default();
+        expression.vertices.alloc(vertex);
+        expression
+    }
+
+    /// The value of a variable.
+    pub fn variable(reference: VariableReference) -> Expression {
+        Expression::single(ExprVertex::Variable(reference))
+    }
+
+    /// A literal of the given type, spelled `text`.
+    pub fn constant(cg: &mut CallGraph, ty: ConstantType, text: &str) -> Expression {
+        let id = cg.names.intern("1");
+        let value = cg.names.intern(text);
+        Expression::single(ExprVertex::Constant(Constant {
+            id,
+            annotation: Name::EMPTY,
+            ty,
+            fe_type: Name::EMPTY,
+            value,
+        }))
+    }
+
+    /// `operator(operands…)`: the operands copied under a new root, at positions 1, 2, ….
+    fn apply(cg: &mut CallGraph, operator: ExprVertex, operands: Vec<Expression>) -> Expression {
+        let mut out = Expression::default();
+        let root = out.vertices.alloc(operator);
+        for (position, operand) in (1..).zip(operands) {
+            let Some(operand_root) = operand.root() else { continue };
+            let mut map = Vec::with_capacity(operand.vertices.len());
+            for (_, vertex) in operand.vertices.iter() {
+                map.push(out.vertices.alloc(vertex.clone()));
+            }
+            let index = |id: ExprVertexId| map[id.into_raw().into_u32() as usize];
+            for edge in &operand.edges {
+                out.edges.push(ExprEdge { source: index(edge.source), target: index(edge.target), ..edge.clone() });
+            }
+            out.edges.push(ExprEdge {
+                id: Name::EMPTY,
+                annotation: Name::EMPTY,
+                source: index(operand_root),
+                target: root,
+                position,
+            });
+        }
+        // Vertex and edge ids are positions in this expression, as the schema wants them unique.
+        let ids: Vec<Name> = (1..=out.vertices.len()).map(|k| cg.names.intern(&k.to_string())).collect();
+        for ((_, vertex), &id) in out.vertices.iter_mut().zip(&ids) {
+            match vertex {
+                ExprVertex::Variable(v) => v.id = id,
+                ExprVertex::Constant(c) => c.id = id,
+                ExprVertex::Intrinsic(i) => i.id = id,
+                ExprVertex::BooleanOperation(b) => b.id = id,
+                ExprVertex::FunctionCall(f) => f.id = id,
+            }
+        }
+        for (k, edge) in out.edges.iter_mut().enumerate() {
+            edge.id = cg.names.intern(&(k + 1).to_string());
+        }
+        out
+    }
+
+    /// `name(left, right)` for an integer intrinsic such as `add_scal_scal`.
+    pub fn intrinsic(cg: &mut CallGraph, name: &str, left: Expression, right: Expression) -> Expression {
+        Expression::call(cg, name, SymbolType::Integer, vec![left, right])
+    }
+
+    /// `name(operands…)` for an inlinable intrinsic with a scalar result of type `ty`.
+    pub fn call(cg: &mut CallGraph, name: &str, ty: SymbolType, operands: Vec<Expression>) -> Expression {
+        let operator = ExprVertex::Intrinsic(Intrinsic {
+            id: Name::EMPTY,
+            annotation: Name::EMPTY,
+            name: cg.names.intern(name),
+            call_type: cg.names.intern("inlinable"),
+            result_type: ty,
+            result_shape: Shape::Scalar,
+        });
+        Expression::apply(cg, operator, operands)
+    }
+
+    /// `left op right` for a comparison or logical operation.
+    pub fn boolean(cg: &mut CallGraph, op: BooleanOp, left: Expression, right: Expression) -> Expression {
+        let operator = ExprVertex::BooleanOperation(BooleanOperation { id: Name::EMPTY, annotation: Name::EMPTY, op });
+        Expression::apply(cg, operator, vec![left, right])
+    }
+}
+
+/// `lhs = rhs` with the given statement id.
+pub fn assignment(cg: &mut CallGraph, id: &str, lhs: VariableReference, rhs: Expression) -> Assignment {
+    Assignment { id: cg.names.intern(id), do_chain: None, line: 0, lhs, lhs_live: true, rhs }
+}
+
+/// Builds a control flow graph vertex by vertex; edge ids are numbered in creation order.
+#[derive(Default)]
+pub struct FlowGraphBuilder {
+    pub graph: FlowGraph,
+}
+
+impl FlowGraphBuilder {
+    pub fn vertex(&mut self, cg: &mut CallGraph, id: &str, annotation: &str, kind: CfgVertexKind) -> CfgVertexId {
+        let id = cg.names.intern(id);
+        let annotation = cg.names.intern(annotation);
+        self.graph.vertices.alloc(CfgVertex { id, annotation, kind })
+    }
+
+    /// A copy of another graph's vertex (same id, annotation and contents).
+    pub fn copy(&mut self, vertex: &CfgVertex) -> CfgVertexId {
+        self.graph.vertices.alloc(vertex.clone())
+    }
+
+    pub fn edge(&mut self, cg: &mut CallGraph, source: CfgVertexId, target: CfgVertexId, condition_value: Option<i64>) {
+        let id = cg.names.intern(&(self.graph.edges.len() + 1).to_string());
+        self.graph.edges.push(CfgEdge { id, annotation: Name::EMPTY, source, target, condition_value });
+    }
+
+    /// Entry → one basic block holding `statements` → Exit.
+    pub fn straight(cg: &mut CallGraph, scope: ScopeId, statements: Vec<Statement>) -> FlowGraph {
+        let mut builder = FlowGraphBuilder::default();
+        let entry = builder.vertex(cg, "1", "", CfgVertexKind::Entry);
+        let exit = builder.vertex(cg, "2", "", CfgVertexKind::Exit);
+        let block = builder.vertex(cg, "3", "", CfgVertexKind::BasicBlock(BasicBlock { scope, statements }));
+        builder.edge(cg, entry, block, None);
+        builder.edge(cg, block, exit, None);
+        builder.graph
+    }
+}
+
+/// An integer literal.
+pub fn integer_constant(cg: &mut CallGraph, value: i64) -> Constant {
+    let id = cg.names.intern("1");
+    let text = cg.names.intern(&value.to_string());
+    Constant { id, annotation: Name::EMPTY, ty: ConstantType::Integer, fe_type: Name::EMPTY, value: text }
+}

@@ -107,6 +107,10 @@ pub enum LinearizeError {
     FunctionCall { statement: String },
     #[error("statement {statement}: the right-hand side has no root")]
     NoRoot { statement: String },
+    #[error(
+        "statement {statement}: intrinsic '{name}' acts directly on derivatives, so its active arguments must be variables, not expressions"
+    )]
+    DirectActionOfExpression { statement: String, name: String },
 }
 
 /// A new temporary of the given shape in `scope`.
@@ -278,13 +282,10 @@ pub fn linearize_assignment(
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {
                 ValueShape::Scalar
             }
-            ExprVertex::Intrinsic(i) if i.result_shape == Shape::Scalar => ValueShape::Scalar,
-            ExprVertex::Intrinsic(_) => rhs
-                .operands(v)
-                .iter()
-                .map(|o| shapes[o].clone())
-                .find(|s| !matches!(s, ValueShape::Scalar))
-                .unwrap_or_default(),
+            ExprVertex::Intrinsic(i) => {
+                let operands: Vec<&ValueShape> = rhs.operands(v).iter().map(|o| &shapes[o]).collect();
+                intrinsic_shape(cg, catalogue, i, &operands)
+            }
         };
         shapes.insert(v, shape);
     }
@@ -648,6 +649,25 @@ pub fn add_constant(cg: &mut CallGraph, target: &mut Expression, value: f64) -> 
         target,
         ExprVertex::Constant(Constant { id: Name::EMPTY, annotation: Name::EMPTY, ty, fe_type: Name::EMPTY, value }),
     )
+}
+
+/// The shape of an intrinsic's value, given its operands' shapes. An elemental operation on an
+/// array has the array's shape whatever the front end wrote: `rShape` is optional, reads as
+/// scalar when absent, and the reference engine's own output drops it, so a missing attribute
+/// must not turn `sin(x(1:n))` into a scalar. For the others (reductions, inquiries, intrinsics
+/// outside the catalogue) `rShape` decides whether the value is an array, of its array
+/// operand's shape.
+fn intrinsic_shape(
+    cg: &CallGraph,
+    catalogue: &Catalogue,
+    intrinsic: &Intrinsic,
+    operands: &[&ValueShape],
+) -> ValueShape {
+    let elemental = catalogue.get(cg.name(intrinsic.name)).is_some_and(|d| d.is_elemental());
+    if intrinsic.result_shape == Shape::Scalar && !elemental {
+        return ValueShape::Scalar;
+    }
+    operands.iter().find(|s| !matches!(s, ValueShape::Scalar)).map(|&s| s.clone()).unwrap_or_default()
 }
 
 /// The shape of the value a reference denotes.

@@ -1,4 +1,5 @@
 //! Transformations of the call graph, one module per algorithm.
+pub mod adjoint;
 pub mod elimination;
 pub mod init_derivatives;
 pub mod linearize;

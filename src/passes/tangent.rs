@@ -23,7 +23,7 @@ use super::linearize::{
 };
 use crate::ir::build::{Temporaries, whole_reference};
 use crate::ir::*;
-use crate::xaif::intrinsics::Catalogue;
+use crate::xaif::intrinsics::{Catalogue, PartialKind};
 
 /// Where Jacobians are preaccumulated.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
@@ -177,17 +177,18 @@ impl BlockContext<'_> {
         let mut out = Vec::with_capacity(statements.len());
         let mut sequence = Sequence::default();
         for statement in statements {
+            if let Statement::Assignment(assignment) = &statement
+                && is_active_reference(self.cg, &assignment.lhs)
+                && let Some(derivative) = direct_action(self.cg, self.catalogue, assignment)?
+            {
+                // `b = transpose(a)` is linear: its derivative is the same operation on the
+                // derivatives, `b.d = transpose(a.d)`, printed right after it.
+                self.flush(&mut sequence, &mut out);
+                out.push(statement);
+                out.push(Statement::Assignment(derivative));
+                continue;
+            }
             match statement {
-                Statement::Assignment(assignment)
-                    if is_active_reference(self.cg, &assignment.lhs)
-                        && let Some(derivative) = direct_action(self.cg, self.catalogue, &assignment) =>
-                {
-                    // `b = transpose(a)` is linear: its derivative is the same operation on the
-                    // derivatives, `b.d = transpose(a.d)`, printed right after it.
-                    self.flush(&mut sequence, &mut out);
-                    out.push(Statement::Assignment(assignment));
-                    out.push(Statement::Assignment(derivative));
-                }
                 Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
                     let linearized =
                         linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, &assignment)?;
@@ -677,30 +678,77 @@ impl TangentStats {
     }
 }
 
-/// For `y = f(x)` with `f` a non-inlinable intrinsic acting directly on derivatives
-/// (`DirectAction` in the catalogue), the derivative statement `y.d = f'(x.d)`.
-fn direct_action(cg: &mut CallGraph, catalogue: &Catalogue, assignment: &Assignment) -> Option<Assignment> {
+/// For `y = f(x, p)` with `f` a non-inlinable intrinsic acting directly on derivatives
+/// (`DirectAction` in the catalogue), the derivative statement `y.d = f'(x.d, p)`: the action
+/// is linear in the active arguments, which it takes as derivatives, and passive ones (the
+/// integer shape of `reshape`, constants, passive variables) keep their values. `None` when
+/// the statement is no such call, or when no argument is active (the general path then gives
+/// `y` a zero derivative).
+fn direct_action(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    assignment: &Assignment,
+) -> Result<Option<Assignment>, LinearizeError> {
     let rhs = &assignment.rhs;
-    let root = rhs.root()?;
-    let ExprVertex::Intrinsic(intrinsic) = &rhs.vertices[root] else { return None };
-    let definition = catalogue.get(cg.name(intrinsic.name))?;
+    let Some(root) = rhs.root() else { return Ok(None) };
+    let ExprVertex::Intrinsic(intrinsic) = &rhs.vertices[root] else { return Ok(None) };
+    let Some(definition) = catalogue.get(cg.name(intrinsic.name)) else { return Ok(None) };
     if definition.inlinable {
-        return None;
+        return Ok(None);
     }
-    let action = definition.builtin_name.clone()?;
+    let Some(action) = definition.builtin_name.clone() else { return Ok(None) };
+    let arguments = rhs.operands(root);
+    let active: Vec<ExprVertexId> =
+        arguments.iter().copied().filter(|&a| depends_on_active(cg, catalogue, rhs, a)).collect();
+    if active.is_empty() {
+        return Ok(None);
+    }
+    if active.iter().any(|&a| !matches!(rhs.vertices[a], ExprVertex::Variable(_))) {
+        // `transpose(a * b)`: the action would have to be applied to the derivative of the
+        // expression, which no statement computes.
+        return Err(LinearizeError::DirectActionOfExpression {
+            statement: cg.name(assignment.id).to_owned(),
+            name: cg.name(intrinsic.name).to_owned(),
+        });
+    }
     let mut derivative = assignment.clone();
     // The reference engine reuses the statement id, which the schema forbids.
     let id = format!("_derivative_{}", cg.name(assignment.id));
     derivative.id = cg.names.intern(&id);
     derivative.lhs.deriv = true;
-    for (_, vertex) in derivative.rhs.vertices.iter_mut() {
-        match vertex {
-            ExprVertex::Variable(reference) => reference.deriv = true,
-            ExprVertex::Intrinsic(intrinsic) => intrinsic.name = cg.names.intern(&action),
-            ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {}
+    for argument in active {
+        if let ExprVertex::Variable(reference) = &mut derivative.rhs.vertices[argument] {
+            reference.deriv = true;
         }
     }
-    Some(derivative)
+    if let ExprVertex::Intrinsic(intrinsic) = &mut derivative.rhs.vertices[root] {
+        intrinsic.name = cg.names.intern(&action);
+    }
+    Ok(Some(derivative))
+}
+
+/// Whether the value at `vertex` depends differentiably on an active variable: through an
+/// active reference, or through an intrinsic argument whose partial is not passive (`size(a)`
+/// of an active `a` does not; an intrinsic outside the catalogue is assumed to).
+fn depends_on_active(cg: &CallGraph, catalogue: &Catalogue, expression: &Expression, vertex: ExprVertexId) -> bool {
+    match &expression.vertices[vertex] {
+        ExprVertex::Variable(reference) => is_active_reference(cg, reference),
+        ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
+        ExprVertex::FunctionCall(_) => {
+            expression.operands(vertex).into_iter().any(|o| depends_on_active(cg, catalogue, expression, o))
+        }
+        ExprVertex::Intrinsic(intrinsic) => {
+            let definition = catalogue.get(cg.name(intrinsic.name));
+            expression.operands(vertex).into_iter().enumerate().any(|(i, o)| {
+                // Integer, logical and character results carry no derivative.
+                let passive = definition.is_some_and(|d| {
+                    !matches!(d.return_type.as_deref(), None | Some("real" | "complex"))
+                        || d.partials.get(i).is_some_and(|p| p.kind == PartialKind::Passive)
+                });
+                !passive && depends_on_active(cg, catalogue, expression, o)
+            })
+        }
+    }
 }
 
 /// The shape temporaries for a vertex's values and derivatives take.

@@ -28,7 +28,7 @@
 use la_arena::ArenaMap;
 use rustc_hash::FxHashMap;
 
-use crate::ir::build::{Temporaries, inlinable_call, shape_of_rank, whole_reference};
+use crate::ir::build::{Temporaries, assignment, inlinable_call, shape_of_rank, whole_reference};
 use crate::ir::*;
 
 #[derive(Clone, Debug, Default)]
@@ -461,17 +461,14 @@ impl Pass<'_> {
         });
         let mut value = reference.clone();
         value.id = self.cg.names.intern("1");
-        let mut rhs = Expression::default();
-        rhs.vertices.alloc(ExprVertex::Variable(value));
         let lhs = whole_reference(self.cg, symbol, false);
-        adjustments.saves.push(Statement::Assignment(Assignment {
-            id: self.cg.names.intern("assignment_to_temporary_for_saving_value_across_statement"),
-            do_chain: None,
-            line: 0,
+        let save = assignment(
+            self.cg,
+            "assignment_to_temporary_for_saving_value_across_statement",
             lhs,
-            lhs_live: true,
-            rhs,
-        }));
+            Expression::variable(value),
+        );
+        adjustments.saves.push(Statement::Assignment(save));
         adjustments.saved.push((reference, symbol));
         self.report.saved_indices += 1;
         symbol

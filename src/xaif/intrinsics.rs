@@ -145,6 +145,15 @@ impl IntrinsicDefinition {
     pub fn returns_real(&self) -> bool {
         matches!(self.return_type.as_deref(), None | Some("real"))
     }
+
+    /// Whether the intrinsic acts element by element, so that applied to arrays its value has
+    /// their shape (`sin_scal`, `add_scal_scal`). Reductions declare their shape change;
+    /// inquiries (`lbound`, `len`) read an argument's shape or status, not its elements.
+    pub fn is_elemental(&self) -> bool {
+        self.inlinable
+            && self.shape_change == ShapeChange::NoChange
+            && !self.partials.iter().any(|p| p.non_value_inquiry)
+    }
 }
 
 /// A set of intrinsic definitions by name.

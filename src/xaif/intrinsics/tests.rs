@@ -541,3 +541,16 @@ fn arbitrary_inputs_do_not_panic() {
         let _ = catalogue.merge_noninlinable(&bytes, "fuzz.xaif");
     }
 }
+
+/// Which intrinsics act element by element decides the shape of temporaries for array
+/// statements: arithmetic and elementary functions do; reductions and inquiries do not.
+#[test]
+fn elemental_intrinsics_are_told_from_reductions_and_inquiries() {
+    let catalogue = Catalogue::builtin();
+    for name in ["add_scal_scal", "mul_scal_scal", "sin_scal", "exp_scal", "pow_scal_scal", "abs_scal", "real_scal"] {
+        assert!(catalogue.get(name).unwrap().is_elemental(), "{name}");
+    }
+    for name in ["size", "lbound", "ubound", "len", "present", "nc_maxval", "nc_minval", "sum_arr", "transpose_arr"] {
+        assert!(!catalogue.get(name).unwrap().is_elemental(), "{name}");
+    }
+}

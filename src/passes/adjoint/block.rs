@@ -1,0 +1,201 @@
+//! The adjoint of a basic block: its tangent statements walked backwards. Each statement first
+//! pops what the taping pushed for it (in reverse) into `<prefix>Symbol_N` temporaries, then:
+//! - a derivative propagator becomes its transpose, entries in reverse order, as runtime calls
+//!   on the adjoint components: a unit entry `T = S` becomes `IncDeriv(T, S)` (S̄ += T̄), a −1
+//!   entry `DecDeriv`, a scaled one `Saxpy(a, T, S)` (S̄ += a·T̄); an entry that sets its
+//!   target (SetDeriv, SetNegDeriv, Sax) is followed by `ZeroDeriv(T)`, since the target's
+//!   earlier value did not reach the output through it;
+//! - a subroutine call is called again (the reversal template runs the callee's adjoint), with
+//!   the subscripts the taping saw;
+//! - markers are kept; assignments have no adjoint (their effect on derivatives is in the
+//!   propagators), and neither have TypeChange's conversions: `oad_convert` copies values and
+//!   leaves derivatives alone, so its adjoint is the identity (as in the tangent code).
+//! Temporaries allocated to match (`oad_AllocateMatching`) are allocated again at the top, so
+//! the adjoint sweep has them even when it runs in an activation of its own (split reversal).
+
+use crate::ir::build::{Temporaries, inlinable_call, whole_reference};
+use crate::ir::*;
+
+use super::tape::{Pushed, allocation_of};
+
+/// The reverse sweep of one basic block of tangent code, given what its taping pushed.
+pub fn adjoint_block(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    statements: &[Statement],
+    pushes: &[Vec<Pushed>],
+) -> Vec<Statement> {
+    let mut out = Vec::with_capacity(statements.len() * 2);
+    // Derivative temporaries of array shape are allocated first (those passed to calls are
+    // allocated again right before the reverse call, on the section the taping saw).
+    let passed: Vec<SymbolId> = statements
+        .iter()
+        .filter_map(|s| match s {
+            Statement::SubroutineCall(call) => Some(call.arguments.iter()),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|a| match &a.value {
+            ArgumentValue::Variable(r) => r.base_symbol(),
+            ArgumentValue::Constant(_) => None,
+        })
+        .collect();
+    for statement in statements {
+        if let Statement::InlinableSubroutineCall(call) = statement
+            && cg.name(call.subroutine_name) == "oad_AllocateMatching"
+            && !matches!(call.arguments.first().map(|a| &a.value),
+                Some(ArgumentValue::Variable(t)) if t.base_symbol().is_some_and(|b| passed.contains(&b)))
+        {
+            out.push(statement.clone());
+        }
+    }
+    for (statement, pushed) in statements.iter().zip(pushes).rev() {
+        let popped = pop(cg, temporaries, scope, pushed, &mut out);
+        match statement {
+            Statement::DerivativePropagator(propagator) => {
+                for entry in propagator.entries.iter().rev() {
+                    transpose(cg, entry, &popped, &mut out);
+                }
+            }
+            Statement::SubroutineCall(call) => {
+                for argument in &call.arguments {
+                    if let ArgumentValue::Variable(reference) = &argument.value
+                        && let Some(like) = allocation_of(cg, statements, reference)
+                    {
+                        let target = with_popped(reference, &popped);
+                        let like = with_popped(like, &popped);
+                        out.push(runtime(
+                            cg,
+                            "oad_allocate_matching",
+                            "oad_AllocateMatching",
+                            vec![ArgumentValue::Variable(target), ArgumentValue::Variable(like)],
+                        ));
+                    }
+                }
+                let mut call = call.clone();
+                for argument in &mut call.arguments {
+                    if let ArgumentValue::Variable(reference) = &mut argument.value {
+                        substitute_subscripts(reference, &popped);
+                    }
+                }
+                out.push(Statement::SubroutineCall(call));
+            }
+            Statement::Marker(_) => out.push(statement.clone()),
+            Statement::Assignment(_) | Statement::InlinableSubroutineCall(_) => {}
+        }
+    }
+    out
+}
+
+/// Pops what was pushed, last first, into new temporaries; returns (pushed value, temporary).
+fn pop(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    pushed: &[Pushed],
+    out: &mut Vec<Statement>,
+) -> Vec<(VariableReference, VariableReference)> {
+    let mut popped = Vec::with_capacity(pushed.len());
+    for p in pushed.iter().rev() {
+        let integer = p.integer;
+        let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
+            s.active = false;
+            s.ty = if integer { SymbolType::Integer } else { SymbolType::Real };
+        });
+        let temporary = whole_reference(cg, symbol, false);
+        let (id, routine) = if integer { ("inline_pop_i", "pop_i_s0") } else { ("inline_pop", "pop_s0") };
+        out.push(inlinable_call(cg, id, routine, vec![ArgumentValue::Variable(temporary.clone())]));
+        popped.push((p.value.clone(), temporary));
+    }
+    popped
+}
+
+/// `reference` with its subscripts reading the popped values, as a runtime-call operand
+/// (the call acts on the derivative component itself).
+fn with_popped(reference: &VariableReference, popped: &[(VariableReference, VariableReference)]) -> VariableReference {
+    let mut reference = reference.clone();
+    reference.deriv = false;
+    substitute_subscripts(&mut reference, popped);
+    reference
+}
+
+/// Replaces every subscript variable that was pushed by the temporary it was popped into.
+fn substitute_subscripts(reference: &mut VariableReference, popped: &[(VariableReference, VariableReference)]) {
+    for vertex in &mut reference.vertices {
+        let VarRefVertex::ArrayElement(access) = vertex else { continue };
+        for triplet in &mut access.indices {
+            for part in [&mut triplet.index, &mut triplet.bound, &mut triplet.stride].into_iter().flatten() {
+                for (_, v) in part.vertices.iter_mut() {
+                    let ExprVertex::Variable(index) = v else { continue };
+                    if let Some((_, temporary)) = popped.iter().find(|(value, _)| value.same_place(index)) {
+                        let mut replacement = temporary.clone();
+                        replacement.id = index.id;
+                        *index = replacement;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The factor of a scaled term as a runtime-call argument: its popped value or its constant.
+fn factor(a: &Expression, popped: &[(VariableReference, VariableReference)]) -> ArgumentValue {
+    let root = a.root();
+    match root.map(|r| &a.vertices[r]) {
+        Some(ExprVertex::Constant(c)) => ArgumentValue::Constant(c.clone()),
+        Some(ExprVertex::Variable(v)) => match popped.iter().find(|(value, _)| value.same_place(v)) {
+            Some((_, temporary)) => ArgumentValue::Variable(temporary.clone()),
+            None => ArgumentValue::Variable(v.clone()),
+        },
+        // The taping refuses other factors.
+        _ => ArgumentValue::Variable(VariableReference {
+            id: Name::EMPTY,
+            annotation: Name::EMPTY,
+            active: ActiveUse::False,
+            alias: None,
+            du_ud: None,
+            deriv: false,
+            constant: false,
+            vertices: Vec::new(),
+            edges: Vec::new(),
+        }),
+    }
+}
+
+fn runtime(cg: &mut CallGraph, id: &str, routine: &str, arguments: Vec<ArgumentValue>) -> Statement {
+    inlinable_call(cg, id, routine, arguments)
+}
+
+/// The adjoint of one tangent propagator entry.
+fn transpose(
+    cg: &mut CallGraph,
+    entry: &PropagatorEntry,
+    popped: &[(VariableReference, VariableReference)],
+    out: &mut Vec<Statement>,
+) {
+    let var = |r: &VariableReference| ArgumentValue::Variable(with_popped(r, popped));
+    match entry {
+        PropagatorEntry::SetDeriv { target, source } | PropagatorEntry::IncDeriv { target, source } => {
+            out.push(runtime(cg, "inline_IncDeriv", "IncDeriv", vec![var(target), var(source)]));
+        }
+        PropagatorEntry::SetNegDeriv { target, source } | PropagatorEntry::DecDeriv { target, source } => {
+            out.push(runtime(cg, "inline_DecDeriv", "DecDeriv", vec![var(target), var(source)]));
+        }
+        PropagatorEntry::Sax { terms, y } | PropagatorEntry::Saxpy { terms, y } => {
+            for term in terms.iter().rev() {
+                out.push(runtime(cg, "inline_saxpy", "Saxpy", vec![factor(&term.a, popped), var(y), var(&term.x)]));
+            }
+        }
+        PropagatorEntry::ZeroDeriv(_) => {}
+    }
+    match entry {
+        PropagatorEntry::SetDeriv { target: t, .. }
+        | PropagatorEntry::SetNegDeriv { target: t, .. }
+        | PropagatorEntry::Sax { y: t, .. }
+        | PropagatorEntry::ZeroDeriv(t) => {
+            out.push(runtime(cg, "inline_zeroderiv", "ZeroDeriv", vec![var(t)]));
+        }
+        PropagatorEntry::IncDeriv { .. } | PropagatorEntry::DecDeriv { .. } | PropagatorEntry::Saxpy { .. } => {}
+    }
+}

@@ -1,0 +1,139 @@
+//! Checkpoint code of a replacement list (placeholders 4–9, 12, 13 of the reversal template).
+//! The joint template stores a callee's arguments before running it plainly in the caller's
+//! forward sweep and restores them before re-running it (taping, then adjoint) in the reverse
+//! sweep: what the callee reads must be what it read the first time. The front end's `Read`
+//! side-effect list names it; `cp_arg_store_<type>_<shape>[_a]` stores one variable (`_a` for
+//! an active one, value only; `_a_d` with its derivative), `cp_arg_restore_…` pops it back, so
+//! restores come in the reverse order of the stores.
+
+use crate::ir::build::{FlowGraphBuilder, inlinable_call};
+use crate::ir::*;
+
+/// Which variables a checkpoint placeholder covers and how.
+pub struct CheckpointLists {
+    /// Placeholder 4 (stores) and 6 (restores, reversed): the Read list.
+    pub arguments: Vec<VariableReference>,
+    /// Placeholders 8 and 9: the Mod and ReadLocal lists.
+    pub time_step: Vec<VariableReference>,
+    /// Placeholders 12 and 13: the active variables of the Mod list, with derivatives.
+    pub results: Vec<VariableReference>,
+    /// Optional formals (the routine asks `present` of them): their checkpoints run only when
+    /// the caller passed them.
+    pub optional: Vec<SymbolId>,
+}
+
+/// `cp_arg_<store|restore>_<type>_<shape>[_a][_d]`, or `None` for what has no checkpoint
+/// routine (derived types).
+fn routine_name(cg: &CallGraph, reference: &VariableReference, store: bool, with_derivative: bool) -> Option<String> {
+    let symbol = &cg.symbols[reference.base_symbol()?];
+    let ty = match symbol.ty {
+        SymbolType::Real | SymbolType::Complex => "real",
+        SymbolType::Integer => "integer",
+        SymbolType::Bool => "bool",
+        SymbolType::Char | SymbolType::String => "string",
+        SymbolType::Void | SymbolType::Opaque => return None,
+    };
+    let shape = match reference.effective_rank(cg) {
+        0 => "scalar",
+        1 => "vector",
+        2 => "matrix",
+        3 => "three_tensor",
+        4 => "four_tensor",
+        5 => "five_tensor",
+        6 => "six_tensor",
+        _ => "seven_tensor",
+    };
+    let active = match (symbol.active && ty == "real", with_derivative) {
+        (true, true) => "_a_d",
+        (true, false) => "_a",
+        (false, _) => "",
+    };
+    Some(format!("cp_arg_{}_{ty}_{shape}{active}", if store { "store" } else { "restore" }))
+}
+
+/// The checkpoint calls, each with the optional formal it depends on.
+fn calls(
+    cg: &mut CallGraph,
+    references: &[VariableReference],
+    optional: &[SymbolId],
+    store: bool,
+    with_derivative: bool,
+) -> Vec<(Statement, Option<VariableReference>)> {
+    let mut out = Vec::with_capacity(references.len());
+    let order: Vec<&VariableReference> =
+        if store { references.iter().collect() } else { references.iter().rev().collect() };
+    for reference in order {
+        let Some(name) = routine_name(cg, reference, store, with_derivative) else { continue };
+        let mut argument = reference.clone();
+        argument.deriv = false;
+        let guard = reference.base_symbol().filter(|b| optional.contains(b)).map(|_| argument.clone());
+        out.push((inlinable_call(cg, &name, &name, vec![ArgumentValue::Variable(argument)]), guard));
+    }
+    out
+}
+
+/// Entry → the calls → Exit; a call on an optional formal sits in a branch on `present(x)`.
+fn guarded_graph(cg: &mut CallGraph, scope: ScopeId, calls: Vec<(Statement, Option<VariableReference>)>) -> FlowGraph {
+    if calls.iter().all(|(_, guard)| guard.is_none()) {
+        return FlowGraphBuilder::straight(cg, scope, calls.into_iter().map(|(s, _)| s).collect());
+    }
+    let mut builder = FlowGraphBuilder::default();
+    let mut next_id = 0;
+    let mut id = || {
+        next_id += 1;
+        next_id.to_string()
+    };
+    let entry = builder.vertex(cg, &id(), "", CfgVertexKind::Entry);
+    let mut from = entry;
+    let mut pending = Vec::new();
+    let block = |builder: &mut FlowGraphBuilder, cg: &mut CallGraph, id: String, statements| {
+        builder.vertex(cg, &id, "", CfgVertexKind::BasicBlock(BasicBlock { scope, statements }))
+    };
+    for (statement, guard) in calls {
+        let Some(guard) = guard else {
+            pending.push(statement);
+            continue;
+        };
+        if !pending.is_empty() {
+            let b = block(&mut builder, cg, id(), std::mem::take(&mut pending));
+            builder.edge(cg, from, b, None);
+            from = b;
+        }
+        let condition = Expression::call(cg, "present", SymbolType::Bool, vec![Expression::variable(guard)]);
+        let branch =
+            builder.vertex(cg, &id(), "", CfgVertexKind::Branch(Conditional { condition: Some(condition), line: 0 }));
+        builder.edge(cg, from, branch, None);
+        let guarded = block(&mut builder, cg, id(), vec![statement]);
+        let end = builder.vertex(cg, &id(), "", CfgVertexKind::EndBranch);
+        builder.edge(cg, branch, guarded, Some(1));
+        builder.edge(cg, branch, end, None);
+        builder.edge(cg, guarded, end, None);
+        from = end;
+    }
+    let last = block(&mut builder, cg, id(), pending);
+    builder.edge(cg, from, last, None);
+    let exit = builder.vertex(cg, &id(), "", CfgVertexKind::Exit);
+    builder.edge(cg, last, exit, None);
+    builder.graph
+}
+
+/// The checkpoint placeholders, by number: 4/6 arguments, 5/7 results (none: a subroutine's
+/// results are its arguments), 8/9 time-step arguments, 12/13 time-step results.
+pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists) -> Vec<(u32, FlowGraph)> {
+    let plan: [(u32, &[VariableReference], bool, bool); 8] = [
+        (4, &lists.arguments, true, false),
+        (5, &[], true, false),
+        (6, &lists.arguments, false, false),
+        (7, &[], false, false),
+        (8, &lists.time_step, true, false),
+        (9, &lists.time_step, false, false),
+        (12, &lists.results, true, true),
+        (13, &lists.results, false, true),
+    ];
+    plan.into_iter()
+        .map(|(number, references, store, with_derivative)| {
+            let calls = calls(cg, references, &lists.optional, store, with_derivative);
+            (number, guarded_graph(cg, scope, calls))
+        })
+        .collect()
+}

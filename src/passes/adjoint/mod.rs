@@ -1,0 +1,247 @@
+//! Adjoint mode (the original `BasicBlockPreaccumulationReverse` driver), on top of the tangent
+//! pipeline: each routine's tangent code is split into a forward sweep that tapes what the
+//! transposed propagators need and a reverse sweep that runs them backwards, and the routine
+//! becomes a `ReplacementList` whose placeholders a reversal template (joint or split)
+//! assembles:
+//!
+//! | placeholder | contents |
+//! |---|---|
+//! | 1 | the original code (after TypeChange) |
+//! | 2, 10 | taping: [`tape`] per basic block, [`reversal`] for the control flow |
+//! | 3, 11 | adjoint: [`block`] per basic block, the control flow reversed |
+//! | 4/6, 8/9, 12/13 | [`checkpoint`] stores and restores |
+//! | 5, 7 | empty |
+//!
+//! Every loop is reversed by counting its iterations, so the strictly anonymous placeholders
+//! 10 and 11 equal 2 and 3.
+
+pub mod block;
+pub mod checkpoint;
+pub mod reversal;
+pub mod tape;
+
+use la_arena::ArenaMap;
+
+use crate::ir::build::Temporaries;
+use crate::ir::*;
+use crate::passes::type_change::FormalUse;
+
+use checkpoint::CheckpointLists;
+use reversal::Reversal;
+
+#[derive(Clone, Debug, Default)]
+pub struct AdjointConfig {
+    /// Every formal argument `intent(inout)` (`-I`), as OpenAD's joint mode wants; otherwise
+    /// only the active ones.
+    pub all_intents_inout: bool,
+    /// Checkpoint formals even where every call passes them a constant (`-P`).
+    pub checkpoint_constant_formals: bool,
+}
+
+/// Pushes the forward sweeps contain, counted in the code (not at run time).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdjointStats {
+    pub routines: usize,
+    /// `push_s0` of Jacobian factors.
+    pub factor_pushes: usize,
+    /// `push_i_s0` of subscript values.
+    pub index_pushes: usize,
+    /// `push_i_s0` of loop counts and branch arms.
+    pub control_pushes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdjointError {
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("routine {routine}: {source}")]
+    Routine {
+        routine: String,
+        #[source]
+        source: Box<AdjointError>,
+    },
+}
+
+/// Turns every control flow graph of the call graph, already in tangent form, into a
+/// replacement list. `originals` holds each routine's graph after TypeChange (placeholder 1).
+pub fn adjoint(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    originals: &ArenaMap<RoutineId, FlowGraph>,
+    formal_uses: &ArenaMap<RoutineId, Vec<FormalUse>>,
+    config: &AdjointConfig,
+) -> Result<AdjointStats, AdjointError> {
+    let mut stats = AdjointStats::default();
+    let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
+    for routine in routines {
+        let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
+        let name = cg.symbol_name(cfg.symbol).to_owned();
+        let list = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &mut stats)
+            .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
+        cg.routines[routine] = Routine::ReplacementList(list);
+        stats.routines += 1;
+    }
+    // Three sweeps and checkpoint code: about three times the tangent code.
+    cg.size_hint += cg.size_hint * 2;
+    Ok(stats)
+}
+
+fn reverse_routine(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    routine: RoutineId,
+    originals: &ArenaMap<RoutineId, FlowGraph>,
+    formal_uses: &ArenaMap<RoutineId, Vec<FormalUse>>,
+    config: &AdjointConfig,
+    stats: &mut AdjointStats,
+) -> Result<ReplacementList, AdjointError> {
+    let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else {
+        return Err(AdjointError::Unsupported("not a control flow graph".into()));
+    };
+    let cfg = cfg.clone();
+    let scope = cfg.body_scope;
+    let original = originals.get(routine).cloned().unwrap_or_else(|| cfg.graph.clone());
+    let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));
+
+    let (taping, adjoint) = if has_code {
+        let (entry, regions, exit) = reversal::structure(&cfg.graph)?;
+        let mut blocks = vec![None; cfg.graph.vertices.len()];
+        for (id, vertex) in cfg.graph.vertices.iter() {
+            let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
+            let taped = tape::tape_block(cg, &block.statements)?;
+            for pushed in taped.pushes.iter().flatten() {
+                if pushed.integer {
+                    stats.index_pushes += 1;
+                } else {
+                    stats.factor_pushes += 1;
+                }
+            }
+            let reverse = block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes);
+            blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
+        }
+        let mut reversal = Reversal { cg, temporaries, graph: &cfg.graph, scope, blocks, fresh: 0 };
+        let taping = reversal.taping(entry, &regions, exit);
+        let adjoint = reversal.adjoint(&regions);
+        stats.control_pushes += count_control(&regions);
+        (taping, adjoint)
+    } else {
+        (FlowGraph::default(), FlowGraph::default())
+    };
+
+    let lists = checkpoint_lists(cg, &cfg, formal_uses.get(routine), config);
+    let mut replacements = Vec::with_capacity(13);
+    let mut add = |cg: &mut CallGraph, number: u32, graph: FlowGraph| {
+        replacements
+            .push((number, Replacement { placeholder: cg.names.intern(&number.to_string()), structured: true, graph }));
+    };
+    add(cg, 1, if has_code { original } else { FlowGraph::default() });
+    add(cg, 2, taping.clone());
+    add(cg, 3, adjoint.clone());
+    for (number, graph) in checkpoint::placeholders(cg, scope, &lists) {
+        add(cg, number, graph);
+    }
+    add(cg, 10, taping);
+    add(cg, 11, adjoint);
+    replacements.sort_by_key(|(number, _)| *number);
+
+    let arguments = cfg.arguments.clone().map(|list| {
+        list.into_iter()
+            .map(|mut formal| {
+                if config.all_intents_inout || cg.symbols[formal.symbol].active {
+                    formal.intent = Intent::InOut;
+                }
+                formal
+            })
+            .collect()
+    });
+    let template_name = cg.names.intern("reverse_subroutine_template");
+    Ok(ReplacementList {
+        id: cfg.id,
+        annotation: cfg.annotation,
+        symbol: cfg.symbol,
+        scope: cfg.scope,
+        body_scope: cfg.body_scope,
+        template_name,
+        arguments,
+        replacements: replacements.into_iter().map(|(_, r)| r).collect(),
+    })
+}
+
+fn count_control(regions: &[reversal::Region]) -> usize {
+    regions
+        .iter()
+        .map(|r| match r {
+            reversal::Region::Block(_) => 0,
+            reversal::Region::Loop { body, .. } => 1 + count_control(body),
+            reversal::Region::Branch { arms, .. } => arms.iter().map(|(_, a)| 1 + count_control(a)).sum(),
+        })
+        .sum()
+}
+
+/// What the checkpoint placeholders store: the Read list (arguments), Mod and ReadLocal (time
+/// steps), active Mod variables (results). A formal that every call passes a constant is left
+/// out unless `-P`: there is no variable to restore into.
+fn checkpoint_lists(
+    cg: &CallGraph,
+    cfg: &ControlFlowGraph,
+    uses: Option<&Vec<FormalUse>>,
+    config: &AdjointConfig,
+) -> CheckpointLists {
+    let formals: Vec<&ArgumentSymbolReference> = cfg.arguments.iter().flatten().collect();
+    let keep = |reference: &&VariableReference| {
+        let Some(base) = reference.base_symbol() else { return false };
+        let Some(k) = formals.iter().position(|f| f.symbol == base) else { return true };
+        config.checkpoint_constant_formals || uses.and_then(|u| u.get(k)).is_none_or(|u| u.variable_somewhere)
+    };
+    let list = |l: &Option<Vec<VariableReference>>| -> Vec<VariableReference> {
+        l.iter().flatten().filter(keep).cloned().collect()
+    };
+    let effects = &cfg.side_effects;
+    let arguments = list(&effects.read);
+    let mut time_step = list(&effects.modified);
+    time_step.extend(list(&effects.read_local));
+    let results =
+        list(&effects.modified).into_iter().filter(|r| r.base_symbol().is_some_and(|s| cg.symbols[s].active)).collect();
+    let optional = present_operands(cg, &cfg.graph);
+    CheckpointLists { arguments, time_step, results, optional }
+}
+
+/// The variables the routine asks `present` of: its optional formals.
+fn present_operands(cg: &CallGraph, graph: &FlowGraph) -> Vec<SymbolId> {
+    let mut found = Vec::new();
+    let mut scan = |e: &Expression| {
+        for edge in &e.edges {
+            if let (ExprVertex::Intrinsic(intrinsic), ExprVertex::Variable(operand)) =
+                (&e.vertices[edge.target], &e.vertices[edge.source])
+                && cg.name(intrinsic.name) == "present"
+                && let Some(base) = operand.base_symbol()
+                && !found.contains(&base)
+            {
+                found.push(base);
+            }
+        }
+    };
+    for (_, vertex) in graph.vertices.iter() {
+        match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => {
+                for statement in &block.statements {
+                    if let Statement::Assignment(a) = statement {
+                        scan(&a.rhs);
+                    }
+                }
+            }
+            CfgVertexKind::If(c)
+            | CfgVertexKind::Branch(c)
+            | CfgVertexKind::PreLoop(c)
+            | CfgVertexKind::PostLoop(c) => {
+                c.condition.iter().for_each(&mut scan);
+            }
+            CfgVertexKind::ForLoop(f) => {
+                f.condition.iter().for_each(&mut scan);
+                f.initialization.iter().chain(&f.update).for_each(|a| scan(&a.rhs));
+            }
+            _ => {}
+        }
+    }
+    found
+}

@@ -1,0 +1,388 @@
+//! Control-flow reversal of structured control flow graphs (control-flow-reversal paper,
+//! reversal of loops and branches). The graph is read as a tree of regions — basic blocks,
+//! loops (ForLoop/PreLoop … EndLoop) and branches (Branch/If … EndBranch) in sequence — and
+//! written twice:
+//! - the taping graph is the original with bookkeeping: a loop counts its iterations in a
+//!   `<prefix>Symbol_N` and pushes the count after the loop (`push_i_s0`); each branch arm
+//!   pushes its number before joining;
+//! - the adjoint graph runs the regions backwards: a loop pops its count and runs the adjoint
+//!   of its body that many times, a branch pops the arm number and branches on it.
+//! Every loop is reversed this way ("anonymously"), explicit ones included: the adjoint never
+//! depends on the loop variable, whose values in the body are taped like any other subscript.
+//! Unstructured graphs (Goto, Label, PostLoop, an If without EndBranch) are refused for now.
+
+use crate::ir::build::{FlowGraphBuilder, Temporaries, assignment, inlinable_call, integer_constant, whole_reference};
+use crate::ir::*;
+
+use super::AdjointError;
+
+/// A piece of structured control flow.
+#[derive(Clone, Debug)]
+pub enum Region {
+    Block(CfgVertexId),
+    Loop { header: CfgVertexId, end: CfgVertexId, body: Vec<Region> },
+    Branch { header: CfgVertexId, end: CfgVertexId, arms: Vec<(Option<i64>, Vec<Region>)> },
+}
+
+/// Where reading a sequence stopped.
+enum Stop {
+    Exit(CfgVertexId),
+    EndLoop(CfgVertexId),
+    EndBranch(CfgVertexId),
+}
+
+/// The region tree of a graph: the sequence from Entry to Exit, with Entry and Exit.
+pub fn structure(graph: &FlowGraph) -> Result<(CfgVertexId, Vec<Region>, CfgVertexId), AdjointError> {
+    let mut successors: Vec<Vec<&CfgEdge>> = vec![Vec::new(); graph.vertices.len()];
+    for edge in &graph.edges {
+        successors[index(edge.source)].push(edge);
+    }
+    let entry = graph
+        .vertices
+        .iter()
+        .find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry))
+        .map(|(id, _)| id)
+        .ok_or_else(|| AdjointError::Unsupported("a control flow graph without Entry".into()))?;
+    let reader = Reader { graph, successors };
+    let start = reader.single_successor(entry)?;
+    let mut budget = graph.vertices.len() * 2 + 2;
+    let (regions, stop) = reader.sequence(start, &mut budget)?;
+    match stop {
+        Stop::Exit(exit) => Ok((entry, regions, exit)),
+        Stop::EndLoop(_) | Stop::EndBranch(_) => {
+            Err(AdjointError::Unsupported("an EndLoop or EndBranch outside any loop or branch".into()))
+        }
+    }
+}
+
+fn index(id: CfgVertexId) -> usize {
+    id.into_raw().into_u32() as usize
+}
+
+struct Reader<'g> {
+    graph: &'g FlowGraph,
+    successors: Vec<Vec<&'g CfgEdge>>,
+}
+
+impl Reader<'_> {
+    fn name(&self, v: CfgVertexId) -> String {
+        format!("{} vertex", self.graph.vertices[v].kind.element_name())
+    }
+
+    fn single_successor(&self, v: CfgVertexId) -> Result<CfgVertexId, AdjointError> {
+        match self.successors[index(v)].as_slice() {
+            [edge] => Ok(edge.target),
+            _ => Err(AdjointError::Unsupported(format!("{} without exactly one successor", self.name(v)))),
+        }
+    }
+
+    fn sequence(&self, mut v: CfgVertexId, budget: &mut usize) -> Result<(Vec<Region>, Stop), AdjointError> {
+        let mut regions = Vec::new();
+        loop {
+            if *budget == 0 {
+                return Err(AdjointError::Unsupported("control flow that is not structured".into()));
+            }
+            *budget -= 1;
+            match &self.graph.vertices[v].kind {
+                CfgVertexKind::Exit => return Ok((regions, Stop::Exit(v))),
+                CfgVertexKind::EndLoop => return Ok((regions, Stop::EndLoop(v))),
+                CfgVertexKind::EndBranch => return Ok((regions, Stop::EndBranch(v))),
+                CfgVertexKind::BasicBlock(_) => {
+                    regions.push(Region::Block(v));
+                    v = self.single_successor(v)?;
+                }
+                CfgVertexKind::ForLoop(_) | CfgVertexKind::PreLoop(_) => {
+                    let out = &self.successors[index(v)];
+                    let body_edge = out.iter().find(|e| e.condition_value == Some(1));
+                    let exit_edge = out.iter().find(|e| e.condition_value != Some(1));
+                    let (Some(body_edge), Some(exit_edge), 2) = (body_edge, exit_edge, out.len()) else {
+                        return Err(AdjointError::Unsupported(format!(
+                            "{} without a body and an exit edge",
+                            self.name(v)
+                        )));
+                    };
+                    let (body, stop) = self.sequence(body_edge.target, budget)?;
+                    let Stop::EndLoop(end) = stop else {
+                        return Err(AdjointError::Unsupported("a loop body that does not end in EndLoop".into()));
+                    };
+                    if self.single_successor(end)? != v {
+                        return Err(AdjointError::Unsupported("an EndLoop that does not lead back to its loop".into()));
+                    }
+                    regions.push(Region::Loop { header: v, end, body });
+                    v = exit_edge.target;
+                }
+                CfgVertexKind::Branch(_) | CfgVertexKind::If(_) => {
+                    let mut arms = Vec::new();
+                    let mut end = None;
+                    for edge in &self.successors[index(v)] {
+                        let (arm, stop) = self.sequence(edge.target, budget)?;
+                        let Stop::EndBranch(e) = stop else {
+                            return Err(AdjointError::Unsupported(
+                                "a branch arm that does not end in EndBranch".into(),
+                            ));
+                        };
+                        if end.is_some_and(|x| x != e) {
+                            return Err(AdjointError::Unsupported(
+                                "branch arms that end in different EndBranches".into(),
+                            ));
+                        }
+                        end = Some(e);
+                        arms.push((edge.condition_value, arm));
+                    }
+                    let Some(end) = end else {
+                        return Err(AdjointError::Unsupported(format!("{} without arms", self.name(v))));
+                    };
+                    regions.push(Region::Branch { header: v, end, arms });
+                    v = self.single_successor(end)?;
+                }
+                CfgVertexKind::Entry | CfgVertexKind::PostLoop(_) | CfgVertexKind::Label | CfgVertexKind::Goto => {
+                    return Err(AdjointError::Unsupported(format!(
+                        "unstructured control flow ({}) is not reversed yet",
+                        self.name(v)
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// What the two graphs of a routine are made of.
+pub struct Reversal<'a> {
+    pub cg: &'a mut CallGraph,
+    pub temporaries: &'a mut Temporaries,
+    /// The tangent graph (loop headers, branch headers and their conditions come from it).
+    pub graph: &'a FlowGraph,
+    pub scope: ScopeId,
+    /// Per vertex of `graph`: the taping and adjoint statements of a basic block.
+    pub blocks: Vec<Option<(Vec<Statement>, Vec<Statement>)>>,
+    pub fresh: usize,
+}
+
+impl Reversal<'_> {
+    fn fresh_id(&mut self, prefix: &str) -> String {
+        self.fresh += 1;
+        format!("{prefix}{}", self.fresh)
+    }
+
+    fn counter(&mut self) -> SymbolId {
+        self.temporaries.fresh(self.cg, self.scope, "Symbol", |s| {
+            s.ty = SymbolType::Integer;
+            s.active = false;
+        })
+    }
+
+    fn block(&mut self, builder: &mut FlowGraphBuilder, prefix: &str, statements: Vec<Statement>) -> CfgVertexId {
+        let id = self.fresh_id(prefix);
+        builder.vertex(self.cg, &id, "", CfgVertexKind::BasicBlock(BasicBlock { scope: self.scope, statements }))
+    }
+
+    fn integer(&mut self, value: i64) -> Expression {
+        Expression::constant(self.cg, ConstantType::Integer, &value.to_string())
+    }
+
+    fn push_integer(&mut self, value: ArgumentValue) -> Statement {
+        inlinable_call(self.cg, "inline_push_i", "push_i_s0", vec![value])
+    }
+
+    fn constant_argument(&mut self, value: i64) -> ArgumentValue {
+        ArgumentValue::Constant(integer_constant(self.cg, value))
+    }
+
+    /// The taping graph: the tangent graph's regions with their taping blocks, loop counters and
+    /// arm numbers.
+    pub fn taping(&mut self, entry: CfgVertexId, regions: &[Region], exit: CfgVertexId) -> FlowGraph {
+        let mut builder = FlowGraphBuilder::default();
+        let new_entry = builder.copy(&self.graph.vertices[entry]);
+        let last = self.taping_sequence(&mut builder, regions, new_entry, None);
+        let new_exit = builder.copy(&self.graph.vertices[exit]);
+        let (from, condition) = last;
+        builder.edge(self.cg, from, new_exit, condition);
+        builder.graph
+    }
+
+    /// Emits `regions` after `from` (whose edge to the first carries `condition`); returns the
+    /// last vertex and the condition its outgoing edge must carry.
+    fn taping_sequence(
+        &mut self,
+        builder: &mut FlowGraphBuilder,
+        regions: &[Region],
+        from: CfgVertexId,
+        condition: Option<i64>,
+    ) -> (CfgVertexId, Option<i64>) {
+        let (mut from, mut condition) = (from, condition);
+        for region in regions {
+            let first = match region {
+                Region::Block(v) => {
+                    let mut vertex = self.graph.vertices[*v].clone();
+                    if let (CfgVertexKind::BasicBlock(block), Some(Some((taping, _)))) =
+                        (&mut vertex.kind, self.blocks.get(index(*v)))
+                    {
+                        block.statements = taping.clone();
+                    }
+                    let new = builder.copy(&vertex);
+                    builder.edge(self.cg, from, new, condition);
+                    from = new;
+                    condition = None;
+                    continue;
+                }
+                Region::Loop { header, end, body } => {
+                    let counter = self.counter();
+                    let zero = self.integer(0);
+                    let lhs = whole_reference(self.cg, counter, false);
+                    let init = assignment(self.cg, "_loop_count_init", lhs.clone(), zero);
+                    let init = self.block(builder, "_aug_", vec![Statement::Assignment(init)]);
+                    builder.edge(self.cg, from, init, condition);
+                    let head = builder.copy(&self.graph.vertices[*header]);
+                    builder.edge(self.cg, init, head, None);
+                    let (last, cond) = self.taping_sequence(builder, body, head, Some(1));
+                    let one = self.integer(1);
+                    let sum = Expression::intrinsic(self.cg, "add_scal_scal", Expression::variable(lhs.clone()), one);
+                    let increment = assignment(self.cg, "_loop_count_increment", lhs.clone(), sum);
+                    let increment = self.block(builder, "_aug_", vec![Statement::Assignment(increment)]);
+                    builder.edge(self.cg, last, increment, cond);
+                    let end_loop = builder.copy(&self.graph.vertices[*end]);
+                    builder.edge(self.cg, increment, end_loop, None);
+                    builder.edge(self.cg, end_loop, head, None);
+                    let push = self.push_integer(ArgumentValue::Variable(lhs));
+                    let after = self.block(builder, "_aug_", vec![push]);
+                    builder.edge(self.cg, head, after, None);
+                    after
+                }
+                Region::Branch { header, end, arms } => {
+                    let head = builder.copy(&self.graph.vertices[*header]);
+                    builder.edge(self.cg, from, head, condition);
+                    let end_branch = builder.copy(&self.graph.vertices[*end]);
+                    for (number, (arm_condition, arm)) in arms.iter().enumerate() {
+                        let (last, cond) = self.taping_sequence(builder, arm, head, *arm_condition);
+                        let value = self.constant_argument(number as i64);
+                        let push = self.push_integer(value);
+                        let push = self.block(builder, "_aug_", vec![push]);
+                        builder.edge(self.cg, last, push, cond);
+                        builder.edge(self.cg, push, end_branch, None);
+                    }
+                    end_branch
+                }
+            };
+            from = first;
+            condition = None;
+        }
+        (from, condition)
+    }
+
+    /// The adjoint graph: the regions backwards, each block replaced by its adjoint.
+    pub fn adjoint(&mut self, regions: &[Region]) -> FlowGraph {
+        let mut builder = FlowGraphBuilder::default();
+        let entry_id = self.fresh_id("_adj_");
+        let entry = builder.vertex(self.cg, &entry_id, "", CfgVertexKind::Entry);
+        let (last, condition) = self.adjoint_sequence(&mut builder, regions, entry, None);
+        let exit_id = self.fresh_id("_adj_");
+        let exit = builder.vertex(self.cg, &exit_id, "", CfgVertexKind::Exit);
+        builder.edge(self.cg, last, exit, condition);
+        builder.graph
+    }
+
+    fn adjoint_sequence(
+        &mut self,
+        builder: &mut FlowGraphBuilder,
+        regions: &[Region],
+        from: CfgVertexId,
+        condition: Option<i64>,
+    ) -> (CfgVertexId, Option<i64>) {
+        let (mut from, mut condition) = (from, condition);
+        for region in regions.iter().rev() {
+            let last = match region {
+                Region::Block(v) => {
+                    let mut vertex = self.graph.vertices[*v].clone();
+                    if let CfgVertexKind::BasicBlock(block) = &mut vertex.kind {
+                        block.statements = match self.blocks.get(index(*v)) {
+                            Some(Some((_, adjoint))) => adjoint.clone(),
+                            _ => Vec::new(),
+                        };
+                    }
+                    let new = builder.copy(&vertex);
+                    builder.edge(self.cg, from, new, condition);
+                    new
+                }
+                Region::Loop { body, .. } => {
+                    let count = self.counter();
+                    let count_ref = whole_reference(self.cg, count, false);
+                    let pop = inlinable_call(
+                        self.cg,
+                        "inline_pop_i",
+                        "pop_i_s0",
+                        vec![ArgumentValue::Variable(count_ref.clone())],
+                    );
+                    let pop = self.block(builder, "_adj_", vec![pop]);
+                    builder.edge(self.cg, from, pop, condition);
+                    let i = self.counter();
+                    let i_ref = whole_reference(self.cg, i, false);
+                    let one = self.integer(1);
+                    let init = assignment(self.cg, "_adj_loop_init", i_ref.clone(), one);
+                    let test = Expression::boolean(
+                        self.cg,
+                        BooleanOp::LessOrEqual,
+                        Expression::variable(i_ref.clone()),
+                        Expression::variable(count_ref),
+                    );
+                    let one = self.integer(1);
+                    let next =
+                        Expression::intrinsic(self.cg, "add_scal_scal", Expression::variable(i_ref.clone()), one);
+                    let update = assignment(self.cg, "_adj_loop_update", i_ref, next);
+                    let header_id = self.fresh_id("_adj_");
+                    let header = builder.vertex(
+                        self.cg,
+                        &header_id,
+                        "",
+                        CfgVertexKind::ForLoop(Box::new(ForLoop {
+                            initialization: Some(init),
+                            condition: Some(test),
+                            update: Some(update),
+                            reversal: LoopReversal::Anonymous,
+                            line: 0,
+                        })),
+                    );
+                    builder.edge(self.cg, pop, header, None);
+                    let (last, cond) = self.adjoint_sequence(builder, body, header, Some(1));
+                    let end_id = self.fresh_id("_adj_");
+                    let end = builder.vertex(self.cg, &end_id, "", CfgVertexKind::EndLoop);
+                    builder.edge(self.cg, last, end, cond);
+                    builder.edge(self.cg, end, header, None);
+                    // The loop's exit edge is the one the next region attaches to.
+                    from = header;
+                    condition = None;
+                    continue;
+                }
+                Region::Branch { arms, .. } => {
+                    let arm_number = self.counter();
+                    let arm_ref = whole_reference(self.cg, arm_number, false);
+                    let pop = inlinable_call(
+                        self.cg,
+                        "inline_pop_i",
+                        "pop_i_s0",
+                        vec![ArgumentValue::Variable(arm_ref.clone())],
+                    );
+                    let pop = self.block(builder, "_adj_", vec![pop]);
+                    builder.edge(self.cg, from, pop, condition);
+                    let header_id = self.fresh_id("_adj_");
+                    let header = builder.vertex(
+                        self.cg,
+                        &header_id,
+                        "",
+                        CfgVertexKind::Branch(Conditional { condition: Some(Expression::variable(arm_ref)), line: 0 }),
+                    );
+                    builder.edge(self.cg, pop, header, None);
+                    let end_id = self.fresh_id("_adj_");
+                    let end = builder.vertex(self.cg, &end_id, "", CfgVertexKind::EndBranch);
+                    for (number, (_, arm)) in arms.iter().enumerate() {
+                        let (last, cond) = self.adjoint_sequence(builder, arm, header, Some(number as i64));
+                        builder.edge(self.cg, last, end, cond);
+                    }
+                    end
+                }
+            };
+            from = last;
+            condition = None;
+        }
+        (from, condition)
+    }
+}
