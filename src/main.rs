@@ -369,6 +369,14 @@ struct ValidateArgs {
     quiet: bool,
 }
 
+/// The transforming commands, for what depends on which one runs.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Mode {
+    Identity,
+    Tangent,
+    Adjoint,
+}
+
 /// A failure already reported to the user; carries the exit code.
 struct Reported(u8);
 
@@ -553,11 +561,11 @@ impl TransformArgs {
         self.output.clone().unwrap_or(Destination::Stdout)
     }
 
-    /// One line for each switch given that has no effect in this build.
-    fn no_effect_notes(&self, mode: &str) -> Vec<String> {
+    /// One line for each switch given that has no effect in this mode.
+    fn no_effect_notes(&self, mode: Mode) -> Vec<String> {
         let mut notes = Vec::new();
         let reverse = &self.reverse;
-        let adjoint = mode == "adjoint";
+        let adjoint = mode == Mode::Adjoint;
         let reversal_switches = [
             (self.pessimistic_black_boxes, "-b (pessimistic black boxes)", false),
             (reverse.all_intents_inout, "-I (all argument intents inout)", true),
@@ -616,7 +624,7 @@ impl TransformArgs {
 
 impl PreaccumulationSwitches {
     fn no_effect_notes(&self) -> Vec<String> {
-        let library = "tuned the original's elimination library (ANGEL); --elimination chooses ours: no effect";
+        let library = "tuned the original's elimination library (ANGEL): no effect";
         let unbuilt = "is not implemented: no effect";
         [
             (self.nary_sax, "-n (n-ary Sax propagators)", unbuilt),
@@ -696,7 +704,7 @@ fn run_identity(args: &TransformArgs) -> Outcome {
 }
 
 fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
-    for note in args.no_effect_notes("identity") {
+    for note in args.no_effect_notes(Mode::Identity) {
         session.note(&note);
     }
     let mut output = output::prepare(&args.output())?;
@@ -735,7 +743,7 @@ fn run_tangent(args: &TangentArgs) -> Outcome {
 
 fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let common = &args.common;
-    for note in common.no_effect_notes("tangent").into_iter().chain(args.original.no_effect_notes()) {
+    for note in common.no_effect_notes(Mode::Tangent).into_iter().chain(args.original.no_effect_notes()) {
         session.note(&note);
     }
     // Every destination is ready before any work, and nothing is written before all of it
@@ -820,7 +828,7 @@ fn run_adjoint(args: &AdjointArgs) -> Outcome {
 
 fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let common = &args.common;
-    let mut notes = common.no_effect_notes("adjoint");
+    let mut notes = common.no_effect_notes(Mode::Adjoint);
     if args.statement_level {
         notes.push("-S (statement-level preaccumulation) is not wired into the adjoint mode yet: no effect".into());
     }
