@@ -2,6 +2,7 @@
 //! automatic differentiation toolchain. See `ARCHITECTURE.md` for the map.
 
 pub mod analysis;
+pub mod cli;
 pub mod interp;
 pub mod ir;
 pub mod passes;

@@ -1,14 +1,18 @@
 //! Command line of xaifbooster. Parses arguments, runs the library, prints; nothing else.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
+use xaifbooster::cli::log::{self, DebugLog, Group, summarise};
+use xaifbooster::cli::output::{self, Destination, OutputError, Pending};
 use xaifbooster::ir::CallGraph;
 use xaifbooster::passes::elimination::Method;
+use xaifbooster::passes::passivate::Passivation;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::validate::{ValidateOptions, validate};
@@ -27,8 +31,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     long_about = "Transformation engine for XAIF, the XML format of the OpenAD automatic differentiation \
 toolchain. Reads XAIF, runs the passes of a mode and writes XAIF in the conventions of the original \
 xaifBooster, so it can stand in for OpenAD's oadDriver binaries.\n\n\
-Exit codes: 0 success, 1 bad input (each finding printed as file:line:column: element: message), \
-2 usage error."
+Exit codes: 0 success, 1 bad input or unwritable output (each finding printed as \
+file:line:column: element: message; a failed run writes no output), 2 usage error, 141 the reader \
+of standard output or of a pipe went away (as for a program ended by SIGPIPE)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -64,24 +69,27 @@ struct TangentArgs {
     #[arg(short = 'S')]
     statement_level: bool,
     /// Write per-sequence statistics (graph sizes, operation counts, propagator entries) as JSON
+    /// (`-` standard output); written like -o
     #[arg(long, value_name = "FILE")]
-    stats: Option<PathBuf>,
+    stats: Option<Destination>,
     /// How elimination sequences are chosen: one method, or the best of all heuristics
     #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
     elimination: EliminationArg,
+    #[command(flatten)]
+    original: PreaccumulationSwitches,
 }
 
 #[derive(Args, Debug)]
 struct AdjointArgs {
+    /// The common switches; -I and -P (in them) act here
     #[command(flatten)]
     common: TransformArgs,
-    /// Every formal argument intent(inout), as OpenAD's joint reversal wants (otherwise only the
-    /// active ones)
-    #[arg(short = 'I')]
-    all_intents_inout: bool,
-    /// Checkpoint formal arguments even where every call passes them a constant
-    #[arg(short = 'P')]
-    checkpoint_constant_formals: bool,
+    /// Statement-level preaccumulation, as the original engine's -S (not wired into the
+    /// adjoint mode yet: no effect)
+    #[arg(short = 'S')]
+    statement_level: bool,
+    #[command(flatten)]
+    original: PreaccumulationSwitches,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -195,13 +203,16 @@ struct VerifyArgs {
 /// The switches of the original oadDriver binaries, so OpenAD's scripts can call us unchanged.
 #[derive(Args, Debug)]
 struct TransformArgs {
-    /// Input XAIF file
-    #[arg(short = 'i', value_name = "FILE")]
-    input: PathBuf,
-    /// Output file (default: standard output); written to a temporary file and renamed,
-    /// so a failed run leaves an existing file untouched
-    #[arg(short = 'o', value_name = "FILE")]
-    output: Option<PathBuf>,
+    /// Input XAIF file; `-` reads standard input
+    #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with = "input_file")]
+    input: Option<PathBuf>,
+    /// The input file, given without -i
+    #[arg(value_name = "INPUT", required_unless_present = "input")]
+    input_file: Option<PathBuf>,
+    /// Output file; `-` or none: standard output. A regular file is replaced (by a rename,
+    /// keeping its mode) only when the run succeeds; devices and pipes are written as they are
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<Destination>,
     /// Inlinable intrinsics catalogue (default: the catalogue built into the binary)
     #[arg(short = 'c', value_name = "FILE")]
     catalogue: Option<PathBuf>,
@@ -211,9 +222,14 @@ struct TransformArgs {
     /// Schema directory: the output's schemaLocation becomes DIR/<schema file>
     #[arg(short = 's', value_name = "DIR")]
     schema_dir: Option<String>,
-    /// Strict input checking: refuse what older front ends wrote and the reference toolchain
-    /// tolerated (a SubroutineCall without formalArgCount, duplicate edge ids, unknown attributes)
+    /// Validate the input against the schema, as the original's -v. Every run does: each
+    /// finding is reported; what the original tolerated is a warning
     #[arg(short = 'v')]
+    validate: bool,
+    /// Strict input checking: refuse what older front ends wrote and the reference toolchain
+    /// tolerated (a SubroutineCall without formalArgCount, duplicate edge ids, unknown
+    /// attributes, statement ids naming no statement)
+    #[arg(long)]
     strict: bool,
     /// Verbose output; the alias, du-ud and DO maps are always written (the schema requires them)
     #[arg(short = 'V')]
@@ -223,8 +239,8 @@ struct TransformArgs {
     /// passive before TypeChange, which then converts at every call they take part in
     #[arg(short = 'p', value_name = "NAMES")]
     passive: Option<String>,
-    /// Pessimistic black boxes: external routines may overwrite what they can reach (used by
-    /// the adjoint mode; tangent mode and identity say so and ignore it)
+    /// Pessimistic black boxes: external routines may overwrite what they can reach (adjoint
+    /// mode; not implemented: no effect)
     #[arg(short = 'b')]
     pessimistic_black_boxes: bool,
     /// Zero the derivatives of active local variables at routine entry, in a block after Entry
@@ -242,22 +258,105 @@ struct TransformArgs {
     /// or NO_STYLE; decides how -p names match symbols
     #[arg(short = 'F', value_name = "STYLE", value_parser = ["OPEN64_STYLE", "NO_STYLE"])]
     decoration_style: Option<String>,
-    /// Debug output file of the original engine; accepted for compatibility (xaifbooster has
-    /// no debug output: warnings and errors go to standard error)
+    /// No warnings or notes on standard error (errors still; the debug log keeps everything)
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    #[command(flatten)]
+    debug: DebugArgs,
+    #[command(flatten)]
+    reverse: ReverseSwitches,
+}
+
+/// The original engine's debugging switches.
+#[derive(Args, Debug)]
+struct DebugArgs {
+    /// Debug log file (`-` standard output): warnings, what each pass did, timings
     #[arg(short = 'd', value_name = "FILE")]
-    debug_file: Option<PathBuf>,
-    /// Debug bitmask of the original engine; accepted for compatibility and ignored
+    debug_file: Option<Destination>,
+    /// Debug groups to log, a sum of 1 WARNING, 4 DATA, 16 TIMING, 64 METRIC (errors always;
+    /// 2, 8 and 32 log nothing here) [default with -d: 85, all]. Without -d, to standard error
     #[arg(short = 'g', value_name = "MASK")]
     debug_mask: Option<u32>,
+    /// Narrow the debug log to these stages (space separated: cli validate read passivate
+    /// init_derivatives type_change tangent adjoint write)
+    #[arg(short = 'T', value_name = "TAGS")]
+    tags: Option<String>,
+    /// Format of the original's debugging graphs; xaifbooster draws none: no effect
+    #[arg(short = 'G', value_name = "FORMAT", value_parser = ["ps", "svg"])]
+    graphics_format: Option<String>,
+    /// Viewer of the original's debugging graphs; no effect
+    #[arg(short = 'B', value_name = "VIEWER")]
+    viewer: Option<String>,
+}
+
+/// Switches of the original's reversal algorithms, accepted by every transforming command so
+/// scripts run unchanged; -I and -P act in the adjoint mode, the others nowhere yet.
+#[derive(Args, Debug)]
+struct ReverseSwitches {
+    /// Every formal argument intent(inout), as OpenAD's joint reversal wants (otherwise only the
+    /// active ones); adjoint mode
+    #[arg(short = 'I')]
+    all_intents_inout: bool,
+    /// Checkpoint formal arguments even where every call passes them a constant; adjoint mode
+    #[arg(short = 'P')]
+    checkpoint_constant_formals: bool,
+    /// Restore checkpoints in file order (not implemented: no effect)
+    #[arg(short = 'f')]
+    file_order: bool,
+    /// Ask about each variable violating the simple-loop restrictions (address arithmetic, not
+    /// implemented: no effect)
+    #[arg(short = 'u')]
+    ask: bool,
+    /// Ignore all variables violating the simple-loop restrictions (address arithmetic, not
+    /// implemented: no effect)
+    #[arg(short = 'U')]
+    ignore_violations: bool,
+    /// Top routine for the quasi-constant check (address arithmetic, not implemented: no effect)
+    #[arg(short = 't', value_name = "NAME")]
+    top_routine: Option<String>,
+}
+
+/// Switches of the original's preaccumulation; the ones that tuned its elimination library or
+/// shaped its propagators are accepted with no effect.
+#[derive(Args, Debug)]
+struct PreaccumulationSwitches {
+    /// N-ary Sax propagators (not implemented: no effect)
+    #[arg(short = 'n')]
+    nary_sax: bool,
+    /// Propagators as inlinable calls (not implemented: no effect)
+    #[arg(short = 'H')]
+    inline_propagators: bool,
+    /// Runtime operation counters (not implemented: no effect)
+    #[arg(short = 'C')]
+    counters: bool,
+    /// Awareness of unit (1) and constant (2) edges in the original's elimination library: no
+    /// effect
+    #[arg(short = 'A', value_name = "LEVEL", value_parser = clap::value_parser!(u8).range(0..=2))]
+    awareness: Option<u8>,
+    /// Allow eliminations that keep the nontrivial edge count (original's library): no effect
+    #[arg(short = 'm')]
+    maintaining: bool,
+    /// No alias check among left-hand sides of a sequence (not implemented: no effect)
+    #[arg(short = 'Q')]
+    no_alias_check: bool,
+    /// Randomized heuristics of the original's library: no effect
+    #[arg(short = 'a')]
+    randomized: bool,
+    /// Metric of the original's library, 0 operations or 1 scarcity: no effect (see --elimination)
+    #[arg(short = 'M', value_name = "METRIC", value_parser = clap::value_parser!(u8).range(0..=1))]
+    metric: Option<u8>,
+    /// Reroutings in the original's library: no effect
+    #[arg(short = 'R')]
+    reroutings: bool,
 }
 
 #[derive(Args, Debug)]
 struct ValidateArgs {
-    /// XAIF files to check
+    /// XAIF files to check (`-` standard input); every file is checked even when one cannot be read
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Strict: report what lenient reading forgives as errors
-    #[arg(short = 'v')]
+    #[arg(long)]
     strict: bool,
     /// Skip the activity check (real arguments as active as their formals, only passive reals
     /// passed to external routines, derivatives only of active symbols). Every output must pass
@@ -265,10 +364,27 @@ struct ValidateArgs {
     /// TypeChange pass converts
     #[arg(long)]
     skip_activity: bool,
+    /// Errors only: no warnings
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+/// The transforming commands, for what depends on which one runs.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Mode {
+    Identity,
+    Tangent,
+    Adjoint,
 }
 
 /// A failure already reported to the user; carries the exit code.
 struct Reported(u8);
+
+type Outcome = Result<Result<(), Reported>>;
+
+/// The exit status of a run whose reader went away (`| head`): what a shell reports for a
+/// program ended by SIGPIPE, as the original engine or any C filter would be; no message.
+const BROKEN_PIPE: u8 = 128 + 13;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -283,61 +399,284 @@ fn main() -> ExitCode {
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(Reported(code))) => ExitCode::from(code),
+        Err(error) if broken_pipe(&error) => ExitCode::from(BROKEN_PIPE),
         Err(error) => {
-            eprintln!("xaifbooster: {error:#}");
+            let _ = writeln!(std::io::stderr(), "xaifbooster: {error:#}");
             ExitCode::from(1)
         }
     }
 }
 
-fn print_findings(findings: &[Diagnostic]) {
-    let mut stderr = std::io::stderr().lock();
-    for finding in findings {
-        let _ = writeln!(stderr, "{finding}");
+fn broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<OutputError>().is_some_and(OutputError::is_broken_pipe)
+            || cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Usage error (exit 2) unless at most one output of a subcommand goes to standard output.
+fn one_stdout_user(subcommand: &str, users: &[(&str, bool)]) {
+    let on_stdout: Vec<&str> = users.iter().filter(|(_, stdout)| *stdout).map(|(name, _)| *name).collect();
+    if on_stdout.len() > 1 {
+        let message =
+            format!("only one of {} can write to standard output (-o does when not given)", on_stdout.join(", "));
+        let mut command = Cli::command();
+        command.build();
+        let command = command.find_subcommand_mut(subcommand).expect("a subcommand of ours");
+        command.error(clap::error::ErrorKind::ArgumentConflict, message).exit();
     }
 }
 
-fn run_validate(args: &ValidateArgs) -> Result<Result<(), Reported>> {
+/// Reads an input file, `-` standard input; also returns the name messages use.
+fn read_input(path: &Path) -> Result<(Vec<u8>, String)> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
+        return Ok((bytes, "<stdin>".to_owned()));
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((bytes, path.display().to_string()))
+}
+
+/// Writes text to standard output, as the commands without `-o` do.
+fn print_stdout(text: String) -> Result<()> {
+    let mut out = output::prepare(&Destination::Stdout)?;
+    out.stage(text.into_bytes())?;
+    Ok(out.commit()?)
+}
+
+fn run_validate(args: &ValidateArgs) -> Outcome {
     let mut failed = false;
+    let mut stderr = std::io::stderr().lock();
     for file in &args.files {
-        let input = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let (input, name) = match read_input(file) {
+            Ok(read) => read,
+            Err(error) => {
+                let _ = writeln!(stderr, "xaifbooster: {error:#}");
+                failed = true;
+                continue;
+            }
+        };
         let options = ValidateOptions { strict: args.strict, activity: !args.skip_activity };
-        let findings = validate(&input, &file.display().to_string(), &options);
-        print_findings(&findings);
+        let findings = validate(&input, &name, &options);
+        for line in summarise(&findings, args.quiet) {
+            let _ = writeln!(stderr, "{line}");
+        }
         failed |= findings.iter().any(|f| f.severity == Severity::Error);
     }
     Ok(if failed { Err(Reported(1)) } else { Ok(()) })
 }
 
-/// Validates and reads the input of a transforming command; findings are printed.
-fn load(args: &TransformArgs) -> Result<Result<CallGraph, Reported>> {
-    let input = std::fs::read(&args.input).with_context(|| format!("cannot read {}", args.input.display()))?;
-    let file = args.input.display().to_string();
+/// The messages of one transforming run: to standard error (warnings and notes unless `-q`)
+/// and to the debug log, which is written at the end whether the run succeeds or not.
+struct Session {
+    quiet: bool,
+    log: Option<(DebugLog, Pending)>,
+}
+
+impl Session {
+    /// Prepares the debug log's destination (`-d`; `-g` alone: standard error).
+    fn start(args: &TransformArgs) -> Result<Session> {
+        let debug = &args.debug;
+        let destination = match (&debug.debug_file, debug.debug_mask) {
+            (Some(file), _) => Some(file.clone()),
+            (None, Some(_)) => Some(Destination::Stderr),
+            (None, None) => None,
+        };
+        let log = match destination {
+            Some(destination) => {
+                let pending = output::prepare(&destination)?;
+                let command: Vec<String> =
+                    std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+                let header = format!("xaifbooster {}: {}", env!("CARGO_PKG_VERSION"), command.join(" "));
+                let mask = debug.debug_mask.unwrap_or(log::ALL_LOGGED);
+                Some((DebugLog::new(mask, debug.tags.as_deref(), &header), pending))
+            }
+            None => None,
+        };
+        Ok(Session { quiet: args.quiet, log })
+    }
+
+    fn log(&mut self, group: Group, stage: &str, text: impl std::fmt::Display) {
+        if let Some((log, _)) = &mut self.log {
+            log.log(group, stage, text);
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "xaifbooster: note: {text}");
+        }
+        self.log(Group::Warning, "cli", format_args!("note: {text}"));
+    }
+
+    fn warning(&mut self, stage: &str, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{text}");
+        }
+        self.log(Group::Warning, stage, text);
+    }
+
+    fn error(&mut self, stage: &str, text: &str) {
+        let _ = writeln!(std::io::stderr(), "{text}");
+        self.log(Group::Error, stage, text);
+    }
+
+    fn findings(&mut self, stage: &str, findings: &[Diagnostic]) {
+        let mut stderr = std::io::stderr().lock();
+        for line in summarise(findings, self.quiet) {
+            let _ = writeln!(stderr, "{line}");
+        }
+        if let Some((log, _)) = &mut self.log {
+            log.findings(stage, findings);
+        }
+    }
+
+    fn timing(&mut self, stage: &str, since: Instant) {
+        self.log(Group::Timing, stage, format_args!("{:.3} ms", since.elapsed().as_secs_f64() * 1e3));
+    }
+
+    /// Writes the debug log (with the run's error, if it failed) and passes the outcome on.
+    fn finish(mut self, outcome: Outcome) -> Outcome {
+        if let Err(error) = &outcome {
+            self.log(Group::Error, "cli", format_args!("{error:#}"));
+        }
+        if let Some((log, mut pending)) = self.log {
+            let written = pending.stage(log.into_bytes()).and_then(|()| pending.commit());
+            if let (Err(error), Ok(_)) = (written, &outcome) {
+                return Err(error.into());
+            }
+        }
+        outcome
+    }
+}
+
+impl TransformArgs {
+    fn input(&self) -> &Path {
+        // clap requires one of the two.
+        self.input.as_deref().or(self.input_file.as_deref()).unwrap_or(Path::new("-"))
+    }
+
+    fn output(&self) -> Destination {
+        self.output.clone().unwrap_or(Destination::Stdout)
+    }
+
+    /// One line for each switch given that has no effect in this mode.
+    fn no_effect_notes(&self, mode: Mode) -> Vec<String> {
+        let mut notes = Vec::new();
+        let reverse = &self.reverse;
+        let adjoint = mode == Mode::Adjoint;
+        let reversal_switches = [
+            (self.pessimistic_black_boxes, "-b (pessimistic black boxes)", false),
+            (reverse.all_intents_inout, "-I (all argument intents inout)", true),
+            (reverse.checkpoint_constant_formals, "-P (checkpoint formals only passed constants)", true),
+            (reverse.file_order, "-f (restore checkpoints in file order)", false),
+            (reverse.ask, "-u (ask about simple-loop violations)", false),
+            (reverse.ignore_violations, "-U (ignore simple-loop violations)", false),
+            (reverse.top_routine.is_some(), "-t (top routine for the quasi-constant check)", false),
+        ];
+        for (_, switch, built) in reversal_switches.iter().filter(|(given, _, _)| *given) {
+            match (adjoint, built) {
+                (true, true) => {}
+                (true, false) => notes.push(format!("{switch} is not implemented in the adjoint mode yet: no effect")),
+                (false, _) => notes.push(format!("{switch} matters only to the adjoint mode: no effect")),
+            }
+        }
+        if adjoint && self.init_derivatives {
+            notes.push("-D is not applied in the adjoint mode yet: no effect".into());
+        }
+        let debug = &self.debug;
+        if debug.graphics_format.is_some() || debug.viewer.is_some() {
+            notes.push(
+                "-G and -B chose how the original displayed debugging graphs; xaifbooster draws none: no effect".into(),
+            );
+        }
+        if debug.tags.is_some() && debug.debug_file.is_none() && debug.debug_mask.is_none() {
+            notes.push("-T narrows the debug log, which only -d or -g turn on: no effect".into());
+        }
+        notes
+    }
+
+    /// The library's configuration from the switches.
+    fn pipeline_config(&self, tangent: TangentConfig) -> xaifbooster::pipeline::Config {
+        use xaifbooster::passes::adjoint::AdjointConfig;
+        use xaifbooster::passes::passivate::Decorations;
+        use xaifbooster::passes::type_change::TypeChangeConfig;
+        let words = |list: &Option<String>| -> Vec<String> {
+            list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+        };
+        xaifbooster::pipeline::Config {
+            passive: words(&self.passive),
+            decorations: match self.decoration_style.as_deref() {
+                Some("NO_STYLE") => Decorations::None,
+                _ => Decorations::Open64,
+            },
+            initialize_derivatives: self.init_derivatives,
+            type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
+            tangent,
+            adjoint: AdjointConfig {
+                all_intents_inout: self.reverse.all_intents_inout,
+                checkpoint_constant_formals: self.reverse.checkpoint_constant_formals,
+            },
+        }
+    }
+}
+
+impl PreaccumulationSwitches {
+    fn no_effect_notes(&self) -> Vec<String> {
+        let library = "tuned the original's elimination library (ANGEL): no effect";
+        let unbuilt = "is not implemented: no effect";
+        [
+            (self.nary_sax, "-n (n-ary Sax propagators)", unbuilt),
+            (self.inline_propagators, "-H (propagators as inlinable calls)", unbuilt),
+            (self.counters, "-C (runtime operation counters)", unbuilt),
+            (self.awareness.is_some(), "-A (unit/constant edge awareness)", library),
+            (self.maintaining, "-m (count-maintaining eliminations)", library),
+            (self.no_alias_check, "-Q (no alias check among a sequence's left-hand sides)", unbuilt),
+            (self.randomized, "-a (randomized heuristics)", library),
+            (self.metric.is_some(), "-M (preaccumulation metric)", library),
+            (self.reroutings, "-R (reroutings)", library),
+        ]
+        .into_iter()
+        .filter(|(given, _, _)| *given)
+        .map(|(_, switch, why)| format!("{switch} {why}"))
+        .collect()
+    }
+}
+
+/// Validates and reads the input of a transforming command; findings are reported.
+fn load(args: &TransformArgs, session: &mut Session) -> Result<Result<CallGraph, Reported>> {
+    let started = Instant::now();
+    let (input, file) = read_input(args.input())?;
     // Inputs come from the front end: their call-site activity mismatches are for the
     // TypeChange pass to convert, so the activity check is for outputs only.
     let findings = validate(&input, &file, &ValidateOptions { strict: args.strict, activity: false });
-    print_findings(&findings);
+    session.findings("validate", &findings);
+    session.timing("validate", started);
     if findings.iter().any(|f| f.severity == Severity::Error) {
         return Ok(Err(Reported(1)));
     }
-    match xaif::read(&input, &file, &ReadOptions { strict: args.strict }) {
+    let started = Instant::now();
+    let read = xaif::read(&input, &file, &ReadOptions { strict: args.strict });
+    session.timing("read", started);
+    match read {
         Ok(read) => Ok(Ok(read.call_graph)),
         Err(error) => {
-            print_findings(&[error.diagnostic().clone()]);
+            session.error("read", &error.diagnostic().to_string());
             Ok(Err(Reported(1)))
         }
     }
 }
 
 /// The intrinsics catalogue of a run: `-c` (and `-N`) or the embedded one.
-fn catalogue(args: &TransformArgs) -> Result<Result<Catalogue, Reported>> {
+fn catalogue(args: &TransformArgs, session: &mut Session) -> Result<Result<Catalogue, Reported>> {
     let mut catalogue = match &args.catalogue {
         Some(path) => {
-            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            match Catalogue::parse(&bytes, &path.display().to_string()) {
+            let (bytes, name) = read_input(path)?;
+            match Catalogue::parse(&bytes, &name) {
                 Ok(catalogue) => catalogue,
                 Err(error) => {
-                    eprintln!("{error}");
+                    session.error("read", &error.to_string());
                     return Ok(Err(Reported(1)));
                 }
             }
@@ -345,38 +684,77 @@ fn catalogue(args: &TransformArgs) -> Result<Result<Catalogue, Reported>> {
         None => Catalogue::builtin().clone(),
     };
     if let Some(path) = &args.noninlinable_catalogue {
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        if let Err(error) = catalogue.merge_noninlinable(&bytes, &path.display().to_string()) {
-            eprintln!("{error}");
+        let (bytes, name) = read_input(path)?;
+        if let Err(error) = catalogue.merge_noninlinable(&bytes, &name) {
+            session.error("read", &error.to_string());
             return Ok(Err(Reported(1)));
         }
     }
     Ok(Ok(catalogue))
 }
 
-fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
-    if let Err(reported) = catalogue(args)? {
+fn run_identity(args: &TransformArgs) -> Outcome {
+    one_stdout_user(
+        "identity",
+        &[("-o", args.output() == Destination::Stdout), ("-d", args.debug.debug_file == Some(Destination::Stdout))],
+    );
+    let mut session = Session::start(args)?;
+    let outcome = identity(args, &mut session);
+    session.finish(outcome)
+}
+
+fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
+    for note in args.no_effect_notes(Mode::Identity) {
+        session.note(&note);
+    }
+    let mut output = output::prepare(&args.output())?;
+    if let Err(reported) = catalogue(args, session)? {
         return Ok(Err(reported));
     }
-    let mut call_graph = match load(args)? {
+    let mut call_graph = match load(args, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
     let config = args.pipeline_config(TangentConfig::default());
     let passivation = xaifbooster::pipeline::identity(&mut call_graph, &config);
-    report_passivation(&args.input, &passivation);
+    report_passivation(args, session, &passivation);
+    let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
-    emit(args.output.as_deref(), &xaif::write(&call_graph, &options))?;
+    output.stage(xaif::write(&call_graph, &options))?;
+    session.timing("write", started);
+    output.commit()?;
     Ok(Ok(()))
 }
 
-fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
+fn run_tangent(args: &TangentArgs) -> Outcome {
     let common = &args.common;
-    let catalogue = match catalogue(common)? {
+    one_stdout_user(
+        "tangent",
+        &[
+            ("-o", common.output() == Destination::Stdout),
+            ("--stats", args.stats == Some(Destination::Stdout)),
+            ("-d", common.debug.debug_file == Some(Destination::Stdout)),
+        ],
+    );
+    let mut session = Session::start(common)?;
+    let outcome = tangent(args, &mut session);
+    session.finish(outcome)
+}
+
+fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
+    let common = &args.common;
+    for note in common.no_effect_notes(Mode::Tangent).into_iter().chain(args.original.no_effect_notes()) {
+        session.note(&note);
+    }
+    // Every destination is ready before any work, and nothing is written before all of it
+    // succeeded.
+    let mut output = output::prepare(&common.output())?;
+    let mut stats = args.stats.as_ref().map(output::prepare).transpose()?;
+    let catalogue = match catalogue(common, session)? {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common)? {
+    let mut call_graph = match load(common, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
@@ -402,88 +780,91 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
     // written.
     let config =
         common.pipeline_config(TangentConfig { preaccumulation, elimination, compare_methods: args.stats.is_some() });
+    let started = Instant::now();
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
-            eprintln!("{}: {error}", common.input.display());
+            session.error("tangent", &format!("{}: {error}", common.input().display()));
             return Ok(Err(Reported(1)));
         }
     };
-    report_passivation(&common.input, &report.passivation);
+    session.timing("tangent", started);
+    report_passivation(common, session, &report.passivation);
+    if let Some((log, _)) = &mut session.log {
+        log.report(&report);
+    }
+    let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    emit(common.output.as_deref(), &xaif::write(&call_graph, &options))?;
-    if let Some(path) = &args.stats {
-        emit(Some(path), report.tangent.to_json().as_bytes())?;
+    output.stage(xaif::write(&call_graph, &options))?;
+    if let Some(stats) = &mut stats {
+        stats.stage(report.tangent.to_json().into_bytes())?;
+    }
+    session.timing("write", started);
+    output.commit()?;
+    if let Some(stats) = stats {
+        stats.commit()?;
     }
     Ok(Ok(()))
 }
 
-impl TransformArgs {
-    /// The library's configuration from the switches; says on standard error which accepted
-    /// switches have no effect in this build.
-    fn pipeline_config(&self, tangent: TangentConfig) -> xaifbooster::pipeline::Config {
-        use xaifbooster::passes::passivate::Decorations;
-        use xaifbooster::passes::type_change::TypeChangeConfig;
-        let words = |list: &Option<String>| -> Vec<String> {
-            list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
-        };
-        if self.pessimistic_black_boxes {
-            eprintln!("xaifbooster: note: -b affects only the adjoint mode, which is not built yet; ignored");
-        }
-        if self.debug_file.is_some() || self.debug_mask.is_some() {
-            eprintln!("xaifbooster: note: -d and -g select debug output of the original engine; ignored");
-        }
-        xaifbooster::pipeline::Config {
-            passive: words(&self.passive),
-            decorations: match self.decoration_style.as_deref() {
-                Some("NO_STYLE") => Decorations::None,
-                _ => Decorations::Open64,
-            },
-            initialize_derivatives: self.init_derivatives,
-            type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
-            tangent,
-            adjoint: Default::default(),
-        }
-    }
-}
-
 /// Names given to -p that match no variable are most likely typos: say so.
-fn report_passivation(input: &Path, passivation: &xaifbooster::passes::passivate::Passivation) {
+fn report_passivation(args: &TransformArgs, session: &mut Session, passivation: &Passivation) {
     for name in &passivation.unmatched {
-        eprintln!("{}: warning: -p {name}: no variable of that name", input.display());
+        session
+            .warning("passivate", &format!("{}: warning: -p {name}: no variable of that name", args.input().display()));
     }
 }
 
-fn run_adjoint(args: &AdjointArgs) -> Result<Result<(), Reported>> {
-    use xaifbooster::passes::adjoint::AdjointConfig;
+fn run_adjoint(args: &AdjointArgs) -> Outcome {
     let common = &args.common;
-    let catalogue = match catalogue(common)? {
+    one_stdout_user(
+        "adjoint",
+        &[("-o", common.output() == Destination::Stdout), ("-d", common.debug.debug_file == Some(Destination::Stdout))],
+    );
+    let mut session = Session::start(common)?;
+    let outcome = adjoint(args, &mut session);
+    session.finish(outcome)
+}
+
+fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
+    let common = &args.common;
+    let mut notes = common.no_effect_notes(Mode::Adjoint);
+    if args.statement_level {
+        notes.push("-S (statement-level preaccumulation) is not wired into the adjoint mode yet: no effect".into());
+    }
+    for note in notes.into_iter().chain(args.original.no_effect_notes()) {
+        session.note(&note);
+    }
+    let mut output = output::prepare(&common.output())?;
+    let catalogue = match catalogue(common, session)? {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common)? {
+    let mut call_graph = match load(common, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
-    if common.init_derivatives {
-        eprintln!("xaifbooster: note: -D is not applied in adjoint mode yet; ignored");
-    }
     let mut config = common.pipeline_config(TangentConfig::default());
     config.initialize_derivatives = false;
-    config.adjoint = AdjointConfig {
-        all_intents_inout: args.all_intents_inout,
-        checkpoint_constant_formals: args.checkpoint_constant_formals,
-    };
+    let started = Instant::now();
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
-            eprintln!("{}: {error}", common.input.display());
+            session.error("adjoint", &format!("{}: {error}", common.input().display()));
             return Ok(Err(Reported(1)));
         }
     };
-    report_passivation(&common.input, &report.passivation);
+    session.timing("adjoint", started);
+    report_passivation(common, session, &report.passivation);
+    if let Some((log, _)) = &mut session.log {
+        log.report(&report);
+        log.adjoint_report(&report);
+    }
+    let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    emit(common.output.as_deref(), &xaif::write(&call_graph, &options))?;
+    output.stage(xaif::write(&call_graph, &options))?;
+    session.timing("write", started);
+    output.commit()?;
     Ok(Ok(()))
 }
 
@@ -494,38 +875,17 @@ fn schema_location(args: &TransformArgs, file: &str) -> String {
     }
 }
 
-/// Writes to `path` through a temporary file in the same directory and a rename, so that a
-/// reader of `path` never sees a half-written document; without a path, to standard output.
-fn emit(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
-    let Some(path) = path else {
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(bytes).context("cannot write to standard output")?;
-        return stdout.flush().context("cannot write to standard output");
-    };
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::write(&temp, bytes).and_then(|()| std::fs::rename(&temp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
-}
-
 fn load_program(path: &Path) -> Result<Result<xaifbooster::interp::Program, String>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(xaifbooster::interp::verify::read_program(&bytes, &path.display().to_string()))
+    let (bytes, name) = read_input(path)?;
+    Ok(xaifbooster::interp::verify::read_program(&bytes, &name))
 }
 
-fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
+fn run_run(args: &RunArgs) -> Outcome {
     use xaifbooster::interp::verify::{Driver, Sweep};
     let program = match load_program(&args.file)? {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("xaifbooster: {why}");
+            let _ = writeln!(std::io::stderr(), "xaifbooster: {why}");
             return Ok(Err(Reported(1)));
         }
     };
@@ -558,17 +918,17 @@ fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
     });
     match outcome {
         Ok(text) => {
-            print!("{text}");
+            print_stdout(text)?;
             Ok(Ok(()))
         }
         Err(e) => {
-            eprintln!("xaifbooster: {e}");
+            let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
             Ok(Err(Reported(1)))
         }
     }
 }
 
-fn run_verify(args: &VerifyArgs) -> Result<Result<(), Reported>> {
+fn run_verify(args: &VerifyArgs) -> Outcome {
     use xaifbooster::interp::verify::{Mode, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
     let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
     let config = VerifyConfig { driver: args.driver.config(), mode, rtol: args.rtol };
@@ -598,10 +958,16 @@ fn run_verify(args: &VerifyArgs) -> Result<Result<(), Reported>> {
         }
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
-    if args.json {
-        println!("{}", report.json());
-    } else {
-        print!("{}", report.table());
-    }
+    print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks its definitions (unique short switches among them) only in debug builds;
+    /// this checks them in every build.
+    #[test]
+    fn the_switches_are_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

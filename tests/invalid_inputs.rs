@@ -71,7 +71,7 @@ fn the_command_line_fails_cleanly_and_writes_nothing() {
             let mut command = Command::new(binary);
             command.current_dir(case.parent().expect("folder")).arg("identity");
             if strict(&case) {
-                command.arg("-v");
+                command.arg("--strict");
             }
             let result = command.arg("-i").arg(name(&case)).arg("-o").arg(output).output().expect("binary runs");
             let stderr = String::from_utf8_lossy(&result.stderr);

@@ -1,0 +1,431 @@
+//! Where a command's results go, and how they get there without harm.
+//!
+//! A run has up to three outputs (the document, `--stats`, the debug log). They are written in
+//! three steps so that a run which fails writes nothing: [`prepare`] every destination before
+//! the work starts (a missing directory or a read-only file is found before anything is
+//! computed), [`Pending::stage`] the bytes of each (for a regular file: into a temporary file
+//! beside it), then [`Pending::commit`] them all, which only renames and copies.
+//!
+//! Only regular files are replaced by a rename, and only files the user may write; a replaced
+//! file keeps its mode (and, where permitted, its owner). Everything else is written as it is: devices such as `/dev/null`,
+//! named pipes, the descriptors behind `/dev/stdout` or `/dev/fd/N`, a file with several hard
+//! links (truncated and rewritten, so every link sees the new contents). A symbolic link is
+//! written through: its target is replaced, the link stays.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// An output named on the command line: `-` is standard output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    /// Not nameable on the command line but as `/dev/stderr`: where a debug log goes by default.
+    Stderr,
+    Path(PathBuf),
+}
+
+impl From<OsString> for Destination {
+    fn from(arg: OsString) -> Self {
+        if arg == "-" { Destination::Stdout } else { Destination::Path(PathBuf::from(arg)) }
+    }
+}
+
+impl Destination {
+    /// How messages name this destination.
+    pub fn shown(&self) -> String {
+        match self {
+            Destination::Stdout => "standard output".to_owned(),
+            Destination::Stderr => "standard error".to_owned(),
+            Destination::Path(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// Why an output could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {shown}")]
+pub struct OutputError {
+    /// The destination as the user named it.
+    pub shown: String,
+    #[source]
+    pub source: io::Error,
+}
+
+impl OutputError {
+    /// The reader went away (`| head`): not a failure to report.
+    pub fn is_broken_pipe(&self) -> bool {
+        self.source.kind() == io::ErrorKind::BrokenPipe
+    }
+}
+
+/// A prepared destination; dropping it before [`Pending::commit`] leaves no trace.
+#[derive(Debug)]
+pub struct Pending {
+    shown: String,
+    how: How,
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug)]
+enum How {
+    Stdout,
+    Stderr,
+    /// Devices, pipes, descriptor aliases: opened when prepared, written when committed.
+    Direct(File),
+    /// A regular file (or a new one): the bytes go to `temp` in the same directory, which is
+    /// renamed to `target` on commit. `temp` is `None` once renamed.
+    Replace {
+        target: PathBuf,
+        temp: Option<PathBuf>,
+        file: File,
+    },
+    /// A regular file that must keep its inode (hard links, or a directory we may not write):
+    /// truncated and written on commit.
+    InPlace(File),
+}
+
+/// Prepares a destination: resolves symbolic links, decides how it will be written, and opens
+/// or creates what that needs. Nothing visible changes yet except a temporary file, which a
+/// dropped [`Pending`] removes.
+pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
+    let shown = destination.shown();
+    let how = match destination {
+        Destination::Stdout => Ok(How::Stdout),
+        Destination::Stderr => Ok(How::Stderr),
+        Destination::Path(path) => prepare_path(path),
+    };
+    match how {
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new() }),
+        Err(source) => Err(OutputError { shown, source }),
+    }
+}
+
+impl Pending {
+    /// Sets the bytes to write. For a file replaced by a rename they are written to its
+    /// temporary file now, so that committing cannot run out of space half way.
+    pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
+        let result = match &mut self.how {
+            How::Replace { file, .. } => file.write_all(&bytes).and_then(|()| file.flush()),
+            How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
+                self.bytes = bytes;
+                Ok(())
+            }
+        };
+        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+    }
+
+    /// Makes the staged bytes visible at the destination.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let bytes = std::mem::take(&mut self.bytes);
+        let result = match &mut self.how {
+            How::Stdout => {
+                let mut out = io::stdout().lock();
+                out.write_all(&bytes).and_then(|()| out.flush())
+            }
+            How::Stderr => {
+                let mut out = io::stderr().lock();
+                out.write_all(&bytes).and_then(|()| out.flush())
+            }
+            How::Direct(file) => file.write_all(&bytes).and_then(|()| file.flush()),
+            How::InPlace(file) => file.set_len(0).and_then(|()| file.write_all(&bytes)),
+            How::Replace { target, temp, .. } => match temp.take() {
+                Some(from) => fs::rename(&from, target.as_path()).inspect_err(|_| {
+                    let _ = fs::remove_file(&from);
+                }),
+                None => Ok(()),
+            },
+        };
+        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let How::Replace { temp: Some(temp), .. } = &self.how {
+            let _ = fs::remove_file(temp);
+        }
+    }
+}
+
+fn prepare_path(path: &Path) -> io::Result<How> {
+    let path = follow_links(path)?;
+    if let Some(fd) = descriptor_alias(&path) {
+        return Ok(match fd {
+            Some(1) => How::Stdout,
+            Some(2) => How::Stderr,
+            // Another descriptor: opening its alias reaches the same file, pipe or terminal.
+            // Behind a regular file, append, so a shell's `3>>log` keeps what it holds (and
+            // `3>log` is empty anyway).
+            _ => {
+                let regular = fs::metadata(&path)?.is_file();
+                How::Direct(OpenOptions::new().write(true).append(regular).open(&path)?)
+            }
+        });
+    }
+    match fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")),
+        Ok(meta) if meta.is_file() => prepare_regular(&path, &meta),
+        // Character and block devices, named pipes: never replaced, written as they are.
+        Ok(_) => Ok(How::Direct(OpenOptions::new().write(true).open(&path)?)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && path.file_name().is_none() => {
+            Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let (temp, file) = create_temp(&path)?;
+            Ok(How::Replace { target: path, temp: Some(temp), file })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// An existing regular file: replaced by a rename unless other names share its inode or its
+/// directory refuses a new file.
+fn prepare_regular(path: &Path, meta: &fs::Metadata) -> io::Result<How> {
+    // A file we may not write stays as it is, although its directory would let a rename
+    // replace it: as for any program that opens its output.
+    let in_place = OpenOptions::new().write(true).open(path)?;
+    if links(meta) > 1 {
+        return Ok(How::InPlace(in_place));
+    }
+    match create_temp(path) {
+        Ok((temp, file)) => {
+            // The replacement looks like the file it replaces: mode always, owner where the
+            // system lets us (as root, or when nothing changes).
+            let keep = file.set_permissions(meta.permissions()).and_then(|()| keep_owner(&file, meta));
+            if let Err(e) = keep {
+                let _ = fs::remove_file(&temp);
+                return Err(e);
+            }
+            Ok(How::Replace { target: path.to_path_buf(), temp: Some(temp), file })
+        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(How::InPlace(in_place)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The end of a chain of symbolic links (the path itself if it is none); a dangling link gives
+/// the path it names, which will be created.
+fn follow_links(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    // Linux's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        // `/dev/stdout` leads to `/proc/self/fd/1`, whose "target" is `pipe:[…]` or the like:
+        // stop at the alias and let the kernel resolve it.
+        if descriptor_alias(&path).is_some() {
+            return Ok(path);
+        }
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
+}
+
+/// For the names under which the system shows a process its open descriptors (`/dev/stdout`,
+/// `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`): `Some(Some(N))`, or `Some(None)` when the
+/// number is not known from the name alone.
+fn descriptor_alias(path: &Path) -> Option<Option<u32>> {
+    let number = |rest: &OsStr| rest.to_str().and_then(|n| n.parse::<u32>().ok());
+    if path == Path::new("/dev/stdout") {
+        return Some(Some(1));
+    }
+    if path == Path::new("/dev/stderr") {
+        return Some(Some(2));
+    }
+    for dir in ["/dev/fd", "/proc/self/fd", "/proc/thread-self/fd"] {
+        if path.parent() == Some(Path::new(dir)) {
+            return Some(path.file_name().and_then(number));
+        }
+    }
+    None
+}
+
+/// Creates a new, empty temporary file beside `target` with the default mode for new files.
+fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let pid = std::process::id();
+    for attempt in 0..100 {
+        let temp = dir.join(format!(".{name}.{pid}.{attempt}.tmp"));
+        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary file name"))
+}
+
+#[cfg(unix)]
+fn links(meta: &fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn links(_meta: &fs::Metadata) -> u64 {
+    1
+}
+
+#[cfg(unix)]
+fn keep_owner(file: &File, meta: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (uid, gid) = (meta.uid(), meta.gid());
+    let new = file.metadata()?;
+    if new.uid() == uid && new.gid() == gid {
+        return Ok(());
+    }
+    // Not permitted for an ordinary user replacing another user's file in a directory they may
+    // write; the new file is then theirs, as with any editor that saves by renaming.
+    match std::os::unix::fs::fchown(file, Some(uid), Some(gid)) {
+        Err(e) if e.kind() != io::ErrorKind::PermissionDenied => Err(e),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_file: &File, _meta: &fs::Metadata) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+
+    fn write(destination: &Destination, bytes: &str) -> Result<(), OutputError> {
+        let mut pending = prepare(destination)?;
+        pending.stage(bytes.as_bytes().to_vec())?;
+        pending.commit()
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_new_file_appears_only_on_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+        pending.stage(b"document".to_vec()).unwrap();
+        assert!(!path.exists());
+        pending.commit().unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "document");
+        assert_eq!(entries(dir.path()), ["out.xaif"]);
+    }
+
+    #[test]
+    fn an_abandoned_output_leaves_nothing_and_keeps_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+        pending.stage(b"new".to_vec()).unwrap();
+        drop(pending);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(entries(dir.path()), ["out.xaif"]);
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        write(&Destination::Path(path.clone()), "new").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o640);
+    }
+
+    #[test]
+    fn a_symlink_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        let target = dir.path().join("real/out.xaif");
+        fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.xaif");
+        std::os::unix::fs::symlink("real/out.xaif", &link).unwrap();
+        write(&Destination::Path(link.clone()), "new").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_dangling_symlink_creates_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("link.xaif");
+        std::os::unix::fs::symlink("made.xaif", &link).unwrap();
+        write(&Destination::Path(link.clone()), "new").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(dir.path().join("made.xaif")).unwrap(), "new");
+    }
+
+    #[test]
+    fn hard_links_all_see_the_new_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("a.xaif");
+        let second = dir.path().join("b.xaif");
+        fs::write(&first, "old contents, longer than the new").unwrap();
+        fs::hard_link(&first, &second).unwrap();
+        let inode = fs::metadata(&first).unwrap().ino();
+        write(&Destination::Path(first.clone()), "new").unwrap();
+        assert_eq!(fs::read_to_string(&second).unwrap(), "new");
+        assert_eq!(fs::metadata(&first).unwrap().ino(), inode);
+    }
+
+    #[test]
+    fn a_device_stays_a_device() {
+        // A private copy of /dev/null first (where the system lets us make one), so that a
+        // regression fails there rather than replacing the machine's /dev/null.
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("null");
+        let made =
+            std::process::Command::new("mknod").arg(&private).args(["c", "1", "3"]).status().is_ok_and(|s| s.success());
+        let devices = if made { vec![private, PathBuf::from("/dev/null")] } else { vec![PathBuf::from("/dev/null")] };
+        for device in devices {
+            write(&Destination::Path(device.clone()), "discarded").unwrap();
+            assert!(fs::metadata(&device).unwrap().file_type().is_char_device(), "{}", device.display());
+        }
+    }
+
+    #[test]
+    fn a_missing_directory_fails_when_prepared() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = prepare(&Destination::Path(dir.path().join("missing/x.json"))).unwrap_err();
+        assert_eq!(error.source.kind(), io::ErrorKind::NotFound);
+        assert!(error.to_string().ends_with("missing/x.json"), "{error}");
+    }
+
+    #[test]
+    fn a_directory_or_an_empty_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(prepare(&Destination::Path(dir.path().to_path_buf())).is_err());
+        assert!(prepare(&Destination::Path(PathBuf::new())).is_err());
+        assert_eq!(entries(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn descriptor_aliases_are_recognised() {
+        assert_eq!(descriptor_alias(Path::new("/dev/stdout")), Some(Some(1)));
+        assert_eq!(descriptor_alias(Path::new("/dev/fd/7")), Some(Some(7)));
+        assert_eq!(descriptor_alias(Path::new("/proc/self/fd/2")), Some(Some(2)));
+        assert_eq!(descriptor_alias(Path::new("/dev/null")), None);
+        assert_eq!(descriptor_alias(Path::new("/dev/shm/out.xaif")), None);
+        assert_eq!(Destination::from(OsString::from("-")), Destination::Stdout);
+    }
+}

@@ -1,0 +1,511 @@
+//! The command line as scripts meet it: the original engine's switches, files, devices, pipes,
+//! standard input and output, failures that write nothing, and what reaches standard error.
+//! Every test runs the real binary.
+
+mod common;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+fn xaifbooster() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
+}
+
+fn run(args: &[&str]) -> Output {
+    xaifbooster().args(args).output().expect("binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The small example every README reader tries.
+fn example() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/examples/head.xaif").to_owned()
+}
+
+/// What `tangent` writes for the example, through a plain new file.
+fn expected_tangent() -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&out)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    fs::read(&out).expect("output written")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temp path")
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).expect("dir").map(|e| e.expect("entry").file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// The example with two schema faults on different elements.
+fn two_faults(dir: &Path) -> PathBuf {
+    let text = fs::read_to_string(example()).expect("example");
+    let text = text
+        .replace(r#"<xaif:Symbol symbol_id="x"/>"#, r#"<xaif:Symbol symbol_id="x" active="maybe"/>"#)
+        .replace(r#"<xaif:Symbol symbol_id="t"/>"#, r#"<xaif:Symbol symbol_id="t" type="int"/>"#);
+    let file = dir.join("two_faults.xaif");
+    fs::write(&file, text).expect("write input");
+    file
+}
+
+/// A corpus input with its calls' `formalArgCount` removed: five identical warnings.
+fn five_warnings(dir: &Path) -> PathBuf {
+    let input = shared_dir().join("corpus/inactive1/tlm.in.xaif");
+    let text = fs::read_to_string(input).expect("corpus input");
+    let mut stripped = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(" formalArgCount=\"") {
+        stripped.push_str(&rest[..at]);
+        let after = &rest[at + " formalArgCount=\"".len()..];
+        rest = &after[after.find('"').expect("closing quote") + 1..];
+    }
+    stripped.push_str(rest);
+    let file = dir.join("no_formal_arg_count.xaif");
+    fs::write(&file, stripped).expect("write input");
+    file
+}
+
+// 1. -v is the original's input validation; strictness is --strict.
+
+/// The regression suite calls every driver with `-v -V`: every input the original accepts
+/// must pass.
+#[test]
+fn minus_v_minus_capital_v_accepts_every_corpus_input_the_original_accepts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let mut failures = Vec::new();
+    for input in corpus_files("tlm.in.xaif") {
+        let result = run(&["tangent", "-v", "-V", "-q", "-i", path(&input), "-o", path(&out)]);
+        if !result.status.success() {
+            failures.push(format!("{}: {}", short_name(&input), stderr(&result)));
+        }
+    }
+    // The inputs the original adjoint driver refuses (no formalArgCount, no Do information).
+    let refused = [
+        "Loop_simple_4b",
+        "argArrayIndexOverwrite0",
+        "argArrayIndexOverwrite1",
+        "argArrayIndexOverwrite2",
+        "argArrayIndexOverwrite3",
+        "argArrayIndexOverwrite5",
+        "argArrayIndexOverwrite6",
+        "argumentConversion_indexOverwrite",
+        "Loop_simple_9b",
+    ];
+    let adm: Vec<PathBuf> = corpus_files("adm.in.xaif")
+        .into_iter()
+        .filter(|f| !refused.iter().any(|r| short_name(f) == format!("{r}/adm.in.xaif")))
+        .collect();
+    assert!(adm.len() >= 160, "{} adm inputs", adm.len());
+    for input in &adm {
+        let result = run(&["identity", "-v", "-V", "-q", "-i", path(input), "-o", path(&out)]);
+        if !result.status.success() {
+            failures.push(format!("{}: {}", short_name(input), stderr(&result)));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn strict_checking_is_asked_for_with_strict() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = five_warnings(dir.path());
+    let out = dir.path().join("out.xaif");
+    let lenient = run(&["tangent", "-v", "-i", path(&input), "-o", path(&out)]);
+    assert!(lenient.status.success(), "{}", stderr(&lenient));
+    fs::remove_file(&out).expect("written");
+    let strict = run(&["tangent", "--strict", "-i", path(&input), "-o", path(&out)]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(stderr(&strict).contains("SubroutineCall: missing required attribute 'formalArgCount'"));
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_schema_invalid_input_gets_every_finding_and_no_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = two_faults(dir.path());
+    let out = dir.path().join("out.xaif");
+    let result = run(&["tangent", "-v", "-V", "-i", path(&input), "-o", path(&out)]);
+    assert_eq!(result.status.code(), Some(1));
+    let text = stderr(&result);
+    assert!(text.contains(":15:9: Symbol: attribute 'active' has value 'maybe'"), "{text}");
+    assert!(text.contains(":17:9: Symbol: attribute 'type' has value 'int'"), "{text}");
+    assert_eq!(entries(dir.path()), ["two_faults.xaif"]);
+}
+
+// 2. Every switch of the original is accepted.
+
+#[test]
+fn every_switch_of_the_original_is_accepted_and_those_without_effect_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let log = dir.path().join("debug.log");
+    let catalogues = shared_dir().join("xaif/intrinsics");
+    let inlinable = catalogues.join("inlinable_intrinsics.xaif");
+    let noninlinable = catalogues.join("noninlinable_intrinsics.xaif");
+    // Switches that do something: no note.
+    let effective: Vec<Vec<&str>> = vec![
+        vec!["-v"],
+        vec!["-V"],
+        vec!["-r"],
+        vec!["-w", "foo"],
+        vec!["-p", "t"],
+        vec!["-D"],
+        vec!["-F", "NO_STYLE"],
+        vec!["-S"],
+        vec!["-s", "/opt/xaif/schema"],
+        vec!["-c", path(&inlinable)],
+        vec!["-N", path(&noninlinable)],
+        vec!["-d", path(&log)],
+        vec!["-d", path(&log), "-g", "64"],
+        vec!["-d", path(&log), "-T", "tangent"],
+    ];
+    for switches in &effective {
+        let result = xaifbooster()
+            .args(["tangent", "-i", &example(), "-o", path(&out)])
+            .args(switches)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
+        assert_eq!(stderr(&result), "", "{switches:?}");
+    }
+    // Switches of the original's elimination library, of unbuilt features and of the adjoint
+    // mode: accepted, with a one-line note naming the switch.
+    let without_effect: Vec<Vec<&str>> = vec![
+        vec!["-I"],
+        vec!["-P"],
+        vec!["-f"],
+        vec!["-u"],
+        vec!["-U"],
+        vec!["-t", "head"],
+        vec!["-b"],
+        vec!["-n"],
+        vec!["-H"],
+        vec!["-C"],
+        vec!["-A", "2"],
+        vec!["-m"],
+        vec!["-Q"],
+        vec!["-a"],
+        vec!["-M", "0"],
+        vec!["-R"],
+        vec!["-G", "svg"],
+        vec!["-B", "firefox"],
+        vec!["-T", "tangent"],
+    ];
+    let mut all = Vec::new();
+    for switches in &without_effect {
+        let result = xaifbooster()
+            .args(["tangent", "-i", &example(), "-o", path(&out)])
+            .args(switches)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
+        let text = stderr(&result);
+        assert_eq!(text.lines().count(), 1, "{switches:?}: {text}");
+        assert!(text.starts_with("xaifbooster: note: ") && text.contains(switches[0]), "{switches:?}: {text}");
+        all.extend(switches.iter().copied());
+    }
+    // -q silences the notes; all of them together still transform.
+    let quiet = xaifbooster()
+        .args(["tangent", "-q", "-i", &example(), "-o", path(&out)])
+        .args(&all)
+        .output()
+        .expect("binary runs");
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), "");
+    assert_eq!(fs::read(&out).expect("written"), expected_tangent());
+    // Values are checked as the original did.
+    for bad in [["-A", "3"], ["-M", "2"], ["-G", "png"], ["-F", "FANCY"]] {
+        let result = xaifbooster().args(["tangent", "-i", &example()]).args(bad).output().expect("binary runs");
+        assert_eq!(result.status.code(), Some(2), "{bad:?}");
+    }
+    let help = run(&["tangent", "-h"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
+}
+
+#[test]
+fn the_adjoint_mode_takes_the_same_switches_and_acts_on_minus_capital_i_and_p() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let log = dir.path().join("debug.log");
+    let result = run(&["adjoint", "-v", "-V", "-I", "-P", "-i", &example(), "-o", path(&out), "-d", path(&log)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(stderr(&result), "");
+    assert!(fs::read_to_string(&out).expect("out").contains("reverse_subroutine_template"));
+    assert!(fs::read_to_string(&log).expect("log").contains("METRIC adjoint: "));
+    for switches in
+        [vec!["-f"], vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-D"], vec!["-S"], vec!["-H"]]
+    {
+        let result = xaifbooster()
+            .args(["adjoint", "-i", &example(), "-o", path(&out)])
+            .args(&switches)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
+        let text = stderr(&result);
+        assert_eq!(text.lines().count(), 1, "{switches:?}: {text}");
+        assert!(text.starts_with("xaifbooster: note: ") && text.contains(switches[0]), "{switches:?}: {text}");
+    }
+}
+
+#[test]
+fn the_debug_log_says_what_the_passes_did_filtered_by_mask_and_tags() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let log = dir.path().join("debug.log");
+    let read_log = |extra: &[&str]| {
+        let result = xaifbooster()
+            .args(["tangent", "-p", "nosuchvariable", "-i", &example(), "-o", path(&out), "-d", path(&log)])
+            .args(extra)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{}", stderr(&result));
+        fs::read_to_string(&log).expect("log written")
+    };
+    let everything = read_log(&[]);
+    assert!(everything.starts_with("# xaifbooster "), "{everything}");
+    for expected in
+        ["WARNING passivate: ", "METRIC tangent: ", "METRIC type_change: ", "DATA tangent: ", "TIMING read: "]
+    {
+        assert!(everything.contains(expected), "{expected} missing from {everything}");
+    }
+    let metric = read_log(&["-g", "64"]);
+    assert!(metric.lines().skip(1).all(|l| l.starts_with("METRIC ")), "{metric}");
+    assert!(metric.contains("METRIC tangent: "), "{metric}");
+    let tagged = read_log(&["-T", "tangent type_change"]);
+    assert!(tagged.lines().skip(1).all(|l| l.contains(" tangent: ") || l.contains(" type_change: ")), "{tagged}");
+    // Without -d, -g logs to standard error.
+    let result = run(&["tangent", "-i", &example(), "-o", path(&out), "-g", "64"]);
+    assert!(result.status.success());
+    assert!(stderr(&result).contains("METRIC tangent: "), "{}", stderr(&result));
+    // A failing run writes its log, with the errors, and no output.
+    fs::remove_file(&out).expect("written");
+    let input = two_faults(dir.path());
+    let result = run(&["tangent", "-i", path(&input), "-o", path(&out), "-d", path(&log)]);
+    assert_eq!(result.status.code(), Some(1));
+    let failed = fs::read_to_string(&log).expect("log written");
+    assert_eq!(failed.lines().filter(|l| l.starts_with("ERROR validate: ")).count(), 2, "{failed}");
+    assert!(!out.exists());
+}
+
+// 3. Files and streams.
+
+#[test]
+fn a_device_is_written_not_replaced() {
+    // A regression here, run as root, would replace the machine's /dev/null with a regular
+    // file: try a private copy of the device first, so that the test fails before that.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let private = dir.path().join("null");
+    let made = Command::new("mknod").arg(&private).args(["c", "1", "3"]).status().is_ok_and(|s| s.success());
+    let mut devices = vec![PathBuf::from("/dev/null")];
+    if made {
+        devices.insert(0, private);
+    }
+    for device in &devices {
+        let device = path(device);
+        let result = run(&["tangent", "-i", &example(), "-o", device, "--stats", device]);
+        assert!(result.status.success(), "{}", stderr(&result));
+        assert!(fs::metadata(device).expect("device").file_type().is_char_device(), "{device}");
+        let result = run(&["identity", "-i", &example(), "-o", device, "-d", device]);
+        assert!(result.status.success(), "{}", stderr(&result));
+        assert!(fs::metadata(device).expect("device").file_type().is_char_device(), "{device}");
+    }
+    let expected: Vec<String> = if made { vec!["null".into()] } else { vec![] };
+    assert_eq!(entries(dir.path()), expected);
+}
+
+#[test]
+fn a_symlink_is_written_through_and_stays_a_symlink() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    fs::create_dir(dir.path().join("real")).expect("mkdir");
+    let target = dir.path().join("real/out.xaif");
+    fs::write(&target, "previous").expect("write");
+    let link = dir.path().join("link.xaif");
+    std::os::unix::fs::symlink("real/out.xaif", &link).expect("symlink");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&link)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
+    assert_eq!(fs::read(&target).expect("target"), expected_tangent());
+    assert_eq!(entries(&dir.path().join("real")), ["out.xaif"]);
+}
+
+#[test]
+fn an_existing_file_keeps_its_mode_and_hard_links() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    fs::write(&out, "previous").expect("write");
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o640)).expect("chmod");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&out)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(fs::metadata(&out).expect("out").permissions().mode() & 0o7777, 0o640);
+    assert_eq!(fs::read(&out).expect("out"), expected_tangent());
+    let other = dir.path().join("other_name.xaif");
+    fs::hard_link(&out, &other).expect("hard link");
+    let result = run(&["identity", "-i", &example(), "-o", path(&out)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(fs::read(&other).expect("other"), fs::read(&out).expect("out"));
+    assert!(fs::read_to_string(&other).expect("other").contains("xaif.xsd"));
+}
+
+#[test]
+fn a_named_pipe_is_written_not_replaced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("pipe");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    let child = xaifbooster()
+        .args(["tangent", "-i", &example(), "-o", path(&fifo)])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut received = Vec::new();
+    fs::File::open(&fifo).expect("open fifo").read_to_end(&mut received).expect("read fifo");
+    let result = child.wait_with_output().expect("binary ends");
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(received, expected_tangent());
+    assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
+    assert_eq!(entries(dir.path()), ["pipe"]);
+}
+
+#[test]
+fn descriptor_aliases_write_to_the_open_descriptor() {
+    let expected = expected_tangent();
+    for alias in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let result = run(&["tangent", "-i", &example(), "-o", alias]);
+        assert!(result.status.success(), "{alias}: {}", stderr(&result));
+        assert_eq!(result.stdout, expected, "{alias}");
+    }
+    // Standard output redirected to a regular file: the file the shell opened receives the
+    // document (not a replacement under its name).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("redirected.xaif");
+    let handle = fs::File::create(&file).expect("create");
+    let status = xaifbooster()
+        .args(["tangent", "-i", &example(), "-o", "/dev/stdout"])
+        .stdout(handle)
+        .status()
+        .expect("binary runs");
+    assert!(status.success());
+    assert_eq!(fs::read(&file).expect("file"), expected);
+}
+
+#[test]
+fn standard_input_and_output_and_the_long_forms() {
+    let expected = expected_tangent();
+    let input = fs::read(example()).expect("example");
+    for args in [vec!["tangent", "-i", "-"], vec!["tangent", "-", "-o", "-"], vec!["tangent", "--input", "-"]] {
+        let mut child = xaifbooster()
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        child.stdin.take().expect("stdin").write_all(&input).expect("feed input");
+        let result = child.wait_with_output().expect("binary ends");
+        assert!(result.status.success(), "{args:?}: {}", stderr(&result));
+        assert_eq!(result.stdout, expected, "{args:?}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let result = run(&["tangent", &example(), "--output", path(&out), "--stats", "-"]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(fs::read(&out).expect("out"), expected);
+    assert!(String::from_utf8_lossy(&result.stdout).contains("\"totals\""));
+    // Two outputs on standard output is a usage error.
+    let result = run(&["tangent", &example(), "--stats", "-"]);
+    assert_eq!(result.status.code(), Some(2), "{}", stderr(&result));
+    assert!(result.stdout.is_empty());
+}
+
+#[test]
+fn a_closed_pipe_ends_the_run_quietly_with_status_141() {
+    let input = fs::read(example()).expect("example");
+    for command in ["tangent", "identity"] {
+        let mut child = xaifbooster()
+            .args([command, "-i", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        // The reader goes away before anything is written.
+        drop(child.stdout.take());
+        child.stdin.take().expect("stdin").write_all(&input).expect("feed input");
+        let result = child.wait_with_output().expect("binary ends");
+        assert_eq!(result.status.code(), Some(141), "{command}: {}", stderr(&result));
+        assert_eq!(stderr(&result), "", "{command}");
+    }
+}
+
+#[test]
+fn a_failing_stats_output_writes_no_document() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let stats = dir.path().join("missing/dir/stats.json");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&out), "--stats", path(&stats)]);
+    assert_eq!(result.status.code(), Some(1));
+    assert!(stderr(&result).contains("cannot write"), "{}", stderr(&result));
+    assert_eq!(entries(dir.path()), Vec::<String>::new());
+    fs::write(&out, "previous").expect("write");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&out), "--stats", path(&stats)]);
+    assert_eq!(result.status.code(), Some(1));
+    assert_eq!(fs::read_to_string(&out).expect("out"), "previous");
+    assert_eq!(entries(dir.path()), ["out.xaif"]);
+}
+
+#[test]
+fn validate_checks_every_file_even_when_one_cannot_be_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let faulty = two_faults(dir.path());
+    let missing = dir.path().join("missing.xaif");
+    let a_directory = dir.path();
+    let result = run(&["validate", path(&missing), path(&faulty), path(a_directory), &example()]);
+    assert_eq!(result.status.code(), Some(1));
+    let text = stderr(&result);
+    assert!(text.contains(&format!("cannot read {}", missing.display())), "{text}");
+    assert!(text.contains(&format!("cannot read {}", a_directory.display())), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("two_faults.xaif:")).count(), 2, "{text}");
+    let result = run(&["validate", path(&missing), &example()]);
+    assert_eq!(result.status.code(), Some(1));
+    let result = run(&["validate", &example()]);
+    assert!(result.status.success(), "{}", stderr(&result));
+}
+
+#[test]
+fn repeated_warnings_are_summarised_and_quiet_silences_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = five_warnings(dir.path());
+    let out = dir.path().join("out.xaif");
+    for command in [vec!["tangent", "-o", path(&out)], vec!["validate", "--skip-activity"]] {
+        let result = xaifbooster().args(&command).arg(&input).output().expect("binary runs");
+        assert!(result.status.success(), "{command:?}: {}", stderr(&result));
+        let text = stderr(&result);
+        assert_eq!(text.lines().count(), 1, "{command:?}: {text}");
+        assert!(
+            text.contains(
+                "warning: SubroutineCall: missing required attribute 'formalArgCount' (inferred) (5 ×, first shown)"
+            ),
+            "{command:?}: {text}"
+        );
+        let quiet = xaifbooster().args(&command).arg("-q").arg(&input).output().expect("binary runs");
+        assert!(quiet.status.success());
+        assert_eq!(stderr(&quiet), "", "{command:?}");
+    }
+    // Errors are never silenced.
+    let faulty = two_faults(dir.path());
+    let result = run(&["validate", "-q", path(&faulty)]);
+    assert_eq!(stderr(&result).lines().count(), 2);
+}
