@@ -22,7 +22,8 @@ fn corpus_inputs() -> Vec<Vec<u8>> {
 fn transform(bytes: &[u8]) -> usize {
     let Ok(read) = xaif::read(bytes, "bench", &ReadOptions::default()) else { return 0 };
     let mut cg = read.call_graph;
-    let config = Config { adjoint: AdjointConfig { all_intents_inout: true, ..Default::default() }, ..Config::default() };
+    let config =
+        Config { adjoint: AdjointConfig { all_intents_inout: true, ..Default::default() }, ..Config::default() };
     xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
     xaif::write(&cg, &WriteOptions::default()).len()
 }

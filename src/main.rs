@@ -84,10 +84,13 @@ struct AdjointArgs {
     /// The common switches; -I and -P (in them) act here
     #[command(flatten)]
     common: TransformArgs,
-    /// Statement-level preaccumulation, as the original engine's -S (not wired into the
-    /// adjoint mode yet: no effect)
+    /// Statement-level preaccumulation, as the original engine's -S
     #[arg(short = 'S')]
     statement_level: bool,
+    /// Write what the adjoint pushes (static counts per kind, per routine totals) and what
+    /// TypeChange converted, as JSON
+    #[arg(long, value_name = "FILE")]
+    stats: Option<Destination>,
     #[command(flatten)]
     original: PreaccumulationSwitches,
 }
@@ -828,14 +831,12 @@ fn run_adjoint(args: &AdjointArgs) -> Outcome {
 
 fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let common = &args.common;
-    let mut notes = common.no_effect_notes(Mode::Adjoint);
-    if args.statement_level {
-        notes.push("-S (statement-level preaccumulation) is not wired into the adjoint mode yet: no effect".into());
-    }
+    let notes = common.no_effect_notes(Mode::Adjoint);
     for note in notes.into_iter().chain(args.original.no_effect_notes()) {
         session.note(&note);
     }
     let mut output = output::prepare(&common.output())?;
+    let mut stats = args.stats.as_ref().map(output::prepare).transpose()?;
     let catalogue = match catalogue(common, session)? {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
@@ -844,7 +845,8 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut config = common.pipeline_config(TangentConfig::default());
+    let preaccumulation = if args.statement_level { Preaccumulation::Statement } else { Preaccumulation::BasicBlock };
+    let mut config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
     config.initialize_derivatives = false;
     let started = Instant::now();
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
@@ -864,7 +866,13 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     output.stage(xaif::write(&call_graph, &options))?;
     session.timing("write", started);
+    if let Some(stats) = &mut stats {
+        stats.stage(report.adjoint_json().into_bytes())?;
+    }
     output.commit()?;
+    if let Some(stats) = stats {
+        stats.commit()?;
+    }
     Ok(Ok(()))
 }
 

@@ -57,6 +57,34 @@ pub enum PipelineError {
     Adjoint(#[from] AdjointError),
 }
 
+impl Report {
+    /// The adjoint mode's statistics as JSON (`adjoint --stats`): TypeChange's conversions and
+    /// the pushes the taping code contains, by kind.
+    pub fn adjoint_json(&self) -> String {
+        let tc = &self.type_change;
+        let value = serde_json::json!({
+            "type_change": {
+                "conversions": tc.conversions,
+                "external_conversions": tc.external_conversions,
+                "saved_indices": tc.saved_indices,
+                "allocations": tc.allocations,
+                "wrapped_calls": tc.wrapped_calls,
+                "renamed_routines": tc.renamed_routines,
+            },
+            "adjoint": self.adjoint,
+            "preaccumulation": {
+                "sequences": self.tangent.sequences.len(),
+                "accumulation_multiplications":
+                    self.tangent.sequences.iter().map(|s| s.accumulation_multiplications).sum::<usize>(),
+                "propagator_entries": self.tangent.sequences.iter().map(|s| s.propagator_entries).sum::<usize>(),
+            },
+        });
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
 /// What the `identity` mode does to a call graph: forced passivation only, as the original
 /// engine's plain driver.
 pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {

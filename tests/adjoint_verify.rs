@@ -11,6 +11,7 @@ use std::path::Path;
 use xaifbooster::interp::Template;
 use xaifbooster::interp::verify::{Mode, Status, read_program, verify};
 use xaifbooster::passes::adjoint::AdjointConfig;
+use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
 use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
@@ -41,6 +42,16 @@ fn word(status: &Status) -> &'static str {
 
 #[test]
 fn our_adjoint_code_verifies_wherever_the_reference_does() {
+    check_corpus(Preaccumulation::BasicBlock);
+}
+
+/// The adjoint of statement-level preaccumulation (`-S`) must be as right.
+#[test]
+fn statement_level_adjoint_code_verifies_wherever_the_reference_does() {
+    check_corpus(Preaccumulation::Statement);
+}
+
+fn check_corpus(preaccumulation: Preaccumulation) {
     let mut table: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
     let mut regressions = Vec::new();
     let mut refused = Vec::new();
@@ -54,6 +65,7 @@ fn our_adjoint_code_verifies_wherever_the_reference_does() {
         let mut cg = read.call_graph;
         let config = Config {
             adjoint: AdjointConfig { all_intents_inout: true, ..AdjointConfig::default() },
+            tangent: TangentConfig { preaccumulation, ..TangentConfig::default() },
             ..Config::default()
         };
         let ours = match xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config) {
@@ -79,7 +91,7 @@ fn our_adjoint_code_verifies_wherever_the_reference_does() {
             }
         }
     }
-    eprintln!("template  ours         reference    examples");
+    eprintln!("{preaccumulation:?} preaccumulation\ntemplate  ours         reference    examples");
     for ((kind, ours, theirs), n) in &table {
         eprintln!("{kind:<9} {ours:<12} {theirs:<12} {n}");
     }

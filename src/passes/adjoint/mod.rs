@@ -39,7 +39,7 @@ pub struct AdjointConfig {
 }
 
 /// Pushes the forward sweeps contain, counted in the code (not at run time).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AdjointStats {
     pub routines: usize,
     /// `push_s0` of Jacobian factors.
