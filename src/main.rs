@@ -915,7 +915,7 @@ fn run_run(args: &RunArgs) -> Outcome {
             } else {
                 xaifbooster::interp::verify::Mode::Tangent
             };
-            let (j, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            let (j, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
             for i in 0..driver.m {
                 for k in 0..driver.n {
                     text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));

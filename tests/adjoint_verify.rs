@@ -19,17 +19,18 @@ use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 /// Examples the adjoint refuses today, with the construct it cannot reverse yet.
 const NOT_YET: &[(&str, &str)] = &[];
 
-fn status(dir: &Path, transformed: &[u8], template: Template) -> Status {
+fn report(dir: &Path, transformed: &[u8], template: Template) -> xaifbooster::interp::verify::VerifyReport {
     let name = dir.display().to_string();
+    let unsupported = |why| xaifbooster::interp::verify::VerifyReport::unsupported(why, Mode::Adjoint);
     let original = match read_program(&std::fs::read(dir.join("adm.in.xaif")).expect("input"), &name) {
         Ok(program) => program,
-        Err(why) => return Status::Unsupported(why),
+        Err(why) => return unsupported(why),
     };
     let transformed = match read_program(transformed, &name) {
         Ok(program) => program,
-        Err(why) => return Status::Unsupported(why),
+        Err(why) => return unsupported(why),
     };
-    verify(&original, &transformed, &common::verify_config(dir, &original, Mode::Adjoint, template)).status
+    verify(&original, &transformed, &common::verify_config(dir, &original, Mode::Adjoint, template))
 }
 
 fn word(status: &Status) -> &'static str {
@@ -55,6 +56,9 @@ fn check_corpus(preaccumulation: Preaccumulation) {
     let mut table: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
     let mut regressions = Vec::new();
     let mut refused = Vec::new();
+    // Words one reverse sweep pushes (split template, where both verify): ours, the reference's.
+    let mut tape = (0u64, 0u64);
+    let mut longer: Vec<String> = Vec::new();
     let inputs = common::corpus_files("adm.in.xaif");
     assert!(inputs.len() >= 178, "only {} adjoint inputs", inputs.len());
     for input in &inputs {
@@ -78,11 +82,19 @@ fn check_corpus(preaccumulation: Preaccumulation) {
         for (template, reference) in [(Template::Joint, "adm-joint.ref.xaif"), (Template::Split, "adm-split.ref.xaif")]
         {
             let kind = if template == Template::Joint { "joint" } else { "split" };
-            let ours = status(dir, &ours, template);
+            let ours = report(dir, &ours, template);
             let theirs = match std::fs::read(dir.join(reference)) {
-                Ok(bytes) => status(dir, &bytes, template),
-                Err(_) => Status::Unsupported("no reference output".into()),
+                Ok(bytes) => report(dir, &bytes, template),
+                Err(_) => xaifbooster::interp::verify::VerifyReport::unsupported("no reference output", Mode::Adjoint),
             };
+            if template == Template::Split && matches!(ours.status, Status::Ok) && matches!(theirs.status, Status::Ok) {
+                tape.0 += ours.tape.total();
+                tape.1 += theirs.tape.total();
+                if ours.tape.total() > theirs.tape.total() {
+                    longer.push(format!("{example}: {} > {}", ours.tape.total(), theirs.tape.total()));
+                }
+            }
+            let (ours, theirs) = (ours.status, theirs.status);
             *table.entry((kind, word(&ours), word(&theirs))).or_default() += 1;
             let fine =
                 matches!(ours, Status::Ok) || !matches!(theirs, Status::Ok) && !matches!(ours, Status::Mismatch(_));
@@ -95,6 +107,12 @@ fn check_corpus(preaccumulation: Preaccumulation) {
     for ((kind, ours, theirs), n) in &table {
         eprintln!("{kind:<9} {ours:<12} {theirs:<12} {n}");
     }
+    eprintln!(
+        "tape words per reverse sweep (split, both OK): ours {}, reference {}; ours longer in {}: {longer:?}",
+        tape.0,
+        tape.1,
+        longer.len()
+    );
     let expected: Vec<String> = NOT_YET.iter().map(|(e, _)| (*e).to_owned()).collect();
     let refused_names: Vec<String> = refused.iter().map(|r| r.split(':').next().unwrap_or("").to_owned()).collect();
     assert_eq!(refused_names, expected, "refused: {refused:#?}");

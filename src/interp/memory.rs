@@ -242,6 +242,23 @@ pub struct Tape {
     pub ints: Vec<i64>,
     pub bools: Vec<bool>,
     pub strs: Vec<Rc<str>>,
+    /// Words pushed so far, by tape (pops do not subtract).
+    pub pushed: TapeWords,
+}
+
+/// How many words were pushed on each tape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TapeWords {
+    pub reals: u64,
+    pub integers: u64,
+    pub logicals: u64,
+    pub strings: u64,
+}
+
+impl TapeWords {
+    pub fn total(&self) -> u64 {
+        self.reals + self.integers + self.logicals + self.strings
+    }
 }
 
 #[cfg(test)]

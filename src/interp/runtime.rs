@@ -115,6 +115,7 @@ impl Machine<'_> {
                 for k in 0..p.len() {
                     let v = self.mem.get(p.slot(k)).as_f64()?;
                     self.tape.reals.push(v);
+                    self.tape.pushed.reals += 1;
                 }
                 Ok(())
             }
@@ -134,6 +135,7 @@ impl Machine<'_> {
                 for k in 0..p.len() {
                     let v = self.mem.get(p.slot(k)).as_i64()?;
                     self.tape.ints.push(v);
+                    self.tape.pushed.integers += 1;
                 }
                 Ok(())
             }
@@ -153,6 +155,7 @@ impl Machine<'_> {
                 for k in 0..p.len() {
                     let v = self.mem.get(p.slot(k)).as_bool()?;
                     self.tape.bools.push(v);
+                    self.tape.pushed.logicals += 1;
                 }
                 Ok(())
             }
@@ -169,7 +172,10 @@ impl Machine<'_> {
                 for k in 0..p.len() {
                     let v = self.mem.get(p.slot(k)).clone();
                     match v {
-                        Value::Str(s) => self.tape.strs.push(s),
+                        Value::Str(s) => {
+                            self.tape.strs.push(s);
+                            self.tape.pushed.strings += 1;
+                        }
                         other => {
                             return Err(ExecError::Runtime(format!("push_s of a {} value", other.type_name())));
                         }

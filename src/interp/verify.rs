@@ -89,6 +89,8 @@ pub struct RunResult {
     pub y_deriv: Vec<f64>,
     /// Statements and control flow steps executed.
     pub steps: u64,
+    /// Words pushed on the tapes during the run.
+    pub tape: super::memory::TapeWords,
 }
 
 /// How derivative components are seeded and which sweep runs.
@@ -396,6 +398,7 @@ impl<'p> Driver<'p> {
             x_deriv: read(&xs, true)?,
             y_deriv: read(&ys, true)?,
             steps: machine.steps,
+            tape: machine.tape.pushed,
         })
     }
 }
@@ -452,6 +455,8 @@ pub struct VerifyReport {
     pub rtol: f64,
     /// Steps executed by all sweeps of the transformed program.
     pub steps: u64,
+    /// Adjoint mode: words the taping pushed in one reverse sweep (the first).
+    pub tape: super::memory::TapeWords,
 }
 
 impl VerifyReport {
@@ -467,6 +472,7 @@ impl VerifyReport {
             dot: None,
             rtol: 0.0,
             steps: 0,
+            tape: Default::default(),
         }
     }
 
@@ -529,6 +535,18 @@ impl VerifyReport {
                 );
             }
         }
+        if self.mode == Mode::Adjoint && self.tape.total() > 0 {
+            let t = &self.tape;
+            let _ = writeln!(
+                out,
+                "tape: {} words pushed per reverse sweep ({} reals, {} integers, {} logicals, {} strings)",
+                t.total(),
+                t.reals,
+                t.integers,
+                t.logicals,
+                t.strings
+            );
+        }
         if let Some(d) = &self.dot {
             let _ = writeln!(
                 out,
@@ -542,70 +560,53 @@ impl VerifyReport {
     }
 
     pub fn json(&self) -> String {
-        let num = |v: f64| {
-            if v.is_finite() { format!("{v:e}") } else { "null".to_owned() }
-        };
-        let mut out = String::from("{");
+        let number = |v: f64| if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null };
         let reason = match &self.status {
             Status::Ok => String::new(),
             Status::Mismatch(r) | Status::Unsupported(r) => r.clone(),
         };
-        let _ = write!(
-            out,
-            "\"status\":\"{}\",\"reason\":{},\"entry\":{},\"n\":{},\"m\":{},\"rtol\":{},\"entries\":[",
-            self.status.word(),
-            json_string(&reason),
-            json_string(&self.entry),
-            self.n,
-            self.m,
-            num(self.rtol)
-        );
-        for (k, e) in self.entries.iter().enumerate() {
-            if k > 0 {
-                out.push(',');
-            }
-            let _ = write!(
-                out,
-                "{{\"i\":{},\"j\":{},\"ad\":{},\"fd\":{},\"err\":{},\"one_sided\":{},\"ok\":{}}}",
-                e.output + 1,
-                e.input + 1,
-                num(e.ad),
-                num(e.fd),
-                num(e.err),
-                e.one_sided,
-                e.ok
-            );
+        let entries: Vec<serde_json::Value> = self
+            .entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "i": e.output + 1,
+                    "j": e.input + 1,
+                    "ad": number(e.ad),
+                    "fd": number(e.fd),
+                    "err": number(e.err),
+                    "one_sided": e.one_sided,
+                    "ok": e.ok,
+                })
+            })
+            .collect();
+        let mut value = serde_json::json!({
+            "status": self.status.word(),
+            "reason": reason,
+            "entry": self.entry,
+            "n": self.n,
+            "m": self.m,
+            "rtol": number(self.rtol),
+            "entries": entries,
+        });
+        if self.mode == Mode::Adjoint {
+            value["tape"] = serde_json::json!({
+                "reals": self.tape.reals,
+                "integers": self.tape.integers,
+                "logicals": self.tape.logicals,
+                "strings": self.tape.strings,
+            });
         }
-        out.push(']');
         if let Some(d) = &self.dot {
-            let _ = write!(
-                out,
-                ",\"dot\":{{\"tangent\":{},\"adjoint\":{},\"err\":{},\"ok\":{}}}",
-                num(d.tangent_side),
-                num(d.adjoint_side),
-                num(d.rel_err),
-                d.ok
-            );
+            value["dot"] = serde_json::json!({
+                "tangent": number(d.tangent_side),
+                "adjoint": number(d.adjoint_side),
+                "err": number(d.rel_err),
+                "ok": d.ok,
+            });
         }
-        out.push('}');
-        out
+        value.to_string()
     }
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn classify_original(e: ExecError, original: &Program) -> Status {
@@ -627,11 +628,16 @@ fn classify_transformed(e: ExecError) -> Status {
 }
 
 /// The Jacobian (row-major `m × n`) of a transformed program.
-pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>, Vec<f64>, u64), ExecError> {
+pub fn jacobian(
+    driver: &Driver<'_>,
+    mode: Mode,
+    x: &[f64],
+) -> Result<(Vec<f64>, Vec<f64>, u64, super::memory::TapeWords), ExecError> {
     let (n, m) = (driver.n, driver.m);
     let mut j = vec![0.0; n * m];
     let mut values = Vec::new();
     let mut steps = 0;
+    let mut tape = super::memory::TapeWords::default();
     match mode {
         Mode::Tangent => {
             for col in 0..n {
@@ -651,6 +657,9 @@ pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>,
                 seed[row] = 1.0;
                 let r = driver.run(x, Sweep::Adjoint(&seed))?;
                 steps += r.steps;
+                if row == 0 {
+                    tape = r.tape;
+                }
                 j[row * n..(row + 1) * n].copy_from_slice(&r.x_deriv);
             }
             // After a joint reversal the arguments hold restored checkpoint values, so the
@@ -660,7 +669,7 @@ pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<(Vec<f64>,
             values = r.y;
         }
     }
-    Ok((j, values, steps))
+    Ok((j, values, steps, tape))
 }
 
 /// Compares the derivatives of `transformed` with finite differences of `original`.
@@ -694,7 +703,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
-    let (ad, values, steps) = match jacobian(&trans, config.mode, &x0) {
+    let (ad, values, steps, tape) = match jacobian(&trans, config.mode, &x0) {
         Ok(r) => r,
         Err(e) => {
             report.status = classify_transformed(e);
@@ -702,6 +711,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
         }
     };
     report.steps = steps;
+    report.tape = tape;
     report.values = base.y.iter().copied().zip(values.iter().copied()).collect();
     let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,
