@@ -781,8 +781,12 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     };
     // Comparing every method costs planning time; it is only worth it when statistics are
     // written.
-    let config =
-        common.pipeline_config(TangentConfig { preaccumulation, elimination, compare_methods: args.stats.is_some() });
+    let config = common.pipeline_config(TangentConfig {
+        preaccumulation,
+        elimination,
+        compare_methods: args.stats.is_some(),
+        ..TangentConfig::default()
+    });
     let started = Instant::now();
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,

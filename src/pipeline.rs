@@ -9,6 +9,7 @@ use la_arena::ArenaMap;
 use crate::ir::build::Temporaries;
 use crate::ir::{CallGraph, FlowGraph, RoutineId};
 use crate::passes::adjoint::{AdjointConfig, AdjointError, AdjointStats, adjoint as adjoint_pass};
+use crate::passes::elimination::CostModel;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::passivate::{Decorations, Passivation, force_passive};
 use crate::passes::tangent::{TangentConfig, TangentError, TangentStats, tangent as tangent_pass};
@@ -114,7 +115,9 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     for (id, cfg) in call_graph.cfgs() {
         originals.insert(id, cfg.graph.clone());
     }
-    report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &config.tangent)?;
+    // The adjoint's preaccumulation weighs what the tape holds.
+    let tangent = TangentConfig { cost_model: CostModel::Adjoint, ..config.tangent.clone() };
+    report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &tangent)?;
     report.adjoint =
         adjoint_pass(call_graph, &mut temporaries, &originals, &report.type_change.formal_uses, &config.adjoint)?;
     Ok(report)

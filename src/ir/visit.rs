@@ -60,6 +60,16 @@ fn flow_graph(graph: &mut FlowGraph, f: &mut impl FnMut(&mut VariableReference))
     }
 }
 
+/// Calls `f` on every variable reference of one statement, subscripts included.
+pub fn statement_references_mut(s: &mut Statement, f: &mut impl FnMut(&mut VariableReference)) {
+    statement(s, f);
+}
+
+/// Calls `f` on every variable reference of one expression, subscripts included.
+pub fn expression_references_mut(e: &mut Expression, f: &mut impl FnMut(&mut VariableReference)) {
+    expression(e, f);
+}
+
 fn statement(s: &mut Statement, f: &mut impl FnMut(&mut VariableReference)) {
     match s {
         Statement::Assignment(a) => assignment(a, f),

@@ -94,13 +94,33 @@ impl Lcg {
     }
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub enum CostModel {
     /// Every label product is one multiplication; the remainder costs nothing.
     Classic,
     /// Products with ±1 or of two constants are free; each remainder edge that is not ±1
     /// costs one.
+    #[default]
     UnitAware,
+    /// As `UnitAware`, but a remainder edge that is not ±1 costs two: the adjoint's taping
+    /// pushes its factor and its reverse sweep multiplies by it.
+    Adjoint,
+}
+
+impl CostModel {
+    /// Whether products with ±1 or of constants are free and remainder edges count.
+    pub fn unit_aware(self) -> bool {
+        self != CostModel::Classic
+    }
+
+    /// What one remainder edge that is not ±1 costs.
+    pub fn edge_weight(self) -> usize {
+        match self {
+            CostModel::Classic => 0,
+            CostModel::UnitAware => 1,
+            CostModel::Adjoint => 3,
+        }
+    }
 }
 
 /// An operation the replay needs materialized as a new run-time label. Operands are never
@@ -276,7 +296,7 @@ impl<F: FnMut(Op, usize) -> Label> Arith<F> {
             (Some(-1.0), None) => self.neg(b, via),
             (None, Some(-1.0)) => self.neg(a, via),
             _ => {
-                if self.model == CostModel::UnitAware {
+                if self.model.unit_aware() {
                     self.multiplications += 1;
                 }
                 (self.emit)(Op::Mul(a, b), via)
@@ -549,10 +569,7 @@ impl Graph {
     }
 
     fn propagation(&self, model: CostModel) -> usize {
-        match model {
-            CostModel::Classic => 0,
-            CostModel::UnitAware => self.nonunit,
-        }
+        self.nonunit * model.edge_weight()
     }
 
     fn edges(&self) -> Vec<(usize, usize, Label)> {
@@ -590,7 +607,7 @@ impl Graph {
     /// The change in total cost, and in the number of edges, if `step` were applied next
     /// (dead vertices it leaves are counted one level deep).
     fn delta(&self, step: Step, model: CostModel) -> (i64, i64) {
-        let edge_cost = |l: Label| i64::from(model == CostModel::UnitAware && !l.is_unit());
+        let edge_cost = |l: Label| i64::from(!l.is_unit()) * model.edge_weight() as i64;
         let mut ar = Arith::planning(model);
         let Some((k, incoming, outgoing)) = self.involved(step) else { return (0, 0) };
         let mut delta = 0i64;
@@ -773,7 +790,7 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
             });
         }
         let cost = ar.multiplications + graph.propagation(model);
-        if model == CostModel::UnitAware && cost < best.cost() {
+        if model.unit_aware() && cost < best.cost() {
             // The order itself is cut to this prefix at the end.
             best = Plan {
                 method,
@@ -783,7 +800,7 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
             };
             best_len = order.len();
         }
-        if model == CostModel::UnitAware && ar.multiplications >= best.cost().min(bound) {
+        if model.unit_aware() && ar.multiplications >= best.cost().min(bound) {
             break;
         }
     }
@@ -924,7 +941,7 @@ fn exact(lcg: &Lcg, model: CostModel) -> Plan {
         for (mask, (graph, multiplications, order)) in layer {
             let complete = intermediates.iter().all(|&v| !graph.eliminable(kinds, v));
             let cost = multiplications + graph.propagation(model);
-            if (model == CostModel::UnitAware || complete) && cost < best.cost() {
+            if (model.unit_aware() || complete) && cost < best.cost() {
                 best = Plan {
                     method: Method::Exact,
                     order: order.clone(),

@@ -43,6 +43,9 @@ pub struct TangentConfig {
     /// Also plan every elimination method on every sequence and record their costs in the
     /// statistics (for comparisons; the code still follows `elimination`).
     pub compare_methods: bool,
+    /// What elimination minimizes: the tangent's multiplications by default; the adjoint mode
+    /// weighs each remaining non-unit edge twice (pushed, then multiplied in the reverse sweep).
+    pub cost_model: CostModel,
 }
 
 /// What the transformation did to one sequence.
@@ -398,13 +401,13 @@ impl BlockContext<'_> {
                 .collect(),
             edges: edges.into_iter().map(|(s, t, p)| (s, t, to_label(p, &mut symbols))).collect(),
         };
-        let plan = self.plans.plan(&lcg, self.config.elimination, CostModel::UnitAware);
+        let plan = self.plans.plan(&lcg, self.config.elimination, self.config.cost_model);
         stats.method = plan.method.name().to_owned();
         if self.config.compare_methods {
             stats.method_costs =
-                ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, CostModel::UnitAware).cost())).collect();
+                ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, self.config.cost_model).cost())).collect();
         }
-        let (remainder, _) = replay(&lcg, &plan.order, CostModel::UnitAware, |op, via| {
+        let (remainder, _) = replay(&lcg, &plan.order, self.config.cost_model, |op, via| {
             let partial = |label: Label| match label {
                 Label::One => Partial::One,
                 Label::MinusOne => Partial::MinusOne,

@@ -209,7 +209,7 @@ fn with_popped(reference: &VariableReference, popped: &[(VariableReference, Vari
 }
 
 /// Replaces every subscript variable that was pushed by the temporary it was popped into.
-fn substitute_subscripts(reference: &mut VariableReference, popped: &[(VariableReference, VariableReference)]) {
+pub fn substitute_subscripts(reference: &mut VariableReference, popped: &[(VariableReference, VariableReference)]) {
     for vertex in &mut reference.vertices {
         let VarRefVertex::ArrayElement(access) = vertex else { continue };
         for triplet in &mut access.indices {

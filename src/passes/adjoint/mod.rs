@@ -15,6 +15,7 @@
 //! Every loop is reversed by counting its iterations, so the strictly anonymous placeholders
 //! 10 and 11 equal 2 and 3.
 
+pub mod address;
 pub mod block;
 pub mod checkpoint;
 pub mod reversal;
@@ -104,10 +105,16 @@ fn reverse_routine(
     let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));
 
     let (taping, adjoint, structured) = if has_code {
+        let structure = reversal::structure(&cfg.graph);
+        let address = match &structure {
+            Ok((_, regions, _)) => address::plan(cg, &cfg.graph, regions),
+            Err(_) => address::AddressPlan::default(),
+        };
         let mut blocks = vec![None; cfg.graph.vertices.len()];
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
-            let taped = tape::tape_block(cg, temporaries, block.scope, &block.statements)?;
+            let restored = address.restored.get(&id).map(Vec::as_slice).unwrap_or(&[]);
+            let taped = tape::tape_block(cg, temporaries, block.scope, &block.statements, restored)?;
             for pushed in taped.pushes.iter().flatten() {
                 if pushed.integer {
                     stats.index_pushes += 1;
@@ -118,8 +125,9 @@ fn reverse_routine(
             let reverse = block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes);
             blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
         }
-        let mut reversal = Reversal { cg, temporaries, graph: &cfg.graph, scope, blocks, fresh: 0 };
-        match reversal::structure(&cfg.graph) {
+        let mut reversal =
+            Reversal { cg, temporaries, graph: &cfg.graph, scope, blocks, fresh: 0, address, substitution: Vec::new() };
+        match structure {
             Ok((entry, regions, exit)) => {
                 let taping = reversal.taping(entry, &regions, exit);
                 let adjoint = reversal.adjoint(&regions);

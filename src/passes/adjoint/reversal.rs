@@ -20,6 +20,8 @@ use crate::ir::build::{FlowGraphBuilder, Temporaries, assignment, inlinable_call
 use crate::ir::*;
 
 use super::AdjointError;
+use super::address::{AddressPlan, variable_in_reverse};
+use super::block::substitute_subscripts;
 
 /// A piece of structured control flow.
 #[derive(Clone, Debug)]
@@ -161,6 +163,10 @@ pub struct Reversal<'a> {
     /// Per vertex of `graph`: the taping and adjoint statements of a basic block.
     pub blocks: Vec<Option<(Vec<Statement>, Vec<Statement>)>>,
     pub fresh: usize,
+    /// Loops reversed from their bounds, and what they restore.
+    pub address: AddressPlan,
+    /// Inside a reversed explicit nest: quasi-constants and the temporaries they were popped into.
+    pub substitution: Vec<(VariableReference, VariableReference)>,
 }
 
 impl Reversal<'_> {
@@ -191,6 +197,39 @@ impl Reversal<'_> {
 
     fn constant_argument(&mut self, value: i64) -> ArgumentValue {
         ArgumentValue::Constant(integer_constant(self.cg, value))
+    }
+
+    /// `do t = 1, count` as a ForLoop vertex.
+    fn counted_loop(
+        &mut self,
+        builder: &mut FlowGraphBuilder,
+        t: &VariableReference,
+        count: &VariableReference,
+    ) -> CfgVertexId {
+        let one = self.integer(1);
+        let init = assignment(self.cg, "_adj_loop_init", t.clone(), one);
+        let test = Expression::boolean(
+            self.cg,
+            BooleanOp::LessOrEqual,
+            Expression::variable(t.clone()),
+            Expression::variable(count.clone()),
+        );
+        let one = self.integer(1);
+        let next = Expression::intrinsic(self.cg, "add_scal_scal", Expression::variable(t.clone()), one);
+        let update = assignment(self.cg, "_adj_loop_update", t.clone(), next);
+        let header_id = self.fresh_id("_adj_");
+        builder.vertex(
+            self.cg,
+            &header_id,
+            "",
+            CfgVertexKind::ForLoop(Box::new(ForLoop {
+                initialization: Some(init),
+                condition: Some(test),
+                update: Some(update),
+                reversal: LoopReversal::Anonymous,
+                line: 0,
+            })),
+        )
     }
 
     /// The taping graph: the tangent graph's regions with their taping blocks, loop counters and
@@ -229,6 +268,32 @@ impl Reversal<'_> {
                     from = new;
                     condition = None;
                     continue;
+                }
+                Region::Loop { header, end, body } if self.address.loops.contains_key(header) => {
+                    // Reversed from its bounds: nothing to count; after the outermost loop of
+                    // a nest, its quasi-constants.
+                    let head = builder.copy(&self.graph.vertices[*header]);
+                    builder.edge(self.cg, from, head, condition);
+                    let (last, cond) = self.taping_sequence(builder, body, head, Some(1));
+                    let end_loop = builder.copy(&self.graph.vertices[*end]);
+                    builder.edge(self.cg, last, end_loop, cond);
+                    builder.edge(self.cg, end_loop, head, None);
+                    let invariants = self.address.invariants.get(header).cloned().unwrap_or_default();
+                    if invariants.is_empty() {
+                        from = head;
+                        condition = None;
+                        continue;
+                    }
+                    let pushes: Vec<Statement> = invariants
+                        .iter()
+                        .map(|&v| {
+                            let r = whole_reference(self.cg, v, false);
+                            self.push_integer(ArgumentValue::Variable(r))
+                        })
+                        .collect();
+                    let after = self.block(builder, "_aug_", pushes);
+                    builder.edge(self.cg, head, after, None);
+                    after
                 }
                 Region::Loop { header, end, body } => {
                     let counter = self.counter();
@@ -303,10 +368,60 @@ impl Reversal<'_> {
                             Some(Some((_, adjoint))) => adjoint.clone(),
                             _ => Vec::new(),
                         };
+                        if !self.substitution.is_empty() {
+                            for statement in &mut block.statements {
+                                crate::ir::visit::statement_references_mut(statement, &mut |r| {
+                                    substitute_subscripts(r, &self.substitution)
+                                });
+                            }
+                        }
                     }
                     let new = builder.copy(&vertex);
                     builder.edge(self.cg, from, new, condition);
                     new
+                }
+                Region::Loop { header, body, .. } if self.address.loops.contains_key(header) => {
+                    let saved = self.substitution.len();
+                    let mut statements = Vec::new();
+                    let invariants = self.address.invariants.get(header).cloned().unwrap_or_default();
+                    for &v in invariants.iter().rev() {
+                        let temporary = self.counter();
+                        let temporary = whole_reference(self.cg, temporary, false);
+                        statements.push(inlinable_call(
+                            self.cg,
+                            "inline_pop_i",
+                            "pop_i_s0",
+                            vec![ArgumentValue::Variable(temporary.clone())],
+                        ));
+                        let variable = whole_reference(self.cg, v, false);
+                        self.substitution.push((variable, temporary));
+                    }
+                    let mut explicit = self.address.loops[header].clone();
+                    for e in [&mut explicit.lo, &mut explicit.count] {
+                        substitute_plain(e, &self.substitution);
+                    }
+                    let count = self.counter();
+                    let count_ref = whole_reference(self.cg, count, false);
+                    let n = assignment(self.cg, "_adj_loop_count", count_ref.clone(), explicit.count.clone());
+                    statements.push(Statement::Assignment(n));
+                    let setup = self.block(builder, "_adj_", statements);
+                    builder.edge(self.cg, from, setup, condition);
+                    let t = self.counter();
+                    let t_ref = whole_reference(self.cg, t, false);
+                    let header = self.counted_loop(builder, &t_ref, &count_ref);
+                    builder.edge(self.cg, setup, header, None);
+                    let set = variable_in_reverse(self.cg, &explicit, &count_ref, &t_ref);
+                    let first = self.block(builder, "_adj_", vec![Statement::Assignment(set)]);
+                    builder.edge(self.cg, header, first, Some(1));
+                    let (last, cond) = self.adjoint_sequence(builder, body, first, None);
+                    let end_id = self.fresh_id("_adj_");
+                    let end = builder.vertex(self.cg, &end_id, "", CfgVertexKind::EndLoop);
+                    builder.edge(self.cg, last, end, cond);
+                    builder.edge(self.cg, end, header, None);
+                    self.substitution.truncate(saved);
+                    from = header;
+                    condition = None;
+                    continue;
                 }
                 Region::Loop { body, .. } => {
                     let count = self.counter();
@@ -490,5 +605,20 @@ impl Reversal<'_> {
         let exit = builder.vertex(self.cg, &exit_id, "", CfgVertexKind::Exit);
         builder.edge(self.cg, header, exit, None);
         builder.graph
+    }
+}
+
+/// Replaces the plain variables of `e` that were popped into temporaries.
+fn substitute_plain(e: &mut Expression, popped: &[(VariableReference, VariableReference)]) {
+    for (_, vertex) in e.vertices.iter_mut() {
+        if let ExprVertex::Variable(reference) = vertex {
+            if let Some((_, temporary)) = popped.iter().find(|(value, _)| value.same_place(reference)) {
+                let id = reference.id;
+                *reference = temporary.clone();
+                reference.id = id;
+            } else {
+                substitute_subscripts(reference, popped);
+            }
+        }
     }
 }

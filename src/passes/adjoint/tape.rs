@@ -45,6 +45,7 @@ pub fn tape_block(
     temporaries: &mut Temporaries,
     scope: ScopeId,
     statements: &[Statement],
+    restored: &[SymbolId],
 ) -> Result<TapedBlock, AdjointError> {
     let mut taping = Vec::with_capacity(statements.len() + 4);
     let mut pushes = Vec::with_capacity(statements.len());
@@ -61,7 +62,7 @@ pub fn tape_block(
                 }
                 for entry in &propagator.entries {
                     for reference in entry_references(entry) {
-                        subscript_pushes(cg, reference, &mut pushed);
+                        subscript_pushes(cg, reference, restored, &mut pushed);
                     }
                 }
                 emit_pushes(cg, &pushed, &mut taping);
@@ -69,11 +70,11 @@ pub fn tape_block(
             Statement::SubroutineCall(call) => {
                 for argument in &call.arguments {
                     if let ArgumentValue::Variable(reference) = &argument.value {
-                        subscript_pushes(cg, reference, &mut pushed);
+                        subscript_pushes(cg, reference, restored, &mut pushed);
                         // A temporary allocated to match a section is allocated again before
                         // the reverse call: the section's subscripts are taped with the call's.
                         if let Some(like) = allocation_of(cg, statements, reference) {
-                            subscript_pushes(cg, like, &mut pushed);
+                            subscript_pushes(cg, like, restored, &mut pushed);
                         }
                     }
                 }
@@ -208,8 +209,9 @@ fn factor_pushes(
     Ok(())
 }
 
-/// Every variable in a subscript of `reference` (not its own subscripts: its value covers them).
-fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, pushed: &mut Vec<Pushed>) {
+/// Every variable in a subscript of `reference` (not its own subscripts: its value covers them),
+/// but those the reversal of an explicit loop restores.
+fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, restored: &[SymbolId], pushed: &mut Vec<Pushed>) {
     for vertex in &reference.vertices {
         let VarRefVertex::ArrayElement(access) = vertex else { continue };
         for triplet in &access.indices {
@@ -217,6 +219,10 @@ fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, pushed: &mut 
                 for (_, v) in part.vertices.iter() {
                     let ExprVertex::Variable(index) = v else { continue };
                     let integer = index.base_symbol().is_some_and(|s| cg.symbols[s].ty == SymbolType::Integer);
+                    let plain = index.array_access().is_none();
+                    if plain && index.base_symbol().is_some_and(|s| restored.contains(&s)) {
+                        continue;
+                    }
                     if integer && !pushed.iter().any(|p| p.value.same_place(index)) {
                         pushed.push(Pushed::integer(index.clone()));
                     }

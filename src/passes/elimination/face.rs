@@ -257,7 +257,7 @@ impl LineGraph {
     /// The change in multiplications plus non-unit vertices if the face `(i, j)` were
     /// eliminated next (twins merging afterwards not counted).
     fn delta(&self, i: usize, j: usize, model: CostModel) -> i64 {
-        let cost = |l: Label| i64::from(model == CostModel::UnitAware && !l.is_unit());
+        let cost = |l: Label| i64::from(!l.is_unit()) * model.edge_weight() as i64;
         let mut ar = Arith::planning(model);
         let product = ar.mul(self.label[i], self.label[j], 0);
         let mut delta = ar.multiplications as i64;
@@ -354,7 +354,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
         order.push(Step::Face(i, j));
         let worth_checking = match model {
             // The remainder costs at least nothing; check the structure only for a possible win.
-            CostModel::UnitAware => ar.multiplications < best.cost(),
+            CostModel::UnitAware | CostModel::Adjoint => ar.multiplications < best.cost(),
             CostModel::Classic => false,
         };
         // The structure check is the expensive part: only for a prefix that would win.
@@ -369,7 +369,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
                 };
             }
         }
-        if model == CostModel::UnitAware && ar.multiplications >= best.cost().min(bound) {
+        if model.unit_aware() && ar.multiplications >= best.cost().min(bound) {
             break;
         }
     }
