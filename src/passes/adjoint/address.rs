@@ -38,6 +38,9 @@ pub struct AddressPlan {
     pub invariants: FxHashMap<CfgVertexId, Vec<SymbolId>>,
     /// By basic block: the variables the adjoint sweep restores there, not to be taped.
     pub restored: FxHashMap<CfgVertexId, Vec<SymbolId>>,
+    /// Branches inside a qualifying nest whose condition reads only restored variables and
+    /// constants: the adjoint evaluates the condition again instead of popping the arm taken.
+    pub reevaluated: FxHashSet<CfgVertexId>,
 }
 
 /// Finds the qualifying loops of a routine's regions.
@@ -69,7 +72,7 @@ fn walk(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], enclosing: &[
                         bound_variables(&plan.loops[header], cg, &assigned, &inside, &mut invariants);
                         let mut restored = invariants.clone();
                         restored.push(plan.loops[header].variable);
-                        mark_restored(body, &restored, plan);
+                        mark_restored(cg, graph, body, &restored, plan);
                         plan.invariants.insert(*header, invariants);
                         continue;
                     }
@@ -112,20 +115,36 @@ fn nest(
 }
 
 /// Blocks inside a qualifying nest get the invariants and the variables of the qualifying
-/// loops around them (a loop variable is restored only inside its own loop).
-fn mark_restored(regions: &[Region], restored: &[SymbolId], plan: &mut AddressPlan) {
+/// loops around them (a loop variable is restored only inside its own loop); branches on
+/// those alone are evaluated again in the adjoint.
+fn mark_restored(cg: &CallGraph, graph: &FlowGraph, regions: &[Region], restored: &[SymbolId], plan: &mut AddressPlan) {
     for region in regions {
         match region {
             Region::Block(v) => {
                 plan.restored.insert(*v, restored.to_vec());
             }
-            Region::Branch { arms, .. } => arms.iter().for_each(|(_, arm)| mark_restored(arm, restored, plan)),
+            Region::Branch { header, arms, .. } => {
+                let condition = match &graph.vertices[*header].kind {
+                    CfgVertexKind::Branch(c) | CfgVertexKind::If(c) => c.condition.as_ref(),
+                    _ => None,
+                };
+                if let Some(condition) = condition
+                    && condition.vertices.iter().all(|(_, v)| match v {
+                        ExprVertex::Variable(r) => plain_integer(cg, r).is_some_and(|s| restored.contains(&s)),
+                        ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::Intrinsic(_) => true,
+                        ExprVertex::FunctionCall(_) => false,
+                    })
+                {
+                    plan.reevaluated.insert(*header);
+                }
+                arms.iter().for_each(|(_, arm)| mark_restored(cg, graph, arm, restored, plan));
+            }
             Region::Loop { header, body, .. } => {
                 let mut inner = restored.to_vec();
                 if let Some(explicit) = plan.loops.get(header) {
                     inner.push(explicit.variable);
                 }
-                mark_restored(body, &inner, plan);
+                mark_restored(cg, graph, body, &inner, plan);
             }
         }
     }

@@ -318,6 +318,17 @@ impl Reversal<'_> {
                     builder.edge(self.cg, head, after, None);
                     after
                 }
+                Region::Branch { header, end, arms } if self.address.reevaluated.contains(header) => {
+                    // The adjoint evaluates the condition again: no arm number to tape.
+                    let head = builder.copy(&self.graph.vertices[*header]);
+                    builder.edge(self.cg, from, head, condition);
+                    let end_branch = builder.copy(&self.graph.vertices[*end]);
+                    for (arm_condition, arm) in arms {
+                        let (last, cond) = self.taping_sequence(builder, arm, head, *arm_condition);
+                        builder.edge(self.cg, last, end_branch, cond);
+                    }
+                    end_branch
+                }
                 Region::Branch { header, end, arms } => {
                     let head = builder.copy(&self.graph.vertices[*header]);
                     builder.edge(self.cg, from, head, condition);
@@ -471,6 +482,25 @@ impl Reversal<'_> {
                     from = header;
                     condition = None;
                     continue;
+                }
+                Region::Branch { header, arms, .. } if self.address.reevaluated.contains(header) => {
+                    let mut vertex = self.graph.vertices[*header].clone();
+                    let id = self.fresh_id("_adj_");
+                    vertex.id = self.cg.names.intern(&id);
+                    if let CfgVertexKind::Branch(c) | CfgVertexKind::If(c) = &mut vertex.kind
+                        && let Some(e) = &mut c.condition
+                    {
+                        substitute_plain(e, &self.substitution);
+                    }
+                    let head = builder.copy(&vertex);
+                    builder.edge(self.cg, from, head, condition);
+                    let end_id = self.fresh_id("_adj_");
+                    let end = builder.vertex(self.cg, &end_id, "", CfgVertexKind::EndBranch);
+                    for (arm_condition, arm) in arms {
+                        let (last, cond) = self.adjoint_sequence(builder, arm, head, *arm_condition);
+                        builder.edge(self.cg, last, end, cond);
+                    }
+                    end
                 }
                 Region::Branch { arms, .. } => {
                     let arm_number = self.counter();
