@@ -96,10 +96,13 @@ fn reverse_routine(
     config: &AdjointConfig,
     stats: &mut AdjointStats,
 ) -> Result<ReplacementList, AdjointError> {
-    let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else {
+    // The routine's graph is moved out (its slot holds an empty graph until the replacement
+    // list takes it): no copy of the tangent code.
+    let Routine::ControlFlowGraph(slot) = &mut cg.routines[routine] else {
         return Err(AdjointError::Unsupported("not a control flow graph".into()));
     };
-    let cfg = cfg.clone();
+    let graph = std::mem::take(&mut slot.graph);
+    let cfg = ControlFlowGraph { graph, ..slot.clone() };
     let scope = cfg.body_scope;
     let original = originals.get(routine).cloned().unwrap_or_else(|| cfg.graph.clone());
     let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));

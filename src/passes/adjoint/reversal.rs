@@ -199,6 +199,25 @@ impl Reversal<'_> {
         ArgumentValue::Constant(integer_constant(self.cg, value))
     }
 
+    /// A copy of block `v` of the tangent graph holding its taping or adjoint statements (each
+    /// used once: moved out, not cloned).
+    fn block_copy(&mut self, builder: &mut FlowGraphBuilder, v: CfgVertexId, taping: bool) -> CfgVertexId {
+        let vertex = &self.graph.vertices[v];
+        let statements = match self.blocks.get_mut(index(v)) {
+            Some(Some((t, a))) => std::mem::take(if taping { t } else { a }),
+            _ => Vec::new(),
+        };
+        let scope = match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => block.scope,
+            _ => self.scope,
+        };
+        builder.graph.vertices.alloc(CfgVertex {
+            id: vertex.id,
+            annotation: vertex.annotation,
+            kind: CfgVertexKind::BasicBlock(BasicBlock { scope, statements }),
+        })
+    }
+
     /// `do t = 1, count` as a ForLoop vertex.
     fn counted_loop(
         &mut self,
@@ -257,13 +276,7 @@ impl Reversal<'_> {
         for region in regions {
             let first = match region {
                 Region::Block(v) => {
-                    let mut vertex = self.graph.vertices[*v].clone();
-                    if let (CfgVertexKind::BasicBlock(block), Some(Some((taping, _)))) =
-                        (&mut vertex.kind, self.blocks.get(index(*v)))
-                    {
-                        block.statements = taping.clone();
-                    }
-                    let new = builder.copy(&vertex);
+                    let new = self.block_copy(builder, *v, true);
                     builder.edge(self.cg, from, new, condition);
                     from = new;
                     condition = None;
@@ -373,12 +386,8 @@ impl Reversal<'_> {
         for region in regions.iter().rev() {
             let last = match region {
                 Region::Block(v) => {
-                    let mut vertex = self.graph.vertices[*v].clone();
-                    if let CfgVertexKind::BasicBlock(block) = &mut vertex.kind {
-                        block.statements = match self.blocks.get(index(*v)) {
-                            Some(Some((_, adjoint))) => adjoint.clone(),
-                            _ => Vec::new(),
-                        };
+                    let new = self.block_copy(builder, *v, false);
+                    if let CfgVertexKind::BasicBlock(block) = &mut builder.graph.vertices[new].kind {
                         if !self.substitution.is_empty() {
                             for statement in &mut block.statements {
                                 crate::ir::visit::statement_references_mut(statement, &mut |r| {
@@ -387,7 +396,6 @@ impl Reversal<'_> {
                             }
                         }
                     }
-                    let new = builder.copy(&vertex);
                     builder.edge(self.cg, from, new, condition);
                     new
                 }
