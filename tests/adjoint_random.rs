@@ -1,5 +1,7 @@
-//! Random programs, reversed and verified: the adjoint of every generated straight-line or
-//! loop program must give the Jacobian finite differences give, under both reversal templates.
+//! Random programs, reversed and verified: the adjoint of every generated program (loops,
+//! branches, loop-subscripted elements, calls with checkpoints and conversions; see
+//! `interp_support`) must give the Jacobian finite differences give, under both reversal
+//! templates. Minimized failures live in `testdata/random` (`random_regressions.rs`).
 
 #[path = "interp_support/mod.rs"]
 mod support;
@@ -19,7 +21,8 @@ fn reverse(source: &str) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // Failures shrink far: a reproducer worth saving is a small one.
+    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 4096, ..ProptestConfig::default() })]
     #[test]
     fn random_programs_reverse_correctly(p in support::program()) {
         let source = p.to_xaif();

@@ -1,5 +1,5 @@
 //! Executor unit tests: hand-written XAIF in testdata/interp with results known by hand, and
-//! random straight-line/loop programs checked against their direct Rust evaluation.
+//! random programs (loops, branches, calls) checked against their direct Rust evaluation.
 
 #[path = "interp_support/mod.rs"]
 mod support;
@@ -25,24 +25,113 @@ fn testdata(name: &str) -> String {
 #[test]
 fn generated_loop_program_by_hand() {
     use xaifbooster::interp::testgen::*;
-    // y(1) = x(1); do 3 times: y(1) = y(1) * x(2)   → x1 * x2^3
+    let x = |i| GenExpr::Var(GenVar::Elem(GenArray::X, GenIndex::Const(i)));
+    // y(1) = x(1); do 3 times: y(1) = x(2) * x(1)
     let p = GenProgram {
         n: 2,
         m: 1,
         temps: 0,
+        passive: Vec::new(),
         body: vec![
-            GenStmt::Assign(GenVar::Y(0), GenExpr::X(0)),
+            GenStmt::Assign(GenVar::Elem(GenArray::Y, GenIndex::Const(0)), x(0)),
             GenStmt::Loop(
                 3,
                 vec![GenStmt::Assign(
-                    GenVar::Y(0),
-                    GenExpr::Binary("mul_scal_scal", Box::new(GenExpr::X(1)), Box::new(GenExpr::X(0))),
+                    GenVar::Elem(GenArray::Y, GenIndex::Const(0)),
+                    GenExpr::Binary("mul_scal_scal", Box::new(x(1)), Box::new(x(0))),
+                )],
+            ),
+        ],
+        sub: None,
+    };
+    // The loop body multiplies x(2) by x(1) each time (y is overwritten): y = x2 * x1.
+    assert_eq!(p.eval(&[0.5, 3.0]), vec![1.5]);
+    assert_eq!(run(&p.to_xaif(), &[0.5, 3.0]), vec![1.5]);
+}
+
+#[test]
+fn generated_branch_and_call_program_by_hand() {
+    use xaifbooster::interp::testgen::*;
+    let elem = |a, i| GenVar::Elem(a, i);
+    let var = |v| Box::new(GenExpr::Var(v));
+    let loop_index = GenIndex::Loop { depth: 0, offset: 0 };
+    let (b, c, s0, t0) = (
+        GenVar::Scalar(GenScalar::B),
+        GenVar::Scalar(GenScalar::C),
+        GenVar::Scalar(GenScalar::T(0)),
+        GenVar::Scalar(GenScalar::T(0)),
+    );
+    // sub(A, B, C): S_0 = A(1) * C; B = B + S_0; do I_0 = 1, 2: A(I_0) = A(I_0) + A(I_0)
+    let sub = GenSub {
+        locals: 1,
+        body: vec![
+            GenStmt::Assign(s0, GenExpr::Binary("mul_scal_scal", var(elem(GenArray::A, GenIndex::Const(0))), var(c))),
+            GenStmt::Assign(b, GenExpr::Binary("add_scal_scal", var(b), var(s0))),
+            GenStmt::Loop(
+                2,
+                vec![GenStmt::Assign(
+                    elem(GenArray::A, loop_index),
+                    GenExpr::Binary(
+                        "add_scal_scal",
+                        var(elem(GenArray::A, loop_index)),
+                        var(elem(GenArray::A, loop_index)),
+                    ),
                 )],
             ),
         ],
     };
-    // The loop body multiplies x(2) by x(1) each time (y is overwritten): y = x2 * x1.
-    assert_eq!(run(&p.to_xaif(), &[0.5, 3.0]), vec![1.5]);
+    // head: P_0 = 0.5; do I_0 = 1, 2: Y(I_0) = X(I_0) * X(I_0); T_0 = X(2)
+    //       if (T_0 - 1 > 0) then call sub(X, T_0, P_0) else Y(1) = -1 endif
+    //       Y(2) = Y(2) + T_0; Y(1) = Y(1) + X(1)
+    let p = GenProgram {
+        n: 2,
+        m: 2,
+        temps: 1,
+        passive: vec![0.5],
+        body: vec![
+            GenStmt::Loop(
+                2,
+                vec![GenStmt::Assign(
+                    elem(GenArray::Y, loop_index),
+                    GenExpr::Binary(
+                        "mul_scal_scal",
+                        var(elem(GenArray::X, loop_index)),
+                        var(elem(GenArray::X, loop_index)),
+                    ),
+                )],
+            ),
+            GenStmt::Assign(t0, GenExpr::Var(elem(GenArray::X, GenIndex::Const(1)))),
+            GenStmt::If(
+                GenExpr::Binary("sub_scal_scal", var(t0), Box::new(GenExpr::Const(1.0))),
+                vec![GenStmt::Call { array: GenArray::X, b: t0, c: GenArg::Var(GenVar::Scalar(GenScalar::P(0))) }],
+                vec![GenStmt::Assign(elem(GenArray::Y, GenIndex::Const(0)), GenExpr::Const(-1.0))],
+            ),
+            GenStmt::Assign(
+                elem(GenArray::Y, GenIndex::Const(1)),
+                GenExpr::Binary("add_scal_scal", var(elem(GenArray::Y, GenIndex::Const(1))), var(t0)),
+            ),
+            GenStmt::Assign(
+                elem(GenArray::Y, GenIndex::Const(0)),
+                GenExpr::Binary(
+                    "add_scal_scal",
+                    var(elem(GenArray::Y, GenIndex::Const(0))),
+                    var(elem(GenArray::X, GenIndex::Const(0))),
+                ),
+            ),
+        ],
+        sub: Some(sub),
+    };
+    // x = (0.5, 3): Y = (0.25, 9), T_0 = 3 > 1: S_0 = 0.25, T_0 = 3.25, X = (1, 6);
+    // Y(2) = 12.25, Y(1) = 0.25 + 1.
+    assert_eq!(p.eval(&[0.5, 3.0]), vec![1.25, 12.25]);
+    assert_eq!(run(&p.to_xaif(), &[0.5, 3.0]), vec![1.25, 12.25]);
+    // x = (0.5, 0.5): T_0 = 0.5 < 1: Y(1) = -1, Y(2) = 0.25 + 0.5, Y(1) = -1 + 0.5.
+    assert_eq!(p.eval(&[0.5, 0.5]), vec![-0.5, 0.75]);
+    assert_eq!(run(&p.to_xaif(), &[0.5, 0.5]), vec![-0.5, 0.75]);
+    assert_eq!(p.trace(&[0.5, 3.0]).decisions, vec![true]);
+    // The condition X(2) - 1 is zero at x = (0.5, 1): finite differences there would cross it.
+    assert!(p.branches_stable_at(&[0.5, 3.0]));
+    assert!(!p.branches_stable_at(&[0.5, 1.0]));
 }
 
 #[test]
@@ -94,10 +183,10 @@ fn external_routine_is_unsupported_by_name() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
     fn random_programs_match_direct_evaluation(p in support::program()) {
-        let x: Vec<f64> = (1..=p.n).map(|i| i as f64 / 2.0).collect();
+        let x = p.test_point();
         let want = p.eval(&x);
         let got = run(&p.to_xaif(), &x);
         prop_assert_eq!(got.len(), want.len());

@@ -1,5 +1,6 @@
 //! Random programs, differentiated and verified: the tangent-linear transformation of every
-//! generated straight-line or loop program must give the Jacobian finite differences give.
+//! generated program (loops, branches, loop-subscripted elements, calls with conversions; see
+//! `interp_support`) must give the Jacobian finite differences give.
 
 #[path = "interp_support/mod.rs"]
 mod support;
@@ -23,7 +24,8 @@ fn differentiate(source: &str, preaccumulation: Preaccumulation) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // Failures shrink far: a reproducer worth saving is a small one.
+    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 4096, ..ProptestConfig::default() })]
     #[test]
     fn random_programs_differentiate_correctly(p in support::program()) {
         let source = p.to_xaif();
