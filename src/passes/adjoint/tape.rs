@@ -3,7 +3,8 @@
 //! propagator is replaced by pushes of what its transpose will need: every factor that is not
 //! a constant (`push_s0`) and the value of every variable in a subscript of its references
 //! (`push_i_s0`), since those may change before the adjoint sweep reads them. A subroutine call
-//! pushes the subscripts of its arguments too, so it is called again on the same elements.
+//! pushes the subscripts of its arguments too, so it is called again on the same elements:
+//! after the call, on top of whatever the callee taped (its values saved before the call).
 //!
 //! Each statement's pushes are recorded, in push order, for the block adjoint to pop.
 
@@ -78,8 +79,28 @@ pub fn tape_block(
                         }
                     }
                 }
-                emit_pushes(cg, &pushed, &mut taping);
+                // The callee tapes onto the same stacks during the call, so the subscripts go
+                // on top of what it pushed (the reverse sweep pops them before the reverse
+                // call), saved before the call in case it changes them.
+                let mut saved = Vec::with_capacity(pushed.len());
+                for p in &pushed {
+                    let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
+                        s.ty = SymbolType::Integer;
+                        s.active = false;
+                    });
+                    let copy = whole_reference(cg, symbol, false);
+                    let mut value = p.value.clone();
+                    value.deriv = false;
+                    taping.push(Statement::Assignment(assignment(
+                        cg,
+                        "_call_subscript",
+                        copy.clone(),
+                        Expression::variable(value),
+                    )));
+                    saved.push(Pushed { value: copy, ..p.clone() });
+                }
                 taping.push(statement.clone());
+                emit_pushes(cg, &saved, &mut taping);
             }
             Statement::InlinableSubroutineCall(_) => taping.push(statement.clone()),
             Statement::Assignment(a) if a.lhs.deriv => {
