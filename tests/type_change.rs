@@ -277,8 +277,8 @@ fn a_wrapper_called_with_two_activity_patterns_is_refused() {
         ..Config::default()
     };
     match transform(&input, &config) {
-        Err(PipelineError::TypeChange(TypeChangeError::WrapperActivity { statement, found, expected, .. })) => {
-            assert_eq!((statement.as_str(), found.as_str(), expected.as_str()), ("h2", "[1]", "[1, 2]"));
+        Err(PipelineError::TypeChange(TypeChangeError::WrapperActivity(w))) => {
+            assert_eq!((w.statement.as_str(), w.found.as_str(), w.expected.as_str()), ("h2", "[1]", "[1, 2]"));
         }
         other => panic!("expected a wrapper activity error, got {:?}", other.map(|_| ())),
     }

@@ -68,16 +68,47 @@ pub struct TypeChangeReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TypeChangeError {
-    #[error(
-        "routine {routine}: call {statement} (line {line}) of {callee}: argument {position} has no formal argument \
-         (the callee declares positions {formals})"
-    )]
-    NoFormal { routine: String, statement: String, line: u64, callee: String, position: u32, formals: String },
-    #[error(
-        "routine {routine}: call {statement} (line {line}) of {callee}, which has a hand-written wrapper: the active \
-         arguments are {found}, at an earlier call {expected}; a wrapper has one signature"
-    )]
-    WrapperActivity { routine: String, statement: String, line: u64, callee: String, found: String, expected: String },
+    #[error(transparent)]
+    NoFormal(Box<NoFormal>),
+    #[error(transparent)]
+    WrapperActivity(Box<WrapperActivity>),
+}
+
+/// A call passes an argument at a position the callee declares no formal for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "routine {routine}: call {statement}{} of {callee}: argument {position} has no formal argument (the callee \
+     declares positions {formals})",
+    at_line(*line)
+)]
+pub struct NoFormal {
+    pub routine: String,
+    pub statement: String,
+    pub line: u64,
+    pub callee: String,
+    pub position: u32,
+    pub formals: String,
+}
+
+/// A routine with a hand-written wrapper is called with two activity patterns.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "routine {routine}: call {statement}{} of {callee}, which has a hand-written wrapper: the active arguments \
+     are {found}, at an earlier call {expected}; a wrapper has one signature",
+    at_line(*line)
+)]
+pub struct WrapperActivity {
+    pub routine: String,
+    pub statement: String,
+    pub line: u64,
+    pub callee: String,
+    pub found: String,
+    pub expected: String,
+}
+
+/// ` (line N)` where the front end gave a line.
+fn at_line(line: u64) -> String {
+    if line == 0 { String::new() } else { format!(" (line {line})") }
 }
 
 /// Converts the arguments of every call of the call graph (see the module documentation).
@@ -282,14 +313,14 @@ impl Pass<'_> {
             let Some(formal_index) = formals.iter().position(|f| f.position == position) else {
                 let mut positions: Vec<u32> = formals.iter().map(|f| f.position).collect();
                 positions.sort_unstable();
-                return Err(TypeChangeError::NoFormal {
+                return Err(TypeChangeError::NoFormal(Box::new(NoFormal {
                     routine: self.caller.name.clone(),
                     statement: self.cg.name(call.id).to_owned(),
                     line: call.line,
                     callee: callee_name,
                     position,
                     formals: format!("{positions:?}"),
-                });
+                })));
             };
             let formal = &formals[formal_index];
             let actual_active = self.actual_active(&call.arguments[index].value);
@@ -487,14 +518,14 @@ impl Pass<'_> {
         let wrapper = match self.wrappers.get(&symbol) {
             Some((wrapper, expected)) => {
                 if *expected != pattern {
-                    return Err(TypeChangeError::WrapperActivity {
+                    return Err(TypeChangeError::WrapperActivity(Box::new(WrapperActivity {
                         routine: self.caller.name.clone(),
                         statement: self.cg.name(call.id).to_owned(),
                         line: call.line,
                         callee: self.cg.symbol_name(symbol).to_owned(),
                         found: format!("{pattern:?}"),
                         expected: format!("{expected:?}"),
-                    });
+                    })));
                 }
                 *wrapper
             }

@@ -10,6 +10,7 @@
 //! - markers are kept; assignments have no adjoint (their effect on derivatives is in the
 //!   propagators), and neither have TypeChange's conversions: `oad_convert` copies values and
 //!   leaves derivatives alone, so its adjoint is the identity (as in the tangent code).
+//!
 //! Temporaries allocated to match (`oad_AllocateMatching`) are allocated again at the top, so
 //! the adjoint sweep has them even when it runs in an activation of its own (split reversal).
 

@@ -7,9 +7,12 @@
 //!   pushes its number before joining;
 //! - the adjoint graph runs the regions backwards: a loop pops its count and runs the adjoint
 //!   of its body that many times, a branch pops the arm number and branches on it.
-//! Every loop is reversed this way ("anonymously"), explicit ones and post-test loops included:
-//! the adjoint never depends on the loop variable, whose values in the body are taped like any
-//! other subscript. A two-way `If` that joins in an EndBranch is a branch like any other.
+//!
+//! Loops are reversed this way ("anonymously"), post-test loops included, unless
+//! [`super::address`] finds an explicit loop it can run backwards from its bounds (then nothing
+//! is counted and its variable is recomputed), and a branch whose condition reads only what
+//! that reversal restores is evaluated again instead of taped. A two-way `If` that joins in an
+//! EndBranch is a branch like any other.
 //!
 //! A graph that is not structured (Goto, Label, an If without EndBranch) is reversed by
 //! basic-block numbers instead: the taping graph is the graph itself, each block pushing its
@@ -387,13 +390,13 @@ impl Reversal<'_> {
             let last = match region {
                 Region::Block(v) => {
                     let new = self.block_copy(builder, *v, false);
-                    if let CfgVertexKind::BasicBlock(block) = &mut builder.graph.vertices[new].kind {
-                        if !self.substitution.is_empty() {
-                            for statement in &mut block.statements {
-                                crate::ir::visit::statement_references_mut(statement, &mut |r| {
-                                    substitute_subscripts(r, &self.substitution)
-                                });
-                            }
+                    if let CfgVertexKind::BasicBlock(block) = &mut builder.graph.vertices[new].kind
+                        && !self.substitution.is_empty()
+                    {
+                        for statement in &mut block.statements {
+                            crate::ir::visit::statement_references_mut(statement, &mut |r| {
+                                substitute_subscripts(r, &self.substitution)
+                            });
                         }
                     }
                     builder.edge(self.cg, from, new, condition);
