@@ -189,3 +189,46 @@ fn unstructured_graphs_post_test_loops_and_ifs_reverse_correctly() {
         }
     }
 }
+
+/// The dot-product test `<J ẋ, ȳ> = <ẋ, Jᵀ ȳ>` between our tangent and our adjoint code of the
+/// same input, wherever the adjoint verifies (both templates).
+#[test]
+fn tangent_and_adjoint_pass_the_dot_product_test() {
+    use xaifbooster::interp::verify::dot_product_test;
+    let mut tested = 0;
+    let mut failures = Vec::new();
+    for input in common::corpus_files("adm.in.xaif") {
+        let dir = input.parent().expect("example folder");
+        let example = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let bytes = std::fs::read(&input).expect("input");
+        let Ok(read) = xaif::read(&bytes, &example, &ReadOptions::default()) else { continue };
+        let mut tangent = read.call_graph.clone();
+        let mut adjoint = read.call_graph;
+        xaifbooster::pipeline::tangent(&mut tangent, Catalogue::builtin(), &Config::default()).expect("tangent");
+        let config = Config {
+            adjoint: AdjointConfig { all_intents_inout: true, ..AdjointConfig::default() },
+            ..Config::default()
+        };
+        xaifbooster::pipeline::adjoint(&mut adjoint, Catalogue::builtin(), &config).expect("adjoint");
+        let (Ok(original), Ok(t), Ok(a)) = (
+            read_program(&bytes, &example),
+            read_program(&xaif::write(&tangent, &WriteOptions::default()), &example),
+            read_program(&xaif::write(&adjoint, &WriteOptions::default()), &example),
+        ) else {
+            continue;
+        };
+        for template in [Template::Joint, Template::Split] {
+            let verify_config = common::verify_config(dir, &original, Mode::Adjoint, template);
+            if !matches!(verify(&original, &a, &verify_config).status, Status::Ok) {
+                continue;
+            }
+            match dot_product_test(&t, &a, &verify_config) {
+                Ok(d) if d.ok => tested += 1,
+                Ok(d) => failures.push(format!("{example} {template:?}: error {:.2e}", d.rel_err)),
+                Err(e) => failures.push(format!("{example} {template:?}: {e}")),
+            }
+        }
+    }
+    assert!(tested >= 300, "only {tested} dot-product tests ran");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
