@@ -103,8 +103,17 @@ impl Reader<'_> {
                 }
                 CfgVertexKind::ForLoop(_) | CfgVertexKind::PreLoop(_) | CfgVertexKind::PostLoop(_) => {
                     let out = &self.successors[index(v)];
-                    let body_edge = out.iter().find(|e| e.condition_value == Some(1));
-                    let exit_edge = out.iter().find(|e| e.condition_value != Some(1));
+                    let mut body_edge = out.iter().find(|e| e.condition_value == Some(1));
+                    if body_edge.is_none() && out.len() == 2 {
+                        // Older front ends mark neither edge: the body is the one that comes
+                        // back through an EndLoop.
+                        body_edge = out.iter().find(|e| {
+                            let mut trial = *budget;
+                            matches!(self.sequence(e.target, &mut trial), Ok((_, Stop::EndLoop(end)))
+                                if self.single_successor(end).ok() == Some(v))
+                        });
+                    }
+                    let exit_edge = body_edge.and_then(|b| out.iter().find(|e| e.target != b.target));
                     let (Some(body_edge), Some(exit_edge), 2) = (body_edge, exit_edge, out.len()) else {
                         return Err(AdjointError::Unsupported(format!(
                             "{} without a body and an exit edge",
