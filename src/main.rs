@@ -303,7 +303,8 @@ struct ReverseSwitches {
     /// Checkpoint formal arguments even where every call passes them a constant; adjoint mode
     #[arg(short = 'P')]
     checkpoint_constant_formals: bool,
-    /// Restore checkpoints in file order (not implemented: no effect)
+    /// Restore checkpoints in the order they were stored (for a file-based, first-in-first-out
+    /// checkpoint runtime; the default reverse order suits OpenAD's stacks and our verifier)
     #[arg(short = 'f')]
     file_order: bool,
     /// Ask about each variable violating the simple-loop restrictions (address arithmetic, not
@@ -573,7 +574,7 @@ impl TransformArgs {
             (self.pessimistic_black_boxes, "-b (pessimistic black boxes)", false),
             (reverse.all_intents_inout, "-I (all argument intents inout)", true),
             (reverse.checkpoint_constant_formals, "-P (checkpoint formals only passed constants)", true),
-            (reverse.file_order, "-f (restore checkpoints in file order)", false),
+            (reverse.file_order, "-f (restore checkpoints in file order)", true),
             (reverse.ask, "-u (ask about simple-loop violations)", false),
             (reverse.ignore_violations, "-U (ignore simple-loop violations)", false),
             (reverse.top_routine.is_some(), "-t (top routine for the quasi-constant check)", false),
@@ -620,6 +621,7 @@ impl TransformArgs {
             adjoint: AdjointConfig {
                 all_intents_inout: self.reverse.all_intents_inout,
                 checkpoint_constant_formals: self.reverse.checkpoint_constant_formals,
+                file_order_restore: self.reverse.file_order,
             },
         }
     }

@@ -232,3 +232,52 @@ fn tangent_and_adjoint_pass_the_dot_product_test() {
     assert!(tested >= 300, "only {tested} dot-product tests ran");
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// `-f`: checkpoints restored in the order they were stored (a first-in-first-out runtime);
+/// by default in reverse (OpenAD's stacks, our verifier).
+#[test]
+fn file_order_restores_follow_the_stores() {
+    let names = |graph: &xaifbooster::ir::FlowGraph, cg: &xaifbooster::ir::CallGraph| -> Vec<String> {
+        let mut out = Vec::new();
+        for (_, vertex) in graph.vertices.iter() {
+            if let xaifbooster::ir::CfgVertexKind::BasicBlock(block) = &vertex.kind {
+                for statement in &block.statements {
+                    if let xaifbooster::ir::Statement::InlinableSubroutineCall(call) = statement
+                        && let Some(xaifbooster::ir::ArgumentValue::Variable(r)) =
+                            call.arguments.first().map(|a| &a.value)
+                    {
+                        out.push(cg.symbol_name(r.base_symbol().expect("symbol")).to_owned());
+                    }
+                }
+            }
+        }
+        out
+    };
+    let mut checked = 0;
+    for input in common::corpus_files("adm.in.xaif") {
+        let bytes = std::fs::read(&input).expect("input");
+        let Ok(read) = xaif::read(&bytes, "input", &ReadOptions::default()) else { continue };
+        for file_order in [false, true] {
+            let mut cg = read.call_graph.clone();
+            let config = Config {
+                adjoint: AdjointConfig { file_order_restore: file_order, ..AdjointConfig::default() },
+                ..Config::default()
+            };
+            xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
+            for (_, routine) in cg.routines.iter() {
+                let xaifbooster::ir::Routine::ReplacementList(list) = routine else { continue };
+                let stores = names(&list.replacements[3].graph, &cg);
+                let mut restores = names(&list.replacements[5].graph, &cg);
+                if stores.len() < 2 {
+                    continue;
+                }
+                if !file_order {
+                    restores.reverse();
+                }
+                assert_eq!(stores, restores, "file order {file_order}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} routines with two or more checkpointed arguments");
+}

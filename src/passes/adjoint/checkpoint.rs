@@ -20,6 +20,8 @@ pub struct CheckpointLists {
     /// Optional formals (the routine asks `present` of them): their checkpoints run only when
     /// the caller passed them.
     pub optional: Vec<SymbolId>,
+    /// Restore in store order (`-f`) instead of reversed.
+    pub file_order: bool,
 }
 
 /// `cp_arg_<store|restore>_<type>_<shape>[_a][_d]`, or `None` for what has no checkpoint
@@ -58,10 +60,11 @@ fn calls(
     optional: &[SymbolId],
     store: bool,
     with_derivative: bool,
+    file_order: bool,
 ) -> Vec<(Statement, Option<VariableReference>)> {
     let mut out = Vec::with_capacity(references.len());
     let order: Vec<&VariableReference> =
-        if store { references.iter().collect() } else { references.iter().rev().collect() };
+        if store || file_order { references.iter().collect() } else { references.iter().rev().collect() };
     for reference in order {
         let Some(name) = routine_name(cg, reference, store, with_derivative) else { continue };
         let mut argument = reference.clone();
@@ -132,7 +135,7 @@ pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists)
     ];
     plan.into_iter()
         .map(|(number, references, store, with_derivative)| {
-            let calls = calls(cg, references, &lists.optional, store, with_derivative);
+            let calls = calls(cg, references, &lists.optional, store, with_derivative, lists.file_order);
             (number, guarded_graph(cg, scope, calls))
         })
         .collect()

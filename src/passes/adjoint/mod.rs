@@ -37,6 +37,8 @@ pub struct AdjointConfig {
     pub all_intents_inout: bool,
     /// Checkpoint formals even where every call passes them a constant (`-P`).
     pub checkpoint_constant_formals: bool,
+    /// Restores in the order of the stores (`-f`), for a first-in-first-out checkpoint runtime.
+    pub file_order_restore: bool,
 }
 
 /// Pushes the forward sweeps contain, counted in the code (not at run time).
@@ -229,7 +231,7 @@ fn checkpoint_lists(
     let results =
         list(&effects.modified).into_iter().filter(|r| r.base_symbol().is_some_and(|s| cg.symbols[s].active)).collect();
     let optional = present_operands(cg, &cfg.graph);
-    CheckpointLists { arguments, time_step, results, optional }
+    CheckpointLists { arguments, time_step, results, optional, file_order: config.file_order_restore }
 }
 
 /// The variables the routine asks `present` of: its optional formals.
