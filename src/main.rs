@@ -586,9 +586,7 @@ impl TransformArgs {
                 (false, _) => notes.push(format!("{switch} matters only to the adjoint mode: no effect")),
             }
         }
-        if adjoint && self.init_derivatives {
-            notes.push("-D is not applied in the adjoint mode yet: no effect".into());
-        }
+
         let debug = &self.debug;
         if debug.graphics_format.is_some() || debug.viewer.is_some() {
             notes.push(
@@ -622,6 +620,7 @@ impl TransformArgs {
                 all_intents_inout: self.reverse.all_intents_inout,
                 checkpoint_constant_formals: self.reverse.checkpoint_constant_formals,
                 file_order_restore: self.reverse.file_order,
+                ..Default::default()
             },
         }
     }
@@ -852,8 +851,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         Err(reported) => return Ok(Err(reported)),
     };
     let preaccumulation = if args.statement_level { Preaccumulation::Statement } else { Preaccumulation::BasicBlock };
-    let mut config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
-    config.initialize_derivatives = false;
+    let config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
     let started = Instant::now();
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,

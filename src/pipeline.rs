@@ -106,7 +106,8 @@ pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
 }
 
 /// Adjoint mode: as the tangent mode up to preaccumulation, then taping, block adjoints,
-/// control-flow reversal and one replacement list per routine. `-D` is not applied here yet.
+/// control-flow reversal and one replacement list per routine. `-D` zeroes the adjoints of
+/// active locals where each reverse sweep begins.
 pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
     let mut temporaries = Temporaries::default();
     let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
@@ -118,7 +119,9 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     // The adjoint's preaccumulation weighs what the tape holds.
     let tangent = TangentConfig { cost_model: CostModel::Adjoint, ..config.tangent.clone() };
     report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &tangent)?;
+    let adjoint_config =
+        AdjointConfig { initialize_derivatives: config.initialize_derivatives, ..config.adjoint.clone() };
     report.adjoint =
-        adjoint_pass(call_graph, &mut temporaries, &originals, &report.type_change.formal_uses, &config.adjoint)?;
+        adjoint_pass(call_graph, &mut temporaries, &originals, &report.type_change.formal_uses, &adjoint_config)?;
     Ok(report)
 }

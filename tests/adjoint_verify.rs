@@ -281,3 +281,55 @@ fn file_order_restores_follow_the_stores() {
     }
     assert!(checked >= 10, "only {checked} routines with two or more checkpointed arguments");
 }
+
+/// `-D` in adjoint mode: the reverse sweep begins by zeroing the adjoint of every active local
+/// (they accumulate), and the result still verifies.
+#[test]
+fn initialize_derivatives_zeroes_active_locals_where_the_reverse_sweep_begins() {
+    use xaifbooster::ir::{ArgumentValue, CfgVertexKind, Routine, Statement};
+    for example in ["noDefaultInit_1", "noDefaultInit_argumentConversion_3", "noDefaultInit_cbSideEffects"] {
+        let dir = common::shared_dir().join("corpus").join(example);
+        let input = std::fs::read(dir.join("adm.in.xaif")).expect("input");
+        let mut cg = xaif::read(&input, example, &ReadOptions::default()).expect("reads").call_graph;
+        let config = Config {
+            initialize_derivatives: true,
+            adjoint: AdjointConfig { all_intents_inout: true, ..AdjointConfig::default() },
+            ..Config::default()
+        };
+        xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
+        let mut zeroed_somewhere = 0;
+        for (_, routine) in cg.routines.iter() {
+            let Routine::ReplacementList(list) = routine else { continue };
+            let adjoint = &list.replacements[2].graph;
+            let Some((entry, _)) = adjoint.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)) else {
+                continue;
+            };
+            let first = adjoint.edges.iter().find(|e| e.source == entry).expect("Entry leads somewhere").target;
+            let CfgVertexKind::BasicBlock(block) = &adjoint.vertices[first].kind else {
+                panic!("{example}: a block after the adjoint's Entry");
+            };
+            let zeroed: Vec<String> = block
+                .statements
+                .iter()
+                .map(|s| match s {
+                    Statement::InlinableSubroutineCall(c) if cg.name(c.subroutine_name) == "ZeroDeriv" => {
+                        match &c.arguments[0].value {
+                            ArgumentValue::Variable(r) => cg.symbol_name(r.base_symbol().expect("symbol")).to_owned(),
+                            ArgumentValue::Constant(_) => panic!("{example}: ZeroDeriv of a constant"),
+                        }
+                    }
+                    other => panic!("{example}: {other:?}"),
+                })
+                .collect();
+            zeroed_somewhere += zeroed.len();
+        }
+        assert!(zeroed_somewhere > 0 || example != "noDefaultInit_1", "{example}");
+        let original = read_program(&input, example).expect("lowers");
+        let transformed = read_program(&xaif::write(&cg, &WriteOptions::default()), example).expect("lowers");
+        for template in [Template::Joint, Template::Split] {
+            let report =
+                verify(&original, &transformed, &common::verify_config(&dir, &original, Mode::Adjoint, template));
+            assert!(matches!(report.status, Status::Ok), "{example} {template:?}: {}", report.final_line());
+        }
+    }
+}

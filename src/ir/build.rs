@@ -369,3 +369,24 @@ pub fn integer_constant(cg: &mut CallGraph, value: i64) -> Constant {
     let text = cg.names.intern(&value.to_string());
     Constant { id, annotation: Name::EMPTY, ty: ConstantType::Integer, fe_type: Name::EMPTY, value: text }
 }
+
+impl CallGraph {
+    /// The active local variables of a routine whose storage exists at entry: real variables of
+    /// its body scope that are not formals and have a declared shape.
+    pub fn active_locals(&self, cfg: &ControlFlowGraph) -> Vec<SymbolId> {
+        let formals: Vec<SymbolId> = cfg.arguments.iter().flatten().map(|a| a.symbol).collect();
+        self.scopes[cfg.body_scope]
+            .symbols
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let s = &self.symbols[id];
+                s.kind == SymbolKind::Variable
+                    && s.active
+                    && matches!(s.ty, SymbolType::Real | SymbolType::Complex)
+                    && !formals.contains(&id)
+                    && s.dimensions.len() == s.shape.rank()
+            })
+            .collect()
+    }
+}

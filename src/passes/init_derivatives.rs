@@ -18,21 +18,8 @@ pub fn initialize_derivatives(cg: &mut CallGraph) -> usize {
     let mut zeroed = 0;
     for routine in routines {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
-        let formals: Vec<SymbolId> = cfg.arguments.iter().flatten().map(|a| a.symbol).collect();
         let body_scope = cfg.body_scope;
-        let locals: Vec<SymbolId> = cg.scopes[body_scope]
-            .symbols
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let s = &cg.symbols[id];
-                s.kind == SymbolKind::Variable
-                    && s.active
-                    && matches!(s.ty, SymbolType::Real | SymbolType::Complex)
-                    && !formals.contains(&id)
-                    && s.dimensions.len() == s.shape.rank()
-            })
-            .collect();
+        let locals = cg.active_locals(cfg);
         let entries: Vec<PropagatorEntry> = locals
             .iter()
             .map(|&symbol| {

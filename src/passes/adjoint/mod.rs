@@ -39,6 +39,9 @@ pub struct AdjointConfig {
     pub checkpoint_constant_formals: bool,
     /// Restores in the order of the stores (`-f`), for a first-in-first-out checkpoint runtime.
     pub file_order_restore: bool,
+    /// Zero the adjoints of active locals where the reverse sweep begins (`-D`), for runtimes
+    /// without default initialization.
+    pub initialize_derivatives: bool,
 }
 
 /// Pushes the forward sweeps contain, counted in the code (not at run time).
@@ -154,6 +157,8 @@ fn reverse_routine(
         (FlowGraph::default(), FlowGraph::default(), true)
     };
 
+    let adjoint =
+        if config.initialize_derivatives && has_code { zero_locals_first(cg, &cfg, adjoint) } else { adjoint };
     let lists = checkpoint_lists(cg, &cfg, formal_uses.get(routine), config);
     let mut replacements = Vec::with_capacity(13);
     let mut add = |cg: &mut CallGraph, number: u32, graph: FlowGraph| {
@@ -193,6 +198,47 @@ fn reverse_routine(
         arguments,
         replacements: replacements.into_iter().map(|(_, r)| r).collect(),
     })
+}
+
+/// The adjoint graph with a block right after Entry that zeroes the adjoint of every active
+/// local (`-D`): they accumulate with `IncDeriv`/`Saxpy` and must start at zero.
+fn zero_locals_first(cg: &mut CallGraph, cfg: &ControlFlowGraph, mut graph: FlowGraph) -> FlowGraph {
+    let locals = cg.active_locals(cfg);
+    let statements: Vec<Statement> = locals
+        .into_iter()
+        .map(|symbol| {
+            let reference = crate::ir::build::whole_reference(cg, symbol, true);
+            crate::ir::build::inlinable_call(
+                cg,
+                "inline_zeroderiv",
+                "ZeroDeriv",
+                vec![ArgumentValue::Variable(reference)],
+            )
+        })
+        .collect();
+    let Some(entry) = graph.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)).map(|(id, _)| id)
+    else {
+        return graph;
+    };
+    let id = cg.names.intern("_adj_init");
+    let annotation = cg.names.intern("_bbp_");
+    let block = graph.vertices.alloc(CfgVertex {
+        id,
+        annotation,
+        kind: CfgVertexKind::BasicBlock(BasicBlock { scope: cfg.body_scope, statements }),
+    });
+    for edge in graph.edges.iter_mut().filter(|e| e.source == entry) {
+        edge.source = block;
+    }
+    let edge_id = cg.names.intern(&format!("{}", graph.edges.len() + 1));
+    graph.edges.push(CfgEdge {
+        id: edge_id,
+        annotation: Name::EMPTY,
+        source: entry,
+        target: block,
+        condition_value: None,
+    });
+    graph
 }
 
 fn count_control(regions: &[reversal::Region]) -> usize {
