@@ -242,8 +242,8 @@ struct TransformArgs {
     /// passive before TypeChange, which then converts at every call they take part in
     #[arg(short = 'p', value_name = "NAMES")]
     passive: Option<String>,
-    /// Pessimistic black boxes: external routines may overwrite what they can reach (adjoint
-    /// mode; not implemented: no effect)
+    /// Pessimistic black boxes: no effect, the transformations already assume an external
+    /// routine may change what it is passed
     #[arg(short = 'b')]
     pessimistic_black_boxes: bool,
     /// Zero the derivatives of active local variables at routine entry, in a block after Entry
@@ -307,15 +307,16 @@ struct ReverseSwitches {
     /// checkpoint runtime; the default reverse order suits OpenAD's stacks and our verifier)
     #[arg(short = 'f')]
     file_order: bool,
-    /// Ask about each variable violating the simple-loop restrictions (address arithmetic, not
-    /// implemented: no effect)
+    /// Ask about each variable violating the simple-loop restrictions (the original's address
+    /// arithmetic; ours decides from the loop nest: no effect)
     #[arg(short = 'u')]
     ask: bool,
-    /// Ignore all variables violating the simple-loop restrictions (address arithmetic, not
-    /// implemented: no effect)
+    /// Ignore all variables violating the simple-loop restrictions (the original's address
+    /// arithmetic; ours decides from the loop nest: no effect)
     #[arg(short = 'U')]
     ignore_violations: bool,
-    /// Top routine for the quasi-constant check (address arithmetic, not implemented: no effect)
+    /// Top routine for the quasi-constant check (the original's address arithmetic; ours pushes
+    /// quasi-constants once per loop nest: no effect)
     #[arg(short = 't', value_name = "NAME")]
     top_routine: Option<String>,
 }
@@ -571,7 +572,7 @@ impl TransformArgs {
         let reverse = &self.reverse;
         let adjoint = mode == Mode::Adjoint;
         let reversal_switches = [
-            (self.pessimistic_black_boxes, "-b (pessimistic black boxes)", false),
+            (self.pessimistic_black_boxes, "-b (pessimistic black boxes, already assumed)", false),
             (reverse.all_intents_inout, "-I (all argument intents inout)", true),
             (reverse.checkpoint_constant_formals, "-P (checkpoint formals only passed constants)", true),
             (reverse.file_order, "-f (restore checkpoints in file order)", true),
@@ -582,7 +583,7 @@ impl TransformArgs {
         for (_, switch, built) in reversal_switches.iter().filter(|(given, _, _)| *given) {
             match (adjoint, built) {
                 (true, true) => {}
-                (true, false) => notes.push(format!("{switch} is not implemented in the adjoint mode yet: no effect")),
+                (true, false) => notes.push(format!("{switch} has no effect in this engine (see the README)")),
                 (false, _) => notes.push(format!("{switch} matters only to the adjoint mode: no effect")),
             }
         }

@@ -246,9 +246,17 @@ fn the_adjoint_mode_takes_the_same_switches_and_acts_on_minus_capital_i_and_p() 
     assert_eq!(stderr(&result), "");
     assert!(fs::read_to_string(&out).expect("out").contains("reverse_subroutine_template"));
     assert!(fs::read_to_string(&log).expect("log").contains("METRIC adjoint: "));
-    for switches in
-        [vec!["-f"], vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-D"], vec!["-S"], vec!["-H"]]
-    {
+    // These act in adjoint mode: no note.
+    for switches in [vec!["-f"], vec!["-D"], vec!["-S"]] {
+        let result = xaifbooster()
+            .args(["adjoint", "-i", &example(), "-o", path(&out)])
+            .args(&switches)
+            .output()
+            .expect("binary runs");
+        assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
+        assert_eq!(stderr(&result), "", "{switches:?}");
+    }
+    for switches in [vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-H"]] {
         let result = xaifbooster()
             .args(["adjoint", "-i", &example(), "-o", path(&out)])
             .args(&switches)
