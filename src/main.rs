@@ -293,7 +293,7 @@ fn run_validate(args: &ValidateArgs) -> Result<Result<(), Reported>> {
 }
 
 /// Validates and reads the input of a transforming command; findings are printed.
-fn load(args: &TransformArgs) -> Result<Result<CallGraph, Reported>> {
+fn load(args: &TransformArgs, catalogue: &Catalogue) -> Result<Result<CallGraph, Reported>> {
     let input = std::fs::read(&args.input).with_context(|| format!("cannot read {}", args.input.display()))?;
     let file = args.input.display().to_string();
     // Inputs come from the front end: their call-site activity mismatches are for the
@@ -303,7 +303,7 @@ fn load(args: &TransformArgs) -> Result<Result<CallGraph, Reported>> {
     if findings.iter().any(|f| f.severity == Severity::Error) {
         return Ok(Err(Reported(1)));
     }
-    match xaif::read(&input, &file, &ReadOptions { strict: args.strict }) {
+    match xaif::read(&input, &file, &ReadOptions { strict: args.strict, catalogue }) {
         Ok(read) => Ok(Ok(read.call_graph)),
         Err(error) => {
             print_findings(&[error.diagnostic().clone()]);
@@ -338,10 +338,11 @@ fn catalogue(args: &TransformArgs) -> Result<Result<Catalogue, Reported>> {
 }
 
 fn run_identity(args: &TransformArgs) -> Result<Result<(), Reported>> {
-    if let Err(reported) = catalogue(args)? {
-        return Ok(Err(reported));
-    }
-    let mut call_graph = match load(args)? {
+    let catalogue = match catalogue(args)? {
+        Ok(catalogue) => catalogue,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut call_graph = match load(args, &catalogue)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
@@ -359,7 +360,7 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common)? {
+    let mut call_graph = match load(common, &catalogue)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };

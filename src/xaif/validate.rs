@@ -15,8 +15,9 @@ mod activity;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::check::MAX_NESTING;
 use super::diagnostic::{Diagnostic, Severity};
-use super::read::XAIF_NAMESPACE;
+use super::read::{ReadOptions, XAIF_NAMESPACE};
 
 #[derive(Clone, Debug)]
 pub struct ValidateOptions {
@@ -55,6 +56,8 @@ enum Checks {
 }
 
 fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
+    // Positions are counted after a byte-order mark, as the reader counts them.
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
     let text = match std::str::from_utf8(input) {
         Ok(text) => text,
         Err(e) => {
@@ -100,8 +103,24 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
         Checks::All => validator.document(options.activity),
         Checks::ActivityOnly => validator.activity(doc.root_element()),
     }
-    validator.findings.sort_by_key(|f| (f.line, f.column));
-    validator.findings
+    let mut findings = validator.findings;
+    if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
+        // The semantic checks run as the reader reads (`check.rs`); reading here too makes
+        // `validate` accept exactly what every mode reads. What both report (lenient
+        // findings) is reported once.
+        let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
+        let from_reader = match super::read::read(input, file, &read_options) {
+            Ok(output) => output.warnings,
+            Err(error) => error.findings().to_vec(),
+        };
+        for finding in from_reader {
+            if !findings.contains(&finding) {
+                findings.push(finding);
+            }
+        }
+    }
+    findings.sort_by_key(|f| (f.line, f.column));
+    findings
 }
 
 fn finding(severity: Severity, file: &str, line: usize, column: usize, element: &str, message: String) -> Diagnostic {
@@ -116,6 +135,10 @@ enum Value {
     Integer,
     NonNegative,
     Positive,
+    /// An argument position, kept in 32 bits.
+    Position,
+    /// A count, kept in 32 bits.
+    Count,
     OneOf(&'static [&'static str]),
 }
 
@@ -261,7 +284,7 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
         ],
         Content::Replacement => &[("placeholder", Text, true), ("structured", Boolean, false)],
         Content::ArgumentSymbolReference => &[
-            ("position", Positive, true),
+            ("position", Position, true),
             ("symbol_id", Text, true),
             ("scope_id", Positive, true),
             ("annotation", Text, false),
@@ -346,9 +369,9 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
             ("active", OneOf(ACTIVE_USE), false),
             ("lineNumber", NonNegative, false),
             // Required by the schema; older front ends omit it (checked separately).
-            ("formalArgCount", NonNegative, false),
+            ("formalArgCount", Count, false),
         ],
-        Content::CallArgument => &[("position", Positive, true), ("annotation", Text, false)],
+        Content::CallArgument => &[("position", Position, true), ("annotation", Text, false)],
         Content::Marker => &[("statement_id", Text, true), ("annotation", Text, false)],
         Content::InlinableSubroutineCall => &[("subroutine_name", Text, true), ("statement_id", Text, true)],
     }
@@ -551,7 +574,10 @@ impl<'a, 'input> Validator<'a, 'input> {
             self.error(root, "the root element must be CallGraph".into());
             return;
         }
-        self.structure(root, Content::CallGraph);
+        if !self.structure(root, Content::CallGraph, 1) {
+            // Too deep to check further (or to read).
+            return;
+        }
         let tables = self.tables(root);
         self.references(root, &tables);
         if activity {
@@ -561,7 +587,10 @@ impl<'a, 'input> Validator<'a, 'input> {
 
     // ------------------------------------------------------------------ structure
 
-    fn structure(&mut self, node: Node<'a, 'input>, content: Content) {
+    /// Checks an element at `depth` (the root is at 1) and what it holds; false when some
+    /// element nests deeper than [`MAX_NESTING`] (then what lies below it is not checked).
+    fn structure(&mut self, node: Node<'a, 'input>, content: Content, depth: usize) -> bool {
+        let mut shallow = true;
         self.check_attributes(node, content);
         let mut required = required_children(content).iter().peekable();
         let mut seen_sections = 0usize;
@@ -611,7 +640,12 @@ impl<'a, 'input> Validator<'a, 'input> {
             while required.peek().is_some_and(|r| **r == name) {
                 required.next();
             }
-            self.structure(child, child_type);
+            if depth + 1 > MAX_NESTING {
+                self.error(child, format!("elements nest deeper than {MAX_NESTING} levels"));
+                shallow = false;
+                continue;
+            }
+            shallow &= self.structure(child, child_type, depth + 1);
         }
         let present: FxHashSet<&str> =
             node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
@@ -624,6 +658,7 @@ impl<'a, 'input> Validator<'a, 'input> {
             let inferred = if self.strict { "" } else { " (inferred)" };
             self.lenient(node, format!("missing required attribute 'formalArgCount'{inferred}"));
         }
+        shallow
     }
 
     fn check_attributes(&mut self, node: Node, content: Content) {
@@ -909,6 +944,8 @@ fn bad_value(value: Value, text: &str) -> Option<String> {
         Value::Integer => text.trim().parse::<i64>().is_ok(),
         Value::NonNegative => text.trim().parse::<u64>().is_ok(),
         Value::Positive => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+        Value::Position => text.trim().parse::<u32>().is_ok_and(|n| n > 0),
+        Value::Count => text.trim().parse::<u32>().is_ok(),
         Value::OneOf(allowed) => allowed.contains(&text),
     };
     if ok {
@@ -920,6 +957,11 @@ fn bad_value(value: Value, text: &str) -> Option<String> {
         Value::Integer => "an integer".into(),
         Value::NonNegative => "a non-negative integer".into(),
         Value::Positive => "a positive integer".into(),
+        // Numbers too large for the IR's 32 bits are told apart from those of the wrong sign.
+        Value::Position if text.trim().parse::<u64>().is_ok_and(|n| n > 0) => "a positive integer below 2^32".into(),
+        Value::Position => "a positive integer".into(),
+        Value::Count if text.trim().parse::<u64>().is_ok() => "a non-negative integer below 2^32".into(),
+        Value::Count => "a non-negative integer".into(),
         Value::OneOf(allowed) => format!("one of {}", allowed.join(", ")),
     })
 }
