@@ -123,6 +123,9 @@ struct DriverArgs {
     /// Reversal template for adjoint files
     #[arg(long, value_parser = ["joint", "split"], default_value = "joint")]
     template: String,
+    /// The most memory variables and tapes of one run may take: bytes, or with a unit K, M, G, T
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = xaifbooster::interp::memory::parse_memory_size)]
+    max_memory: usize,
 }
 
 impl DriverArgs {
@@ -139,6 +142,7 @@ impl DriverArgs {
             n: self.n,
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },
+            max_memory: self.max_memory,
             ..DriverConfig::default()
         }
     }
@@ -465,19 +469,27 @@ fn emit(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     result.with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// Reads and lowers a program for `run` and `verify`; prints what the reader found.
 fn load_program(path: &Path) -> Result<Result<xaifbooster::interp::Program, String>> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(xaifbooster::interp::verify::read_program(&bytes, &path.display().to_string()))
+    let file = path.display().to_string();
+    Ok(match xaifbooster::interp::verify::load_program(&bytes, &file) {
+        Ok((program, warnings)) => {
+            print_findings(&warnings);
+            Ok(program)
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            Err(format!("unreadable: {}", error.diagnostic()))
+        }
+    })
 }
 
 fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
     use xaifbooster::interp::verify::{Driver, Sweep};
     let program = match load_program(&args.file)? {
         Ok(p) => p,
-        Err(why) => {
-            eprintln!("xaifbooster: {why}");
-            return Ok(Err(Reported(1)));
-        }
+        Err(_) => return Ok(Err(Reported(1))),
     };
     let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
         let x = driver.default_x();

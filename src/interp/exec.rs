@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::ExecError;
 use super::lower::{Arg, Body, Graph, Node, Program, Ref, Stmt, Storage};
-use super::memory::{Binding, Dim, Memory, Tape, Value};
+use super::memory::{Binding, Dim, Memory, Tape, Value, element_count};
 
 /// The flags of the original runtime's `our_rev_mode`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -48,11 +48,21 @@ pub struct ExecConfig {
     pub template: Template,
     /// Executed statements and control flow steps before giving up (endless loops).
     pub step_limit: u64,
+    /// The most bytes variables and tapes may take.
+    pub max_memory: usize,
+    /// The most stack nested calls may take (the executor recurses for a call): deep
+    /// recursion is an error well before the thread's stack runs out.
+    pub stack_budget: usize,
 }
 
 impl Default for ExecConfig {
     fn default() -> Self {
-        ExecConfig { template: Template::Joint, step_limit: 200_000_000 }
+        ExecConfig {
+            template: Template::Joint,
+            step_limit: 200_000_000,
+            max_memory: super::memory::DEFAULT_MAX_MEMORY,
+            stack_budget: 2 << 20,
+        }
     }
 }
 
@@ -113,21 +123,35 @@ pub struct Machine<'p> {
     pub config: ExecConfig,
     /// Statements and control flow steps executed so far.
     pub steps: u64,
+    /// Where execution is (or stopped): the innermost control flow vertex and statement.
+    pub(crate) spot: Option<Spot<'p>>,
+    /// The stack address at the outermost call, to measure how deep calls go.
+    stack_base: Option<usize>,
+}
+
+/// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
+#[derive(Copy, Clone)]
+pub(crate) struct Spot<'p> {
+    pub routine: usize,
+    pub graph: &'p Graph,
+    pub node: usize,
+    pub statement: Option<usize>,
 }
 
 impl<'p> Machine<'p> {
     /// A fresh machine: every global variable allocated and zero.
-    pub fn new(prog: &'p Program, config: ExecConfig) -> Machine<'p> {
-        let mut mem = Memory::default();
+    /// Fails when the global variables do not fit in memory.
+    pub fn new(prog: &'p Program, config: ExecConfig) -> Result<Machine<'p>, ExecError> {
+        let mut mem = Memory::with_limit(config.max_memory);
         let mut globals = vec![None; prog.global_slots as usize];
         for sym in &prog.syms {
             if let Storage::Global { slot } = sym.storage
                 && let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value())
             {
-                globals[slot as usize] = Some(allocate(&mut mem, bounds, init));
+                globals[slot as usize] = Some(allocate(&mut mem, bounds, init, 0, &sym.name)?);
             }
         }
-        Machine {
+        Ok(Machine {
             prog,
             mem,
             globals,
@@ -137,12 +161,39 @@ impl<'p> Machine<'p> {
             mode: RevMode::PLAIN,
             config,
             steps: 0,
-        }
+            spot: None,
+            stack_base: None,
+        })
     }
 
     /// Allocates a variable for the caller of a top routine (a driver's own variable).
-    pub fn alloc_driver(&mut self, bounds: &[(i64, i64)], init: Value) -> Binding {
-        allocate(&mut self.mem, bounds, init)
+    pub fn alloc_driver(&mut self, bounds: &[(i64, i64)], init: Value, name: &str) -> Result<Binding, ExecError> {
+        let tapes = self.tape_bytes();
+        allocate(&mut self.mem, bounds, init, tapes, name)
+    }
+
+    /// What the tapes and checkpoint stacks hold, in bytes.
+    pub(crate) fn tape_bytes(&self) -> usize {
+        self.checkpoints.values().fold(self.tape.bytes(), |sum, tape| sum.saturating_add(tape.bytes()))
+    }
+
+    /// Fails when the tapes have grown past the memory limit.
+    pub(crate) fn check_memory(&self) -> Result<(), ExecError> {
+        self.mem.check(self.tape_bytes())
+    }
+
+    /// Where execution stopped, for messages: `routine head, vertex '2', statement 's1'`.
+    pub fn location(&self) -> Option<String> {
+        let spot = self.spot?;
+        let mut text = format!("routine {}", self.prog.routines[spot.routine].name);
+        if let Some(vertex) = spot.graph.vertex_ids.get(spot.node) {
+            text.push_str(&format!(", vertex '{vertex}'"));
+        }
+        let statement = spot.statement.and_then(|k| spot.graph.statement_ids.get(spot.node)?.get(k));
+        if let Some(statement) = statement.filter(|id| !id.is_empty()) {
+            text.push_str(&format!(", statement '{statement}'"));
+        }
+        Some(text)
     }
 
     /// The routine whose symbol is named `name`.
@@ -262,6 +313,18 @@ impl<'p> Machine<'p> {
         if self.frames.len() > 10_000 {
             return Err(ExecError::Runtime("call depth exceeds 10000".into()));
         }
+        // Each nested call takes the executor some stack: measure it from the outermost one.
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        if self.frames.is_empty() {
+            self.stack_base = Some(here);
+        } else if self.stack_base.is_some_and(|base| here.abs_diff(base) > self.config.stack_budget) {
+            return Err(ExecError::Runtime(format!(
+                "recursion too deep: {} nested calls exceed the executor's stack budget of {}",
+                self.frames.len(),
+                super::memory::format_bytes(self.config.stack_budget)
+            )));
+        }
         let mark = self.mem.top();
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
         for &(position, formal) in &code.formals {
@@ -291,7 +354,14 @@ impl<'p> Machine<'p> {
                 continue;
             }
             if let (Some(bounds), Some(init)) = (&info.bounds, info.initial_value()) {
-                slots[slot as usize] = Some(allocate(&mut self.mem, bounds, init));
+                let tapes = self.tape_bytes();
+                match allocate(&mut self.mem, bounds, init, tapes, &info.name) {
+                    Ok(binding) => slots[slot as usize] = Some(binding),
+                    Err(e) => {
+                        self.mem.release(mark);
+                        return Err(e);
+                    }
+                }
             }
         }
         self.frames.push(Frame { routine, slots });
@@ -353,7 +423,9 @@ impl<'p> Machine<'p> {
     pub(crate) fn run_graph(&mut self, g: &'p Graph) -> Result<(), ExecError> {
         let mut at = g.entry as usize;
         let mut from_end_loop = false;
+        let routine = self.current_routine();
         loop {
+            self.spot = Some(Spot { routine, graph: g, node: at, statement: None });
             self.tick()?;
             let node = &g.nodes[at];
             let back_edge = std::mem::take(&mut from_end_loop);
@@ -361,7 +433,8 @@ impl<'p> Machine<'p> {
                 Node::Entry { next } | Node::Jump { next } => *next as usize,
                 Node::Exit => return Ok(()),
                 Node::Block { stmts, next } => {
-                    for stmt in stmts {
+                    for (k, stmt) in stmts.iter().enumerate() {
+                        self.spot = Some(Spot { routine, graph: g, node: at, statement: Some(k) });
                         self.exec(stmt)?;
                     }
                     *next as usize
@@ -422,7 +495,10 @@ impl<'p> Machine<'p> {
                 for (position, arg) in &call.args {
                     let binding = match arg {
                         Arg::Ref(r) => self.place(r)?.binding(),
-                        Arg::Const(v) => Binding::scalar(self.mem.alloc(1, v.clone())),
+                        Arg::Const(v) => {
+                            let tapes = self.tape_bytes();
+                            Binding::scalar(self.mem.alloc(1, v.clone(), tapes)?)
+                        }
                     };
                     actuals.push((*position, binding));
                 }
@@ -545,13 +621,21 @@ fn first_whole_array<'e>(prog: &Program, expr: &'e super::lower::Expr) -> Option
     }
 }
 
-pub(crate) fn allocate(mem: &mut Memory, bounds: &[(i64, i64)], init: Value) -> Binding {
-    if bounds.is_empty() {
-        return Binding::scalar(mem.alloc(1, init));
-    }
-    let n: i64 = bounds.iter().map(|(l, u)| (u - l + 1).max(0)).product();
-    let base = mem.alloc(n as usize, init);
-    Binding::contiguous(base, bounds)
+/// Storage for the variable `name` with these bounds (none: a scalar), within the memory
+/// limit (`tape_bytes` being taken already).
+pub(crate) fn allocate(
+    mem: &mut Memory,
+    bounds: &[(i64, i64)],
+    init: Value,
+    tape_bytes: usize,
+    name: &str,
+) -> Result<Binding, ExecError> {
+    let n = element_count(bounds).map_err(|why| ExecError::Runtime(format!("array {name}: {why}")))?;
+    let base = mem.alloc(n, init, tape_bytes).map_err(|e| match e {
+        ExecError::Runtime(why) => ExecError::Runtime(format!("array {name}: {why}")),
+        other => other,
+    })?;
+    Ok(if bounds.is_empty() { Binding::scalar(base) } else { Binding::contiguous(base, bounds) })
 }
 
 /// Binds a formal to an actual: scalars to the actual's slot, explicit-shape arrays by
@@ -562,7 +646,17 @@ fn associate(actual: &Binding, rank: usize, bounds: Option<&[(i64, i64)]>, name:
         return Ok(Binding::scalar(actual.base));
     }
     match bounds {
-        Some(bounds) if actual.is_contiguous() => Ok(Binding::contiguous(actual.base, bounds)),
+        Some(bounds) if actual.is_contiguous() => {
+            // Sequence association: the dummy may not be larger than the actual.
+            let count = element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))?;
+            if count > actual.len().max(1) {
+                return Err(ExecError::Runtime(format!(
+                    "argument {name} is declared with {count} elements, the actual argument has {}",
+                    actual.len()
+                )));
+            }
+            Ok(Binding::contiguous(actual.base, bounds))
+        }
         Some(bounds) if actual.dims.len() == bounds.len() => {
             let dims: Vec<Dim> = actual.dims.iter().zip(bounds).map(|(d, &(lower, _))| Dim { lower, ..*d }).collect();
             Ok(Binding { base: actual.base, dims: dims.into() })

@@ -87,6 +87,9 @@ pub enum Body {
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub entry: u32,
+    /// The XML id of each node's vertex, and of each statement of a block node, for messages.
+    pub vertex_ids: Vec<String>,
+    pub statement_ids: Vec<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -343,7 +346,19 @@ impl Lowerer<'_> {
         }
         let mut entry = None;
         let mut nodes = Vec::with_capacity(fg.vertices.len());
+        let mut vertex_ids = Vec::with_capacity(fg.vertices.len());
+        let mut statement_ids = Vec::with_capacity(fg.vertices.len());
         for (id, vertex) in fg.vertices.iter() {
+            vertex_ids.push(self.cg.name(vertex.id).to_owned());
+            statement_ids.push(match &vertex.kind {
+                CfgVertexKind::BasicBlock(bb) => bb
+                    .statements
+                    .iter()
+                    .filter(|s| !matches!(s, Statement::Marker(_)))
+                    .map(|s| s.id().map_or_else(String::new, |id| self.cg.name(id).to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            });
             let out = &outs[raw(id)];
             let vid = self.cg.name(vertex.id);
             let single = |what: &str| match out.first() {
@@ -399,9 +414,39 @@ impl Lowerer<'_> {
             };
             nodes.push(node.unwrap_or_else(Node::Bad));
         }
+        // From a vertex no path leads from to Exit, execution never ends: stop on arrival
+        // rather than at the step limit.
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); fg.vertices.len()];
+        for edge in &fg.edges {
+            preds[raw(edge.target)].push(raw(edge.source));
+        }
+        let mut reaches_exit = vec![false; fg.vertices.len()];
+        let mut stack: Vec<usize> =
+            fg.vertices.iter().filter(|(_, v)| matches!(v.kind, CfgVertexKind::Exit)).map(|(id, _)| raw(id)).collect();
+        for &v in &stack {
+            reaches_exit[v] = true;
+        }
+        while let Some(v) = stack.pop() {
+            for &p in &preds[v] {
+                if !reaches_exit[p] {
+                    reaches_exit[p] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        for (k, node) in nodes.iter_mut().enumerate() {
+            if !reaches_exit[k] {
+                *node = Node::Bad("endless loop: no path leads from this vertex to Exit".into());
+            }
+        }
         match entry {
-            Some(entry) => Graph { nodes, entry },
-            None => Graph { nodes: vec![Node::Bad("control flow graph without Entry".into())], entry: 0 },
+            Some(entry) => Graph { nodes, entry, vertex_ids, statement_ids },
+            None => Graph {
+                nodes: vec![Node::Bad("control flow graph without Entry".into())],
+                entry: 0,
+                vertex_ids: Vec::new(),
+                statement_ids: Vec::new(),
+            },
         }
     }
 

@@ -90,7 +90,10 @@ impl Machine<'_> {
     fn arg_place(&mut self, call: &Inline, i: usize) -> Result<Place, ExecError> {
         match call.args.get(i) {
             Some(Arg::Ref(r)) => self.shaping_place(r),
-            Some(Arg::Const(v)) => Ok(Place::Scalar(self.mem.alloc(1, v.clone()))),
+            Some(Arg::Const(v)) => {
+                let tapes = self.tape_bytes();
+                Ok(Place::Scalar(self.mem.alloc(1, v.clone(), tapes)?))
+            }
             None => Err(ExecError::Runtime(format!("runtime call {} lacks argument {}", call.name, i + 1))),
         }
     }
@@ -103,8 +106,12 @@ impl Machine<'_> {
             return self.inline_call_inner(call, name);
         }
         let mark = self.mem.top();
-        let result = self.inline_call_inner(call, name);
+        let mut result = self.inline_call_inner(call, name);
         self.mem.release(mark);
+        // The tapes grow only here: keep them within the memory limit.
+        if result.is_ok() && (name.contains("push") || name.starts_with("cp_")) {
+            result = self.check_memory();
+        }
         result
     }
 
@@ -324,7 +331,8 @@ impl Machine<'_> {
         let super::lower::Storage::Local { routine, slot } = info.storage else {
             return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
         };
-        let binding = super::exec::allocate(&mut self.mem, bounds, init);
+        let tapes = self.tape_bytes();
+        let binding = super::exec::allocate(&mut self.mem, bounds, init, tapes, &info.name)?;
         let frame = self
             .frames
             .iter_mut()

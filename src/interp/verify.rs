@@ -46,6 +46,8 @@ pub struct DriverConfig {
     pub m: Option<usize>,
     pub template: Template,
     pub step_limit: u64,
+    /// The most bytes variables and tapes may take in one run.
+    pub max_memory: usize,
 }
 
 impl Default for DriverConfig {
@@ -62,6 +64,7 @@ impl Default for DriverConfig {
             m: None,
             template: Template::Joint,
             step_limit: ExecConfig::default().step_limit,
+            max_memory: ExecConfig::default().max_memory,
         }
     }
 }
@@ -204,8 +207,14 @@ fn find_global(prog: &Program, name: &str) -> Result<u32, ExecError> {
     }
 }
 
-fn bounds_len(bounds: &[(i64, i64)]) -> usize {
-    bounds.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product()
+fn bounds_len(bounds: &[(i64, i64)], name: &str) -> Result<usize, ExecError> {
+    super::memory::element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))
+}
+
+/// The slots of a variable's elements in column-major order (a scalar's one slot).
+fn element_slots(binding: &Binding) -> impl Iterator<Item = usize> + '_ {
+    let count = if binding.is_array() { binding.len() } else { 1 };
+    (0..count).map(|k| binding.element(k))
 }
 
 impl<'p> Driver<'p> {
@@ -283,10 +292,16 @@ impl<'p> Driver<'p> {
                 )));
             }
             if is_in {
-                n += bounds_len(&bounds);
+                n += bounds_len(&bounds, &info.name)?;
             }
             if is_out {
-                m += bounds_len(&bounds);
+                m += bounds_len(&bounds, &info.name)?;
+            }
+            if formals.iter().any(|(p, _, _)| *p == position) {
+                return Err(ExecError::Unsupported(format!(
+                    "{} has two arguments at position {position}",
+                    routine.name
+                )));
             }
             formals.push((position, bounds, init));
         }
@@ -311,7 +326,7 @@ impl<'p> Driver<'p> {
                 let Some(bounds) = &info.bounds else {
                     return Err(ExecError::Unsupported(format!("{what} global {} has no declared shape", info.name)));
                 };
-                *total += bounds_len(bounds);
+                *total += bounds_len(bounds, &info.name)?;
                 found.push(sym);
             }
             Ok(found)
@@ -338,17 +353,40 @@ impl<'p> Driver<'p> {
         if x.len() != self.n {
             return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
         }
-        let mut machine =
-            Machine::new(self.prog, ExecConfig { template: self.config.template, step_limit: self.config.step_limit });
+        let config = ExecConfig {
+            template: self.config.template,
+            step_limit: self.config.step_limit,
+            max_memory: self.config.max_memory,
+            ..ExecConfig::default()
+        };
+        let mut machine = Machine::new(self.prog, config)?;
+        let result = self.drive(&mut machine, x, sweep);
+        // A failure says where execution stopped.
+        result.map_err(|e| match machine.location() {
+            Some(at) => match e {
+                ExecError::Unsupported(why) => ExecError::Unsupported(format!("{why} (at {at})")),
+                ExecError::Runtime(why) => ExecError::Runtime(format!("{why} (at {at})")),
+            },
+            None => e,
+        })
+    }
+
+    fn drive(&self, machine: &mut Machine<'p>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
         let mut actuals: Vec<(u32, Binding)> = Vec::new();
+        let entry = &self.prog.routines[self.entry];
         for (position, bounds, init) in &self.formals {
-            actuals.push((*position, machine.alloc_driver(bounds, init.clone())));
+            let name = entry
+                .formals
+                .iter()
+                .find(|(p, _)| p == position)
+                .map_or("", |&(_, sym)| self.prog.syms[sym.into_raw().into_u32() as usize].name.as_str());
+            actuals.push((*position, machine.alloc_driver(bounds, init.clone(), name)?));
         }
         let slots = |positions: &[u32]| -> Vec<usize> {
             let mut out = Vec::new();
             for p in positions {
                 if let Some((_, b)) = actuals.iter().find(|(q, _)| q == p) {
-                    out.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                    out.extend(element_slots(b));
                 }
             }
             out
@@ -357,7 +395,7 @@ impl<'p> Driver<'p> {
         for (list, syms) in [(&mut xs, &self.input_globals), (&mut ys, &self.output_globals)] {
             for &sym in syms {
                 let b = machine.binding(sym)?;
-                list.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                list.extend(element_slots(b));
             }
         }
         for (&slot, &v) in xs.iter().zip(x) {
@@ -825,10 +863,17 @@ pub fn dot_product_test(tangent: &Program, adjoint: &Program, config: &VerifyCon
 
 /// Reads and lowers an XAIF document; the error is an `unreadable: …` reason.
 pub fn read_program(bytes: &[u8], file: &str) -> Result<Program, String> {
-    match crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default()) {
-        Ok(out) => Ok(super::lower::lower(&out.call_graph)),
-        Err(e) => Err(format!("unreadable: {}", e.diagnostic())),
-    }
+    load_program(bytes, file).map(|(program, _)| program).map_err(|e| format!("unreadable: {}", e.diagnostic()))
+}
+
+/// Reads and lowers an XAIF document, with the reader's warnings; the error has every
+/// finding, located.
+pub fn load_program(
+    bytes: &[u8],
+    file: &str,
+) -> Result<(Program, Vec<crate::xaif::Diagnostic>), crate::xaif::ReadError> {
+    let out = crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default())?;
+    Ok((super::lower::lower(&out.call_graph), out.warnings))
 }
 
 #[cfg(test)]

@@ -31,6 +31,32 @@ pub const MAX_NESTING: usize = 512;
 /// expressions recursively.
 pub const MAX_EXPRESSION_DEPTH: u32 = 10_000;
 
+/// The most vertices an expression may have unfolded into a tree (an operand shared by two
+/// operations counted twice, a reference with its subscripts). The executor and the
+/// linearization's copies unfold expressions; a few shared operands, each the operand of the
+/// next, would otherwise unfold into billions.
+pub const MAX_EXPRESSION_SIZE: u64 = 1_000_000;
+
+/// How far an expression (or one vertex with its subscripts) reaches: its evaluation depth
+/// and its size unfolded.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Extent {
+    pub depth: u32,
+    pub size: u64,
+}
+
+impl Extent {
+    /// One vertex holding what `nested` measures (its subscripts, a call's arguments).
+    pub fn vertex(nested: Extent) -> Extent {
+        Extent { depth: nested.depth.saturating_add(1), size: nested.size.saturating_add(1) }
+    }
+
+    /// Several parts side by side: the deepest, and the sizes added.
+    pub fn beside(self, other: Extent) -> Extent {
+        Extent { depth: self.depth.max(other.depth), size: self.size.saturating_add(other.size) }
+    }
+}
+
 /// One finding, located by byte offset.
 #[derive(Debug)]
 pub(super) struct Problem {
@@ -59,8 +85,8 @@ pub(super) struct ExpressionSite<'s> {
     pub vertices: &'s [(usize, &'s str)],
     /// Offset of each edge, in the order of [`Expression::edges`].
     pub edges: &'s [usize],
-    /// How deep each vertex is by itself: 1, or for a reference 1 + its deepest subscript.
-    pub weights: &'s [u32],
+    /// Each vertex by itself: 1 deep and big, a reference with its subscripts more.
+    pub weights: &'s [Extent],
 }
 
 /// Scratch space for [`Scratch::expression`], kept between expressions: most are tiny and
@@ -75,12 +101,13 @@ pub(super) struct Scratch {
     users: Vec<usize>,
     pending: Vec<usize>,
     depth: Vec<u32>,
+    size: Vec<u64>,
     ready: Vec<usize>,
 }
 
 impl Scratch {
-    /// Checks one expression graph; returns its evaluation depth (the depth of its deepest
-    /// vertex).
+    /// Checks one expression graph; returns how far it reaches (its deepest and its largest
+    /// vertex's).
     pub fn expression(
         &mut self,
         e: &Expression,
@@ -88,14 +115,14 @@ impl Scratch {
         names: &Names,
         catalogue: &Catalogue,
         out: &mut Vec<Problem>,
-    ) -> u32 {
+    ) -> Extent {
         let n = e.vertices.len();
         let id = |v: usize| names.get(e.vertices[ExprVertexId::from_raw((v as u32).into())].id());
         if n == 0 {
             out.push(Problem::error(site.offset, site.container, "the expression has no vertices".into()));
-            return 0;
+            return Extent::default();
         }
-        let Scratch { start, operands, user_start, users, pending, depth, ready } = self;
+        let Scratch { start, operands, user_start, users, pending, depth, size, ready } = self;
         counting_sort(n, e.edges.iter().map(|edge| raw(edge.target)), start, operands);
         counting_sort(n, e.edges.iter().map(|edge| raw(edge.source)), user_start, users);
         for v in 0..n {
@@ -153,16 +180,21 @@ impl Scratch {
         pending.extend((0..n).map(|v| start[v + 1] - start[v]));
         depth.clear();
         depth.resize(n, 0);
+        size.clear();
+        size.resize(n, 0);
         ready.clear();
         ready.extend((0..n).filter(|&v| pending[v] == 0));
         let mut done = 0;
         while let Some(v) = ready.pop() {
             done += 1;
-            let own = depth[v].saturating_add(site.weights[v]);
+            let own = depth[v].saturating_add(site.weights[v].depth);
             depth[v] = own;
+            let unfolded = size[v].saturating_add(site.weights[v].size);
+            size[v] = unfolded;
             for &k in &users[user_start[v]..user_start[v + 1]] {
                 let user = raw(e.edges[k].target);
                 depth[user] = depth[user].max(own);
+                size[user] = size[user].saturating_add(unfolded);
                 pending[user] -= 1;
                 if pending[user] == 0 {
                     ready.push(user);
@@ -202,14 +234,24 @@ impl Scratch {
             }
             _ => {}
         }
-        let value = depth.iter().copied().max().unwrap_or(0);
-        // A too deep expression is reported once, at the innermost one.
-        let nested = site.weights.iter().copied().max().unwrap_or(0).saturating_sub(1);
-        if value > MAX_EXPRESSION_DEPTH && nested <= MAX_EXPRESSION_DEPTH {
-            let message = format!("the expression nests {value} operations deep, more than {MAX_EXPRESSION_DEPTH}");
+        let reach =
+            Extent { depth: depth.iter().copied().max().unwrap_or(0), size: size.iter().copied().max().unwrap_or(0) };
+        // A too deep or too large expression is reported once, at the innermost one.
+        let inner_depth = site.weights.iter().map(|w| w.depth).max().unwrap_or(0).saturating_sub(1);
+        let inner_size = site.weights.iter().map(|w| w.size).max().unwrap_or(0).saturating_sub(1);
+        if reach.depth > MAX_EXPRESSION_DEPTH && inner_depth <= MAX_EXPRESSION_DEPTH {
+            let message =
+                format!("the expression nests {} operations deep, more than {MAX_EXPRESSION_DEPTH}", reach.depth);
             out.push(Problem::error(site.offset, site.container, message));
         }
-        value
+        if reach.size > MAX_EXPRESSION_SIZE && inner_size <= MAX_EXPRESSION_SIZE {
+            let message = format!(
+                "the expression unfolds to {} vertices (an operand counted once per use), more than {MAX_EXPRESSION_SIZE}",
+                reach.size
+            );
+            out.push(Problem::error(site.offset, site.container, message));
+        }
+        reach
     }
 }
 

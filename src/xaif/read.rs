@@ -12,7 +12,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::check::{self, ExpressionSite, FlowSite, MAX_NESTING, Problem};
+use super::check::{self, ExpressionSite, Extent, FlowSite, MAX_NESTING, Problem};
 use super::diagnostic::{Diagnostic, LineIndex, Severity, line_column};
 use super::intrinsics::Catalogue;
 use crate::ir::*;
@@ -701,6 +701,18 @@ impl<'a> Lower<'a> {
                 self.cg.do_sets = vec![StmtIdSet { key: 0, statements: Vec::new() }];
                 self.do_keys.insert(0, DoSetId(0));
                 seen[3] = true;
+            }
+            if !matches!(
+                child.name,
+                "ScopeHierarchy"
+                    | "AliasSetMap"
+                    | "DUUDSetMap"
+                    | "DOSetMap"
+                    | "ControlFlowGraph"
+                    | "ReplacementList"
+                    | "CallGraphEdge"
+            ) {
+                return Err(self.unexpected(&child, "CallGraph"));
             }
             let section = SECTIONS.iter().position(|s| *s == child.name);
             if let Some(i) = section {
@@ -1712,22 +1724,22 @@ impl<'a> Lower<'a> {
         self.expression_with_depth(elem).map(|(expression, _)| expression)
     }
 
-    /// An expression and how deep it evaluates (see [`check::MAX_EXPRESSION_DEPTH`]).
-    fn expression_with_depth(&mut self, elem: Elem<'a>) -> Result<(Expression, u32)> {
+    /// An expression and how far it reaches (see [`check::MAX_EXPRESSION_DEPTH`]).
+    fn expression_with_depth(&mut self, elem: Elem<'a>) -> Result<(Expression, Extent)> {
         let [] = self.attrs(&elem, [])?;
         let mut expression = Expression::default();
         let mut pending = Vec::new();
         let mut vertex_ids = IdIndex::default();
         // Where each vertex stood and how deep it is by itself, for the checks.
         let mut sites: Vec<(usize, &'a str)> = Vec::new();
-        let mut weights: Vec<u32> = Vec::new();
+        let mut weights: Vec<Extent> = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let (offset, element) = (child.offset, child.name);
-            let mut weight = 1;
+            let mut weight = Extent::vertex(Extent::default());
             let vertex = match child.name {
                 "VariableReference" => {
-                    let (reference, _, depth) = self.reference(child)?;
-                    weight += depth;
+                    let (reference, _, nested) = self.reference(child)?;
+                    weight = Extent::vertex(nested);
                     ExprVertex::Variable(reference)
                 }
                 "Constant" => ExprVertex::Constant(self.constant(child)?),
@@ -1784,14 +1796,16 @@ impl<'a> Lower<'a> {
                     let id = self.vertex_id(&id);
                     let annotation = self.intern(&annotation);
                     let mut arguments = Vec::new();
+                    let mut nested = Extent::default();
                     while let Some(arg) = self.children(&child)? {
                         if arg.name != "Argument" {
                             return Err(self.unexpected(&arg, "FunctionCall"));
                         }
-                        let (reference, _, depth) = self.reference(arg)?;
-                        weight = weight.max(depth.saturating_add(1));
+                        let (reference, _, reach) = self.reference(arg)?;
+                        nested = nested.beside(reach);
                         arguments.push(reference);
                     }
+                    weight = Extent::vertex(nested);
                     ExprVertex::FunctionCall(FunctionCall { id, annotation, symbol, arguments })
                 }
                 "ExpressionEdge" => {
@@ -1859,8 +1873,8 @@ impl<'a> Lower<'a> {
             edges: &edge_offsets,
             weights: &weights,
         };
-        let depth = self.scratch.expression(&expression, &site, &self.cg.names, self.catalogue, &mut self.problems);
-        Ok((expression, depth))
+        let reach = self.scratch.expression(&expression, &site, &self.cg.names, self.catalogue, &mut self.problems);
+        Ok((expression, reach))
     }
 
     fn vertex_id(&mut self, value: &Option<Cow<'a, str>>) -> Name {
@@ -1913,9 +1927,9 @@ impl<'a> Lower<'a> {
         self.reference(elem).map(|(reference, live, _)| (reference, live))
     }
 
-    /// A variable reference, its `live` attribute, and how deep its subscripts evaluate (0
+    /// A variable reference, its `live` attribute, and how far its subscripts reach (nothing
     /// without subscripts).
-    fn reference(&mut self, elem: Elem<'a>) -> Result<(VariableReference, bool, u32)> {
+    fn reference(&mut self, elem: Elem<'a>) -> Result<(VariableReference, bool, Extent)> {
         let [id, annotation, active, alias, du_ud, deriv, constant, live] =
             self.attrs(&elem, ["vertex_id", "annotation", "active", "alias", "du_ud", "deriv", "constant", "live"])?;
         if live.is_some() && elem.name != "AssignmentLHS" {
@@ -1935,7 +1949,7 @@ impl<'a> Lower<'a> {
         };
         let mut pending = Vec::new();
         let mut vertex_ids = IdIndex::default();
-        let mut depth = 0u32;
+        let mut reach = Extent::default();
         while let Some(child) = self.children(&elem)? {
             let vertex = match child.name {
                 "SymbolReference" if pending.is_empty() => {
@@ -1972,16 +1986,16 @@ impl<'a> Lower<'a> {
                         if triplet.name == "Index" {
                             // Older front ends wrote plain indices without the triplet.
                             self.lenient(triplet.offset, triplet.name, "Index outside an IndexTriplet".into())?;
-                            let (index, index_depth) = self.expression_with_depth(triplet)?;
-                            depth = depth.max(index_depth);
+                            let (index, index_reach) = self.expression_with_depth(triplet)?;
+                            reach = reach.beside(index_reach);
                             indices.push(IndexTriplet { index: Some(index), ..IndexTriplet::default() });
                             continue;
                         }
                         if triplet.name != "IndexTriplet" {
                             return Err(self.unexpected(&triplet, "ArrayElementReference"));
                         }
-                        let (triplet, triplet_depth) = self.index_triplet(triplet)?;
-                        depth = depth.max(triplet_depth);
+                        let (triplet, triplet_reach) = self.index_triplet(triplet)?;
+                        reach = reach.beside(triplet_reach);
                         indices.push(triplet);
                     }
                     if indices.is_empty() {
@@ -2047,14 +2061,14 @@ impl<'a> Lower<'a> {
             reference.edges.push(VarRefEdge { id, annotation, source, target });
             edge_ids.added(reference.edges.len(), |i| reference.edges[i].id);
         }
-        Ok((reference, live, depth))
+        Ok((reference, live, reach))
     }
 
-    /// An index triplet and how deep its deepest part evaluates.
-    fn index_triplet(&mut self, elem: Elem<'a>) -> Result<(IndexTriplet, u32)> {
+    /// An index triplet and how far its parts reach.
+    fn index_triplet(&mut self, elem: Elem<'a>) -> Result<(IndexTriplet, Extent)> {
         let [] = self.attrs(&elem, [])?;
         let mut triplet = IndexTriplet::default();
-        let mut depth = 0;
+        let mut reach = Extent::default();
         let mut stage = 0;
         while let Some(child) = self.children(&elem)? {
             let next = match child.name {
@@ -2067,8 +2081,8 @@ impl<'a> Lower<'a> {
                 return Err(self.unexpected(&child, "IndexTriplet"));
             }
             stage = next;
-            let (expression, part_depth) = self.expression_with_depth(child)?;
-            depth = depth.max(part_depth);
+            let (expression, part) = self.expression_with_depth(child)?;
+            reach = reach.beside(part);
             let expression = Some(expression);
             match next {
                 1 => triplet.index = expression,
@@ -2076,7 +2090,7 @@ impl<'a> Lower<'a> {
                 _ => triplet.stride = expression,
             }
         }
-        Ok((triplet, depth))
+        Ok((triplet, reach))
     }
 
     // ---------------------------------------------------------------- fix-ups
