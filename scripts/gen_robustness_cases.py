@@ -72,9 +72,9 @@ RHS_START = HEAD.index("<xaif:AssignmentRHS>") + len("<xaif:AssignmentRHS>")
 RHS_END = HEAD.index("</xaif:AssignmentRHS>")
 
 
-def with_rhs(body):
-    """The base program with another right-hand side for `y = ...`."""
-    return HEAD[:RHS_START] + "\n          " + body + "\n        " + HEAD[RHS_END:]
+def with_rhs(*parts):
+    """The base program with another right-hand side for `y = ...`, one element a line."""
+    return HEAD[:RHS_START] + "".join("\n          " + p for p in parts) + "\n        " + HEAD[RHS_END:]
 
 
 def edge(i, source, target, position):
@@ -95,27 +95,27 @@ CASES = {
     # 1. panics in tangent
     # `y = x * ?`: the second operand of a binary intrinsic is missing.
     "intrinsic_missing_operand": with_rhs(
-        X.format(1) + '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>' + edge(1, 1, 3, 1)
+        X.format(1), '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>', edge(1, 1, 3, 1)
     ),
     # `y = sin(v)` where v = x + v: a cycle below the root.
     "expression_cycle": with_rhs(
-        X.format(1)
-        + '<xaif:Intrinsic vertex_id="2" name="add_scal_scal"/>'
-        + '<xaif:Intrinsic vertex_id="3" name="cos_scal"/>'
-        + '<xaif:Intrinsic vertex_id="4" name="sin_scal"/>'
-        + edge(1, 1, 2, 1)
-        + edge(2, 3, 2, 2)
-        + edge(3, 2, 3, 1)
-        + edge(4, 2, 4, 1)
+        X.format(1),
+        '<xaif:Intrinsic vertex_id="2" name="add_scal_scal"/>',
+        '<xaif:Intrinsic vertex_id="3" name="cos_scal"/>',
+        '<xaif:Intrinsic vertex_id="4" name="sin_scal"/>',
+        edge(1, 1, 2, 1),
+        edge(2, 3, 2, 2),
+        edge(3, 2, 3, 1),
+        edge(4, 2, 4, 1)
     ),
     # An operation that is its own second operand.
     "expression_self_loop": with_rhs(
-        X.format(1)
-        + '<xaif:Intrinsic vertex_id="2" name="add_scal_scal"/>'
-        + '<xaif:Intrinsic vertex_id="3" name="sin_scal"/>'
-        + edge(1, 1, 2, 1)
-        + edge(2, 2, 2, 2)
-        + edge(3, 2, 3, 1)
+        X.format(1),
+        '<xaif:Intrinsic vertex_id="2" name="add_scal_scal"/>',
+        '<xaif:Intrinsic vertex_id="3" name="sin_scal"/>',
+        edge(1, 1, 2, 1),
+        edge(2, 2, 2, 2),
+        edge(3, 2, 3, 1)
     ),
     # 2. byte-order marks
     "bom_without_declaration": "\ufeff" + HEAD[HEAD.index("\n") + 1 :],
@@ -186,36 +186,46 @@ CASES = {
     "alias_key_zero_undefined": replace('<xaif:AliasSet key="0"/>', '<xaif:AliasSet key="1"/>'),
     # 6. the semantic checker
     "expression_two_roots": with_rhs(
-        X.format(1) + '<xaif:Constant vertex_id="2" type="real" value="2.0"/>'
+        X.format(1), '<xaif:Constant vertex_id="2" type="real" value="2.0"/>'
     ),
     "expression_position_gap": with_rhs(
-        X.format(1)
-        + '<xaif:Constant vertex_id="2" type="real" value="2.0"/>'
-        + '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>'
-        + edge(1, 1, 3, 1)
-        + edge(2, 2, 3, 3)
+        X.format(1),
+        '<xaif:Constant vertex_id="2" type="real" value="2.0"/>',
+        '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>',
+        edge(1, 1, 3, 1),
+        edge(2, 2, 3, 3)
     ),
     "expression_position_repeated": with_rhs(
-        X.format(1)
-        + '<xaif:Constant vertex_id="2" type="real" value="2.0"/>'
-        + '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>'
-        + edge(1, 1, 3, 1)
-        + edge(2, 2, 3, 1)
+        X.format(1),
+        '<xaif:Constant vertex_id="2" type="real" value="2.0"/>',
+        '<xaif:Intrinsic vertex_id="3" name="mul_scal_scal"/>',
+        edge(1, 1, 3, 1),
+        edge(2, 2, 3, 1)
     ),
     "intrinsic_extra_operand": with_rhs(
-        X.format(1)
-        + '<xaif:Constant vertex_id="2" type="real" value="2.0"/>'
-        + '<xaif:Intrinsic vertex_id="3" name="sin_scal"/>'
-        + edge(1, 1, 3, 1)
-        + edge(2, 2, 3, 2)
+        X.format(1),
+        '<xaif:Constant vertex_id="2" type="real" value="2.0"/>',
+        '<xaif:Intrinsic vertex_id="3" name="sin_scal"/>',
+        edge(1, 1, 3, 1),
+        edge(2, 2, 3, 2)
     ),
     "operand_of_a_variable": with_rhs(
-        X.format(1) + '<xaif:Constant vertex_id="2" type="real" value="2.0"/>' + edge(1, 2, 1, 1)
+        X.format(1), '<xaif:Constant vertex_id="2" type="real" value="2.0"/>', edge(1, 2, 1, 1)
     ),
     "scope_cycle": replace(
         '<xaif:ScopeEdge edge_id="1" source="2" target="1"/>',
         '<xaif:ScopeEdge edge_id="1" source="2" target="1"/>\n'
         '    <xaif:ScopeEdge edge_id="2" source="1" target="2"/>',
+    ),
+    # Refused by tangent only, located at the statement: what cannot be differentiated.
+    "unknown_intrinsic": with_rhs(
+        X.format(1), '<xaif:Intrinsic vertex_id="2" name="frobnicate_scal"/>', edge(1, 1, 2, 1)
+    ),
+    "call_argument_without_formal": insert_after(
+        '<xaif:BasicBlock vertex_id="2" scope_id="2">',
+        '\n      <xaif:SubroutineCall statement_id="c1" symbol_id="head" scope_id="1" formalArgCount="2">'
+        '<xaif:Argument position="3">' + X.format(1) + "</xaif:Argument>"
+        "</xaif:SubroutineCall>",
     ),
     # Accepted with a warning: a block no path from Entry reaches.
     "unreachable_block": replace(

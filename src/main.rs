@@ -393,7 +393,17 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
-            eprintln!("{}: {error}", common.input.display());
+            // Located at the statement: the input is read again, on this failure only.
+            let input = std::fs::read(&common.input).unwrap_or_default();
+            let (routine, statement) = error.statement();
+            let file = common.input.display().to_string();
+            print_findings(&[xaifbooster::xaif::validate::locate_statement(
+                &input,
+                &file,
+                routine,
+                statement,
+                error.to_string(),
+            )]);
             return Ok(Err(Reported(1)));
         }
     };

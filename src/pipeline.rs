@@ -50,6 +50,20 @@ pub enum PipelineError {
     Tangent(#[from] TangentError),
 }
 
+impl PipelineError {
+    /// The routine (its symbol's name) and the `statement_id` of the statement the error is
+    /// about, by which a caller holding the input locates it.
+    pub fn statement(&self) -> (&str, &str) {
+        match self {
+            PipelineError::TypeChange(
+                TypeChangeError::NoFormal { routine, statement, .. }
+                | TypeChangeError::WrapperActivity { routine, statement, .. },
+            ) => (routine, statement),
+            PipelineError::Tangent(TangentError::Linearize { routine, source }) => (routine, source.statement()),
+        }
+    }
+}
+
 /// What the `identity` mode does to a call graph: forced passivation only, as the original
 /// engine's plain driver.
 pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {

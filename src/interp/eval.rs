@@ -49,7 +49,7 @@ impl Machine<'_> {
                 }
             },
         };
-        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
     }
 
     /// `k`: the element an array expression asks for (element-valued intrinsics only).
@@ -101,7 +101,7 @@ impl Machine<'_> {
                 }
                 let mut acc: Option<Value> = None;
                 for k in 0..place.len() {
-                    let v = self.mem.get(place.slot(k)).clone();
+                    let v = self.mem.get(place.slot(k))?.clone();
                     acc = Some(match acc {
                         None => v,
                         Some(a) => {
@@ -122,7 +122,7 @@ impl Machine<'_> {
                 }
                 let mut best: Option<(usize, f64)> = None;
                 for k in 0..place.len() {
-                    let v = self.mem.get(place.slot(k)).as_f64()?;
+                    let v = self.mem.get(place.slot(k))?.as_f64()?;
                     let better = match best {
                         None => true,
                         Some((_, bv)) => {
@@ -165,7 +165,7 @@ impl Machine<'_> {
         // In the result, `columns` rows: element k is at row k % columns, column k / columns.
         let (i, j) = (k % columns, k / columns);
         let slot = place.slot(j + i * rows);
-        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
     }
 
     fn boolean(&self, op: BooleanOp, args: &[Expr], k: Option<usize>) -> Result<Value, ExecError> {

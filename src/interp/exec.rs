@@ -256,16 +256,19 @@ impl<'p> Machine<'p> {
         if !section {
             return Ok(Place::Scalar(b.index(&indices[..r.subs.len()], name)?));
         }
-        let mut base = b.base as i64;
+        // In 128 bits: subscripts are program values and may be anything.
+        let out_of_range = || ExecError::Runtime(format!("section of {name} out of bounds"));
+        let mut base = b.base as i128;
         let mut dims = Vec::new();
         for (i, (sub, d)) in r.subs.iter().zip(b.dims.iter()).enumerate() {
+            let inside = |ix: i64| ix >= d.lower && (ix as i128) < d.lower as i128 + d.extent as i128;
             match sub {
                 super::lower::Sub::Index(_) => {
                     let ix = indices[i];
-                    if ix < d.lower || ix >= d.lower + d.extent {
+                    if !inside(ix) {
                         return Err(ExecError::Runtime(format!("index {ix} of {name} out of bounds")));
                     }
-                    base += (ix - d.lower) * d.stride;
+                    base += (ix as i128 - d.lower as i128) * d.stride as i128;
                 }
                 super::lower::Sub::Section { lower, upper, stride } => {
                     let opt = |e: &Option<super::lower::Expr>, default: i64| match e {
@@ -273,26 +276,28 @@ impl<'p> Machine<'p> {
                         None => Ok(default),
                     };
                     let lo = opt(lower, d.lower)?;
-                    let hi = opt(upper, d.lower + d.extent - 1)?;
+                    let hi = opt(upper, d.lower.saturating_add(d.extent - 1))?;
                     let st = opt(stride, 1)?;
                     if st == 0 {
                         return Err(ExecError::Runtime(format!("zero stride in a section of {name}")));
                     }
-                    let extent = ((hi - lo + st) / st).max(0);
+                    let extent = ((hi as i128 - lo as i128 + st as i128) / st as i128).max(0);
                     if extent > 0 {
-                        let last = lo + (extent - 1) * st;
-                        for ix in [lo, last] {
-                            if ix < d.lower || ix >= d.lower + d.extent {
-                                return Err(ExecError::Runtime(format!("section of {name} out of bounds")));
-                            }
+                        let last = lo as i128 + (extent - 1) * st as i128;
+                        let last = i64::try_from(last).map_err(|_| out_of_range())?;
+                        if !inside(lo) || !inside(last) {
+                            return Err(out_of_range());
                         }
                     }
-                    base += (lo - d.lower) * d.stride;
-                    dims.push(Dim { lower: 1, extent, stride: d.stride * st });
+                    base += (lo as i128 - d.lower as i128) * d.stride as i128;
+                    let stride = d.stride.checked_mul(st).ok_or_else(out_of_range)?;
+                    // Inside the dimension, so no longer than it.
+                    dims.push(Dim { lower: 1, extent: extent as i64, stride });
                 }
             }
         }
-        Ok(Place::Array(Binding { base: base as usize, dims: dims.into() }))
+        let base = usize::try_from(base).map_err(|_| out_of_range())?;
+        Ok(Place::Array(Binding { base, dims: dims.into() }))
     }
 
     pub(crate) fn tick(&mut self) -> Result<(), ExecError> {
@@ -541,7 +546,7 @@ impl<'p> Machine<'p> {
             Place::Scalar(slot) => {
                 let v = self.eval(&a.rhs, None)?;
                 if a.lhs.deriv {
-                    *self.mem.deriv_mut(slot) = v.as_f64()?;
+                    *self.mem.deriv_mut(slot)? = v.as_f64()?;
                     Ok(())
                 } else {
                     self.mem.set(slot, v)
@@ -553,7 +558,7 @@ impl<'p> Machine<'p> {
                 for (k, v) in values.into_iter().enumerate() {
                     let slot = b.element(k);
                     if a.lhs.deriv {
-                        *self.mem.deriv_mut(slot) = v.as_f64()?;
+                        *self.mem.deriv_mut(slot)? = v.as_f64()?;
                     } else {
                         self.mem.set(slot, v)?;
                     }
@@ -647,14 +652,9 @@ fn associate(actual: &Binding, rank: usize, bounds: Option<&[(i64, i64)]>, name:
     }
     match bounds {
         Some(bounds) if actual.is_contiguous() => {
-            // Sequence association: the dummy may not be larger than the actual.
-            let count = element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))?;
-            if count > actual.len().max(1) {
-                return Err(ExecError::Runtime(format!(
-                    "argument {name} is declared with {count} elements, the actual argument has {}",
-                    actual.len()
-                )));
-            }
+            // Sequence association: an array element passes the rest of its array too, so the
+            // dummy's size is not checked here; an access beyond memory fails when it happens.
+            element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))?;
             Ok(Binding::contiguous(actual.base, bounds))
         }
         Some(bounds) if actual.dims.len() == bounds.len() => {

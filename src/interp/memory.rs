@@ -172,19 +172,21 @@ impl Binding {
                 indices.len()
             )));
         }
-        let mut addr = self.base as i64;
+        // In 128 bits: indices are program values and may be anything.
+        let mut addr = self.base as i128;
         for (i, (d, &ix)) in self.dims.iter().zip(indices).enumerate() {
-            if ix < d.lower || ix >= d.lower + d.extent {
+            let offset = ix as i128 - d.lower as i128;
+            if offset < 0 || offset >= d.extent as i128 {
                 return Err(ExecError::Runtime(format!(
                     "index {ix} of dimension {} of {name} out of bounds {}:{}",
                     i + 1,
                     d.lower,
-                    d.lower + d.extent - 1
+                    d.lower as i128 + d.extent as i128 - 1
                 )));
             }
-            addr += (ix - d.lower) * d.stride;
+            addr += offset * d.stride as i128;
         }
-        Ok(addr as usize)
+        usize::try_from(addr).map_err(|_| ExecError::Runtime(format!("index of {name} beyond memory")))
     }
 }
 
@@ -278,25 +280,33 @@ impl Memory {
         self.ders.truncate(mark);
     }
 
-    pub fn get(&self, slot: usize) -> &Value {
-        &self.vals[slot]
+    /// The value in `slot`. Every access is checked: a dummy argument declared larger than
+    /// its actual (legal to declare, an error to use) can point beyond every variable.
+    pub fn get(&self, slot: usize) -> Result<&Value, ExecError> {
+        self.vals.get(slot).ok_or_else(|| outside(slot))
     }
 
     /// Stores with Fortran assignment conversion to the slot's type.
     pub fn set(&mut self, slot: usize, value: Value) -> Result<(), ExecError> {
-        let cell = &mut self.vals[slot];
+        let cell = self.vals.get_mut(slot).ok_or_else(|| outside(slot))?;
         let same = std::mem::discriminant(cell) == std::mem::discriminant(&value);
         *cell = if same { value } else { value.converted_like(cell)? };
         Ok(())
     }
 
-    pub fn deriv(&self, slot: usize) -> f64 {
-        self.ders[slot]
+    pub fn deriv(&self, slot: usize) -> Result<f64, ExecError> {
+        self.ders.get(slot).copied().ok_or_else(|| outside(slot))
     }
 
-    pub fn deriv_mut(&mut self, slot: usize) -> &mut f64 {
-        &mut self.ders[slot]
+    pub fn deriv_mut(&mut self, slot: usize) -> Result<&mut f64, ExecError> {
+        self.ders.get_mut(slot).ok_or_else(|| outside(slot))
     }
+}
+
+fn outside(slot: usize) -> ExecError {
+    ExecError::Runtime(format!(
+        "access to element {slot} of memory, beyond every variable (an array argument declared larger than its actual?)"
+    ))
 }
 
 /// The global tapes of the runtime (`push_*`/`pop_*`), last in first out.
@@ -364,10 +374,10 @@ mod tests {
         let mut m = Memory::default();
         let i = m.alloc(1, Value::Int(0), 0).unwrap();
         m.set(i, Value::Real(-2.7)).unwrap();
-        assert_eq!(m.get(i), &Value::Int(-2));
+        assert_eq!(m.get(i).unwrap(), &Value::Int(-2));
         let r = m.alloc(1, Value::Real(0.0), 0).unwrap();
         m.set(r, Value::Int(3)).unwrap();
-        assert_eq!(m.get(r), &Value::Real(3.0));
+        assert_eq!(m.get(r).unwrap(), &Value::Real(3.0));
         assert!(m.set(r, Value::Str("x".into())).is_err());
     }
 }

@@ -333,6 +333,22 @@ impl<'p> Driver<'p> {
         };
         let input_globals = resolve(&config.input_globals, &mut n, "input")?;
         let output_globals = resolve(&config.output_globals, &mut m, "output")?;
+        // The driver's own arrays (the arguments, the inputs, a Jacobian) count against the
+        // memory limit too, before anything is allocated.
+        let mut driver_elements = 0usize;
+        for (_, bounds, _) in &formals {
+            driver_elements = driver_elements.saturating_add(bounds_len(bounds, &routine.name)?);
+        }
+        let bytes = driver_elements
+            .saturating_mul(super::memory::Memory::SLOT_BYTES)
+            .saturating_add(n.saturating_add(1).saturating_mul(m.saturating_add(1)).saturating_mul(8));
+        if bytes > config.max_memory {
+            return Err(ExecError::Runtime(format!(
+                "the arguments of {} ({driver_elements} elements, {n} inputs, {m} outputs) exceed the memory limit of {}",
+                routine.name,
+                super::memory::format_bytes(config.max_memory)
+            )));
+        }
         Ok(Driver { prog, entry, config: config.clone(), formals, input_globals, output_globals, n, m })
     }
 
@@ -408,14 +424,14 @@ impl<'p> Driver<'p> {
             }
             Sweep::Tangent(xd) => {
                 for (&slot, &d) in xs.iter().zip(xd) {
-                    *machine.mem.deriv_mut(slot) = d;
+                    *machine.mem.deriv_mut(slot)? = d;
                 }
                 machine.mode = RevMode::PLAIN;
                 machine.call(self.entry, &actuals)?;
             }
             Sweep::Adjoint(yd) => {
                 for (&slot, &d) in ys.iter().zip(yd) {
-                    *machine.mem.deriv_mut(slot) = d;
+                    *machine.mem.deriv_mut(slot)? = d;
                 }
                 machine.mode = RevMode::TAPE;
                 machine.call(self.entry, &actuals)?;
@@ -426,7 +442,7 @@ impl<'p> Driver<'p> {
             }
         }
         let read = |slots: &[usize], deriv: bool| -> Result<Vec<f64>, ExecError> {
-            slots.iter().map(|&s| if deriv { Ok(machine.mem.deriv(s)) } else { machine.mem.get(s).as_f64() }).collect()
+            slots.iter().map(|&s| if deriv { machine.mem.deriv(s) } else { machine.mem.get(s)?.as_f64() }).collect()
         };
         Ok(RunResult {
             x: read(&xs, false)?,

@@ -109,6 +109,18 @@ pub enum LinearizeError {
     NoRoot { statement: String },
 }
 
+impl LinearizeError {
+    /// The `statement_id` of the statement the error is about.
+    pub fn statement(&self) -> &str {
+        match self {
+            LinearizeError::UnknownIntrinsic { statement, .. }
+            | LinearizeError::MissingPartial { statement, .. }
+            | LinearizeError::FunctionCall { statement }
+            | LinearizeError::NoRoot { statement } => statement,
+        }
+    }
+}
+
 /// A new temporary of the given shape in `scope`.
 pub fn create_temporary(
     temporaries: &mut Temporaries,

@@ -123,6 +123,28 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
     findings
 }
 
+/// An error about statement `statement` of routine `routine` (its symbol's name), which a
+/// pass found, located at the statement in `input` (failing that at the routine, or at the
+/// document's start).
+pub fn locate_statement(input: &[u8], file: &str, routine: &str, statement: &str, message: String) -> Diagnostic {
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
+    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
+    let doc = std::str::from_utf8(input)
+        .ok()
+        .and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
+    let found = doc.as_ref().and_then(|doc| {
+        let routine = doc.root_element().children().find(|c| {
+            matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")
+                && c.attribute("symbol_id") == Some(routine)
+        })?;
+        let at = routine.descendants().find(|d| d.attribute("statement_id") == Some(statement)).unwrap_or(routine);
+        let position = doc.text_pos_at(at.range().start);
+        Some((position.row as usize, position.col as usize, at.tag_name().name().to_owned()))
+    });
+    let (line, column, element) = found.unwrap_or((1, 1, "document".to_owned()));
+    finding(Severity::Error, file, line, column, &element, message)
+}
+
 fn finding(severity: Severity, file: &str, line: usize, column: usize, element: &str, message: String) -> Diagnostic {
     Diagnostic { severity, file: file.to_owned(), line, column, element: element.to_owned(), message }
 }
