@@ -328,7 +328,7 @@ impl Tape {
 /// `2 GiB`, `512 MiB`, `100 bytes`: a size in the largest binary unit it is a whole multiple of.
 pub fn format_bytes(bytes: usize) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{} {unit}", bytes >> shift);
         }
     }

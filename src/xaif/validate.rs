@@ -1040,7 +1040,7 @@ mod tests {
     #[test]
     fn lenient_findings_are_warnings_unless_strict() {
         let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1" colour="red">
-<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
+<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
 </xaif:ControlFlowGraph>"#;
         assert_eq!(
             messages(body, false),
