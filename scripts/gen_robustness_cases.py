@@ -168,6 +168,10 @@ CASES = {
         '  <xaif:CallGraphEdge edge_id="1" source="1" target="1"/>\n'
         '  <xaif:CallGraphEdge edge_id="1" source="1" target="1"/>\n</xaif:CallGraph>',
     ),
+    # `y = sin(x)` whose id is the one tangent mode gives the statement computing its partial.
+    "statement_id_like_a_temporary": with_rhs(
+        X.format(1), '<xaif:Intrinsic vertex_id="2" name="sin_scal"/>', edge(1, 1, 2, 1)
+    ).replace('statement_id="s1"', 'statement_id="_r_lin_0"'),
     "argument_position_overflow": replace(
         '<xaif:ArgumentSymbolReference position="2" symbol_id="y"',
         '<xaif:ArgumentSymbolReference position="4294967296" symbol_id="y"',

@@ -73,7 +73,7 @@ pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {
 /// Tangent-linear mode: passivation, derivative initialization, TypeChange, then
 /// linearization, flattening, preaccumulation and propagation.
 pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
-    let mut temporaries = Temporaries::default();
+    let mut temporaries = Temporaries::for_call_graph(call_graph);
     let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
     if config.initialize_derivatives {
         report.initialized_derivatives = initialize_derivatives(call_graph);

@@ -85,6 +85,7 @@ const CASES: &[(&str, Reading, Option<&str>)] = &[
         ),
         None,
     ),
+    ("statement_id_like_a_temporary", Read(&[]), None),
     ("line_number_overflow", Read(&[]), None),
     ("alias_key_overflow", Read(&[]), None),
     (

@@ -373,8 +373,12 @@ pub fn linearize_assignment(
                                             let symbol = create_temporary(temporaries, cg, scope, "aux", false, shape);
                                             auxiliaries.extend(allocation(cg, symbol, shape));
                                             let value = copy_subtree(cg, rhs, &table, arg, &auxiliary_of, true);
-                                            auxiliaries
-                                                .push(Statement::Assignment(make_assignment(cg, symbol, value, false)));
+                                            auxiliaries.push(Statement::Assignment(make_assignment(
+                                                cg,
+                                                temporaries,
+                                                symbol,
+                                                value,
+                                            )));
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }
@@ -421,7 +425,7 @@ pub fn linearize_assignment(
                 let shape = &shapes[&operation_vertex[target]];
                 let symbol = create_temporary(temporaries, cg, scope, "lin", false, shape);
                 partials.extend(allocation(cg, symbol, shape));
-                partials.push(Statement::Assignment(make_assignment(cg, symbol, expression, false)));
+                partials.push(Statement::Assignment(make_assignment(cg, temporaries, symbol, expression)));
                 Partial::Variable(symbol)
             }
         };
@@ -525,10 +529,11 @@ fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &P
     partial.eval(&values, result).filter(|v| v.is_finite())
 }
 
-fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active: bool) -> Assignment {
+/// `symbol = rhs` for a passive temporary, its id `_<symbol>`.
+fn make_assignment(cg: &mut CallGraph, temporaries: &mut Temporaries, symbol: SymbolId, rhs: Expression) -> Assignment {
     let id = format!("_{}", cg.symbol_name(symbol));
-    let id = cg.names.intern(&id);
-    Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, active), lhs_live: true, rhs }
+    let id = temporaries.statement_id(cg, &id);
+    Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, false), lhs_live: true, rhs }
 }
 
 /// Copies the subtree at `vertex` into a fresh expression; vertices in `replaced` become

@@ -180,7 +180,8 @@ impl BlockContext<'_> {
             match statement {
                 Statement::Assignment(assignment)
                     if is_active_reference(self.cg, &assignment.lhs)
-                        && let Some(derivative) = direct_action(self.cg, self.catalogue, &assignment) =>
+                        && let Some(derivative) =
+                            direct_action(self.cg, self.catalogue, self.temporaries, &assignment) =>
                 {
                     // `b = transpose(a)` is linear: its derivative is the same operation on the
                     // derivatives, `b.d = transpose(a.d)`, printed right after it.
@@ -466,7 +467,7 @@ impl BlockContext<'_> {
         let symbol = create_temporary(self.temporaries, self.cg, self.scope, "acc", false, shape);
         out.extend(allocation(self.cg, symbol, shape));
         let id = format!("_{}", self.cg.symbol_name(symbol));
-        let id = self.cg.names.intern(&id);
+        let id = self.temporaries.statement_id(self.cg, &id);
         let lhs = whole_reference(self.cg, symbol, false);
         out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
         Partial::Variable(symbol)
@@ -679,7 +680,12 @@ impl TangentStats {
 
 /// For `y = f(x)` with `f` a non-inlinable intrinsic acting directly on derivatives
 /// (`DirectAction` in the catalogue), the derivative statement `y.d = f'(x.d)`.
-fn direct_action(cg: &mut CallGraph, catalogue: &Catalogue, assignment: &Assignment) -> Option<Assignment> {
+fn direct_action(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
+    assignment: &Assignment,
+) -> Option<Assignment> {
     let rhs = &assignment.rhs;
     let root = rhs.root()?;
     let ExprVertex::Intrinsic(intrinsic) = &rhs.vertices[root] else { return None };
@@ -691,7 +697,7 @@ fn direct_action(cg: &mut CallGraph, catalogue: &Catalogue, assignment: &Assignm
     let mut derivative = assignment.clone();
     // The reference engine reuses the statement id, which the schema forbids.
     let id = format!("_derivative_{}", cg.name(assignment.id));
-    derivative.id = cg.names.intern(&id);
+    derivative.id = temporaries.statement_id(cg, &id);
     derivative.lhs.deriv = true;
     for (_, vertex) in derivative.rhs.vertices.iter_mut() {
         match vertex {

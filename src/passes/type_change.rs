@@ -465,7 +465,7 @@ impl Pass<'_> {
         rhs.vertices.alloc(ExprVertex::Variable(value));
         let lhs = whole_reference(self.cg, symbol, false);
         adjustments.saves.push(Statement::Assignment(Assignment {
-            id: self.cg.names.intern("assignment_to_temporary_for_saving_value_across_statement"),
+            id: self.temporaries.statement_id(self.cg, "assignment_to_temporary_for_saving_value_across_statement"),
             do_chain: None,
             line: 0,
             lhs,
