@@ -5,6 +5,12 @@
 //! maps before any routine), while graph edges, whose endpoints may come later in the
 //! document, are resolved when their graph closes. Every error carries the position of the
 //! element it is about.
+//!
+//! As each graph closes the semantic checks of [`super::check`] run on it; their errors do not
+//! stop reading, so one read reports them all (`validate` shows them in full). Structural
+//! errors stop at once. Elements nested deeper than [`MAX_NESTING`] are refused before the
+//! recursion that reads them goes further. A UTF-8 byte-order mark is skipped; positions count
+//! from after it.
 
 use std::borrow::Cow;
 
