@@ -503,3 +503,19 @@ fn long_and_wide_expressions_take_linear_time() {
         assert_refused(&outcome, "dag.xaif", expected, &args.join(" "));
     }
 }
+
+#[test]
+fn many_findings_are_reported_in_linear_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let count = if cfg!(debug_assertions) { 10_000 } else { 100_000 };
+    let base = std::fs::read_to_string(cases_dir().join("bom_without_declaration.xaif")).expect("base case");
+    let block = r#"<xaif:BasicBlock vertex_id="2" scope_id="2">"#;
+    let markers: String =
+        (0..count).map(|i| format!("\n<xaif:Marker statement_id=\"m{i}\" colour=\"red\"/>")).collect();
+    let text = base.replacen(block, &format!("{block}{markers}"), 1);
+    std::fs::write(dir.path().join("many.xaif"), text).expect("write");
+    let outcome = xaifbooster(dir.path(), &["validate", "many.xaif"], LIMIT);
+    assert_eq!(outcome.code, Some(0), "{}", &outcome.stderr[..outcome.stderr.len().min(500)]);
+    assert_eq!(outcome.stderr.lines().count(), count);
+    assert!(outcome.took < Duration::from_secs(30), "took {:?}", outcome.took);
+}

@@ -16,7 +16,7 @@ mod activity;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::check::MAX_NESTING;
-use super::diagnostic::{Diagnostic, Severity};
+use super::diagnostic::{Diagnostic, LineIndex, Severity};
 use super::read::{ReadOptions, XAIF_NAMESPACE};
 
 #[derive(Clone, Debug)]
@@ -98,7 +98,8 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
             )];
         }
     };
-    let mut validator = Validator { doc: &doc, file, strict: options.strict, findings: Vec::new() };
+    let lines = LineIndex::new(input);
+    let mut validator = Validator { doc: &doc, lines: &lines, file, strict: options.strict, findings: Vec::new() };
     match checks {
         Checks::All => validator.document(options.activity),
         Checks::ActivityOnly => validator.activity(doc.root_element()),
@@ -113,11 +114,11 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
             Ok(output) => output.warnings,
             Err(error) => error.findings().to_vec(),
         };
-        for finding in from_reader {
-            if !findings.contains(&finding) {
-                findings.push(finding);
-            }
-        }
+        let seen: FxHashSet<(usize, usize, String)> =
+            findings.iter().map(|f| (f.line, f.column, f.message.clone())).collect();
+        let new: Vec<Diagnostic> =
+            from_reader.into_iter().filter(|f| !seen.contains(&(f.line, f.column, f.message.clone()))).collect();
+        findings.extend(new);
     }
     findings.sort_by_key(|f| (f.line, f.column));
     findings
@@ -544,6 +545,8 @@ type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
 
 struct Validator<'a, 'input> {
     doc: &'a roxmltree::Document<'input>,
+    /// Positions of findings (roxmltree's own lookup scans from the start each time).
+    lines: &'a LineIndex<'input>,
     file: &'a str,
     strict: bool,
     findings: Vec<Diagnostic>,
@@ -561,16 +564,9 @@ struct Tables<'a> {
 
 impl<'a, 'input> Validator<'a, 'input> {
     fn report(&mut self, severity: Severity, node: Node, message: String) {
-        let position = self.doc.text_pos_at(node.range().start);
+        let (line, column) = self.lines.line_column(node.range().start);
         let element = node.tag_name().name().to_owned();
-        self.findings.push(finding(
-            severity,
-            self.file,
-            position.row as usize,
-            position.col as usize,
-            &element,
-            message,
-        ));
+        self.findings.push(finding(severity, self.file, line, column, &element, message));
     }
 
     fn error(&mut self, node: Node, message: String) {
@@ -621,9 +617,8 @@ impl<'a, 'input> Validator<'a, 'input> {
                 let text = child.text().unwrap_or_default();
                 let leading = text.len() - text.trim_start().len();
                 if leading < text.len() {
-                    let position = self.doc.text_pos_at(child.range().start + leading);
+                    let (line, column) = self.lines.line_column(child.range().start + leading);
                     let element = node.tag_name().name();
-                    let (line, column) = (position.row as usize, position.col as usize);
                     let message = "unexpected text content".to_owned();
                     self.findings.push(finding(Severity::Error, self.file, line, column, element, message));
                 }
