@@ -397,12 +397,14 @@ fn run_tangent(args: &TangentArgs) -> Result<Result<(), Reported>> {
             let input = std::fs::read(&common.input).unwrap_or_default();
             let (routine, statement) = error.statement();
             let file = common.input.display().to_string();
-            print_findings(&[xaifbooster::xaif::validate::locate_statement(
+            let message = error.to_string();
+            print_findings(&[xaifbooster::xaif::validate::locate(
                 &input,
                 &file,
                 routine,
-                statement,
-                error.to_string(),
+                None,
+                Some(statement),
+                message,
             )]);
             return Ok(Err(Reported(1)));
         }
@@ -533,8 +535,20 @@ fn run_run(args: &RunArgs) -> Result<Result<(), Reported>> {
             print!("{text}");
             Ok(Ok(()))
         }
+        // Located at the statement (or vertex) where execution stopped.
         Err(e) => {
-            eprintln!("xaifbooster: {e}");
+            match e.location() {
+                Some(at) => {
+                    let input = std::fs::read(&args.file).unwrap_or_default();
+                    let file = args.file.display().to_string();
+                    let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
+                    let message = e.to_string();
+                    let located =
+                        xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, message);
+                    print_findings(&[located]);
+                }
+                None => eprintln!("xaifbooster: {e}"),
+            }
             Ok(Err(Reported(1)))
         }
     }

@@ -274,6 +274,8 @@ fn run_stops_with_a_reason_and_where() {
             (Read(_), Some(reason)) => {
                 assert_eq!(outcome.code, Some(1), "{name}: ran: {}", outcome.stdout);
                 assert!(outcome.stderr.contains(reason), "{name}: wanted {reason}\nstderr: {}", outcome.stderr);
+                // Located at the statement or vertex where execution stopped.
+                assert!(outcome.stderr.lines().all(|l| is_located(l, &file)), "{name}: {}", outcome.stderr);
             }
         }
     }
@@ -281,6 +283,7 @@ fn run_stops_with_a_reason_and_where() {
     let endless = xaifbooster(&dir, &["run", "cfg_self_loop.xaif"], LIMIT);
     assert!(endless.took < Duration::from_secs(10), "took {:?}", endless.took);
     let recursion = xaifbooster(&dir, &["run", "recursive_routine.xaif"], LIMIT);
+    assert!(recursion.stderr.starts_with("recursive_routine.xaif:34:7: SubroutineCall: recursion too deep: "));
     assert!(recursion.stderr.contains("(at routine head, vertex '2', statement 'c1')"), "{}", recursion.stderr);
 }
 

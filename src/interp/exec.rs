@@ -182,18 +182,15 @@ impl<'p> Machine<'p> {
         self.mem.check(self.tape_bytes())
     }
 
-    /// Where execution stopped, for messages: `routine head, vertex '2', statement 's1'`.
-    pub fn location(&self) -> Option<String> {
+    /// Where execution is, or stopped.
+    pub fn location(&self) -> Option<super::Location> {
         let spot = self.spot?;
-        let mut text = format!("routine {}", self.prog.routines[spot.routine].name);
-        if let Some(vertex) = spot.graph.vertex_ids.get(spot.node) {
-            text.push_str(&format!(", vertex '{vertex}'"));
-        }
         let statement = spot.statement.and_then(|k| spot.graph.statement_ids.get(spot.node)?.get(k));
-        if let Some(statement) = statement.filter(|id| !id.is_empty()) {
-            text.push_str(&format!(", statement '{statement}'"));
-        }
-        Some(text)
+        Some(super::Location {
+            routine: self.prog.routines[spot.routine].name.clone(),
+            vertex: spot.graph.vertex_ids.get(spot.node).cloned(),
+            statement: statement.filter(|id| !id.is_empty()).cloned(),
+        })
     }
 
     /// The routine whose symbol is named `name`.
@@ -329,6 +326,10 @@ impl<'p> Machine<'p> {
                 self.frames.len(),
                 super::memory::format_bytes(self.config.stack_budget)
             )));
+        }
+        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry.
+        if let Body::Cfg(graph) = &code.body {
+            self.spot = Some(Spot { routine, graph, node: graph.entry as usize, statement: None });
         }
         let mark = self.mem.top();
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];

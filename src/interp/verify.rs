@@ -378,12 +378,9 @@ impl<'p> Driver<'p> {
         let mut machine = Machine::new(self.prog, config)?;
         let result = self.drive(&mut machine, x, sweep);
         // A failure says where execution stopped.
-        result.map_err(|e| match machine.location() {
-            Some(at) => match e {
-                ExecError::Unsupported(why) => ExecError::Unsupported(format!("{why} (at {at})")),
-                ExecError::Runtime(why) => ExecError::Runtime(format!("{why} (at {at})")),
-            },
-            None => e,
+        result.map_err(|error| match machine.location() {
+            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at },
+            _ => error,
         })
     }
 
@@ -663,20 +660,24 @@ fn json_string(s: &str) -> String {
 }
 
 fn classify_original(e: ExecError, original: &Program) -> Status {
-    match e {
-        ExecError::Unsupported(why) => Status::Unsupported(why),
-        ExecError::Runtime(why) if original.passive_stores_left_out > 0 => Status::Unsupported(format!(
+    let why = e.reason();
+    if e.is_unsupported() {
+        Status::Unsupported(why)
+    } else if original.passive_stores_left_out > 0 {
+        Status::Unsupported(format!(
             "original program fails: {why} (the XAIF leaves {} passive stores out as Markers, so values they set are missing)",
             original.passive_stores_left_out
-        )),
-        ExecError::Runtime(why) => Status::Unsupported(format!("original program fails: {why}")),
+        ))
+    } else {
+        Status::Unsupported(format!("original program fails: {why}"))
     }
 }
 
 fn classify_transformed(e: ExecError) -> Status {
-    match e {
-        ExecError::Unsupported(why) => Status::Unsupported(why),
-        ExecError::Runtime(why) => Status::Mismatch(format!("transformed program fails: {why}")),
+    if e.is_unsupported() {
+        Status::Unsupported(e.reason())
+    } else {
+        Status::Mismatch(format!("transformed program fails: {}", e.reason()))
     }
 }
 

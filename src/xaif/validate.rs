@@ -124,25 +124,45 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
     findings
 }
 
-/// An error about statement `statement` of routine `routine` (its symbol's name), which a
-/// pass found, located at the statement in `input` (failing that at the routine, or at the
-/// document's start).
-pub fn locate_statement(input: &[u8], file: &str, routine: &str, statement: &str, message: String) -> Diagnostic {
+/// An error about a place in routine `routine` (its symbol's name) that a pass or the executor
+/// found, located in `input` at the statement with id `statement`, failing that at the
+/// routine's vertex `vertex`, at the routine, or at the document's start.
+pub fn locate(
+    input: &[u8],
+    file: &str,
+    routine: &str,
+    vertex: Option<&str>,
+    statement: Option<&str>,
+    message: String,
+) -> Diagnostic {
     let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
     let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-    let doc = std::str::from_utf8(input)
-        .ok()
-        .and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
+    let text = std::str::from_utf8(input).ok();
+    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
     let found = doc.as_ref().and_then(|doc| {
         let routine = doc.root_element().children().find(|c| {
             matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")
                 && c.attribute("symbol_id") == Some(routine)
         })?;
-        let at = routine.descendants().find(|d| d.attribute("statement_id") == Some(statement)).unwrap_or(routine);
-        let position = doc.text_pos_at(at.range().start);
-        Some((position.row as usize, position.col as usize, at.tag_name().name().to_owned()))
+        let by_statement =
+            statement.and_then(|s| routine.descendants().find(|d| d.attribute("statement_id") == Some(s)));
+        let by_vertex = || {
+            let vertices = routine.descendants().filter(|d| {
+                d.parent() == Some(routine)
+                    || d.parent().is_some_and(|p| p.has_tag_name((XAIF_NAMESPACE, "Replacement")))
+            });
+            vertex.and_then(|v| vertices.filter(|d| d.is_element()).find(|d| d.attribute("vertex_id") == Some(v)))
+        };
+        let at = by_statement.or_else(by_vertex).unwrap_or(routine);
+        Some((at.range().start, at.tag_name().name().to_owned()))
     });
-    let (line, column, element) = found.unwrap_or((1, 1, "document".to_owned()));
+    let (line, column, element) = match found {
+        Some((offset, element)) => {
+            let (line, column) = super::diagnostic::line_column(input, offset);
+            (line, column, element)
+        }
+        None => (1, 1, "document".to_owned()),
+    };
     finding(Severity::Error, file, line, column, &element, message)
 }
 
