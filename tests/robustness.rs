@@ -474,7 +474,7 @@ fn long_and_wide_expressions_take_linear_time() {
         }
     }
     // Just within the depth limit, a chain is read, transformed and run.
-    std::fs::write(dir.path().join("long.xaif"), chain(9_999)).expect("write");
+    std::fs::write(dir.path().join("long.xaif"), chain(9_999 / scale)).expect("write");
     for args in [
         vec!["identity", "-i", "long.xaif", "-o", "long.id.xaif"],
         vec!["tangent", "-i", "long.xaif", "-o", "long.tlm.xaif"],

@@ -11,6 +11,12 @@ use crate::ir::BooleanOp;
 
 impl Machine<'_> {
     pub(crate) fn eval(&self, e: &Expr, k: Option<usize>) -> Result<Value, ExecError> {
+        if matches!(e, Expr::Elemental(..) | Expr::Bool(..) | Expr::Array(..)) && self.stack_exhausted() {
+            return Err(ExecError::Runtime(format!(
+                "expression nested too deep for the executor's stack budget of {}",
+                super::memory::format_bytes(self.config.stack_budget)
+            )));
+        }
         match e {
             Expr::Const(v) => Ok(v.clone()),
             Expr::Load(r) => self.load(r, k),

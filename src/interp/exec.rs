@@ -50,8 +50,9 @@ pub struct ExecConfig {
     pub step_limit: u64,
     /// The most bytes variables and tapes may take.
     pub max_memory: usize,
-    /// The most stack nested calls may take (the executor recurses for a call): deep
-    /// recursion is an error well before the thread's stack runs out.
+    /// The most stack the executor's recursion may take, for nested calls and nested
+    /// expressions: deep recursion is an error before the thread's stack (8 MiB for a main
+    /// thread) runs out.
     pub stack_budget: usize,
 }
 
@@ -61,7 +62,7 @@ impl Default for ExecConfig {
             template: Template::Joint,
             step_limit: 200_000_000,
             max_memory: super::memory::DEFAULT_MAX_MEMORY,
-            stack_budget: 2 << 20,
+            stack_budget: 4 << 20,
         }
     }
 }
@@ -180,6 +181,12 @@ impl<'p> Machine<'p> {
     /// Fails when the tapes have grown past the memory limit.
     pub(crate) fn check_memory(&self) -> Result<(), ExecError> {
         self.mem.check(self.tape_bytes())
+    }
+
+    /// Whether the executor's recursion (calls, nested expressions) has taken more stack than
+    /// its budget since the outermost call.
+    pub(crate) fn stack_exhausted(&self) -> bool {
+        self.stack_base.is_some_and(|base| stack_address().abs_diff(base) > self.config.stack_budget)
     }
 
     /// Where execution is, or stopped.
@@ -315,12 +322,9 @@ impl<'p> Machine<'p> {
         if self.frames.len() > 10_000 {
             return Err(ExecError::Runtime("call depth exceeds 10000".into()));
         }
-        // Each nested call takes the executor some stack: measure it from the outermost one.
-        let marker = 0u8;
-        let here = std::hint::black_box(&marker) as *const u8 as usize;
         if self.frames.is_empty() {
-            self.stack_base = Some(here);
-        } else if self.stack_base.is_some_and(|base| here.abs_diff(base) > self.config.stack_budget) {
+            self.stack_base = Some(stack_address());
+        } else if self.stack_exhausted() {
             return Err(ExecError::Runtime(format!(
                 "recursion too deep: {} nested calls exceed the executor's stack budget of {}",
                 self.frames.len(),
@@ -615,6 +619,13 @@ impl<'p> Machine<'p> {
     pub(crate) fn current_routine(&self) -> usize {
         self.frames.last().map_or(usize::MAX, |f| f.routine)
     }
+}
+
+/// The address of a local of the caller's frame: how deep the stack is.
+#[inline(always)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 /// The first whole array (a reference without subscripts to an array) an expression reads.

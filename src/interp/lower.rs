@@ -578,18 +578,34 @@ impl Lowerer<'_> {
         let Some((root, _)) = e.vertices.iter().find(|(id, _)| !has_out[raw(*id)]) else {
             return Expr::Unsupported("expression without a root".into());
         };
-        self.expr_at(e, &operands, root, 0)
+        self.expr_at(e, &operands, root)
     }
 
-    fn expr_at(&self, e: &ir::Expression, ops: &[Vec<(i64, ExprVertexId)>], at: ExprVertexId, depth: u32) -> Expr {
-        if depth > 10_000 {
-            return Expr::Unsupported("cyclic expression graph".into());
+    /// The tree of the expression at `root`, operands before the operations that use them.
+    /// Iterative: the reader lets expressions nest thousands of operations deep.
+    fn expr_at(&self, e: &ir::Expression, ops: &[Vec<(i64, ExprVertexId)>], root: ExprVertexId) -> Expr {
+        let mut work = vec![(root, false)];
+        let mut done: Vec<Expr> = Vec::new();
+        while let Some((at, operands_done)) = work.pop() {
+            let operands = &ops[raw(at)];
+            let takes_operands = matches!(e.vertices[at], ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_));
+            if takes_operands && !operands_done {
+                work.push((at, true));
+                work.extend(operands.iter().rev().map(|&(_, source)| (source, false)));
+                continue;
+            }
+            let args = if takes_operands { done.split_off(done.len() - operands.len()) } else { Vec::new() };
+            done.push(self.vertex(&e.vertices[at], args));
         }
-        let args = || ops[raw(at)].iter().map(|&(_, src)| self.expr_at(e, ops, src, depth + 1)).collect::<Vec<_>>();
-        match &e.vertices[at] {
+        done.pop().expect("the root's tree")
+    }
+
+    /// One vertex, its operands' trees given.
+    fn vertex(&self, vertex: &ExprVertex, mut args: Vec<Expr>) -> Expr {
+        match vertex {
             ExprVertex::Variable(v) => Expr::Load(Box::new(self.var(v))),
             ExprVertex::Constant(c) => self.constant(c),
-            ExprVertex::BooleanOperation(b) => Expr::Bool(b.op, args()),
+            ExprVertex::BooleanOperation(b) => Expr::Bool(b.op, args),
             ExprVertex::FunctionCall(f) => Expr::Unsupported(format!(
                 "function call of {}",
                 f.symbol.map_or("an unnamed function", |s| self.cg.symbol_name(s))
@@ -597,14 +613,13 @@ impl Lowerer<'_> {
             ExprVertex::Intrinsic(i) => {
                 let name = self.cg.name(i.name);
                 match intrinsics::resolve(name) {
-                    Some(Resolved::Elemental(op)) => Expr::Elemental(op, args()),
+                    Some(Resolved::Elemental(op)) => Expr::Elemental(op, args),
                     Some(Resolved::Array(op)) => {
-                        let mut list = args();
-                        if list.is_empty() {
+                        if args.is_empty() {
                             return Expr::Unsupported(format!("intrinsic {name} without operands"));
                         }
-                        match list.remove(0) {
-                            Expr::Load(r) => Expr::Array(op, r, list),
+                        match args.remove(0) {
+                            Expr::Load(r) => Expr::Array(op, r, args),
                             _ => Expr::Unsupported(format!("intrinsic {name} of an array expression")),
                         }
                     }
