@@ -140,7 +140,9 @@ impl Scratch {
             let ops = &operands[start[v]..start[v + 1]];
             for (j, &k) in ops.iter().enumerate() {
                 let position = e.edges[k].position;
-                let problem = if j > 0 && position == e.edges[ops[j - 1]].position {
+                let problem = if position < 1 {
+                    format!("position {position} of an operand of vertex '{}' is not positive", id(v))
+                } else if j > 0 && position == e.edges[ops[j - 1]].position {
                     format!("position {position} is taken twice among the operands of vertex '{}'", id(v))
                 } else if position != j as i64 + 1 {
                     format!("the operands of vertex '{}' skip position {}", id(v), j + 1)
