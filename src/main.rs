@@ -150,6 +150,9 @@ struct DriverArgs {
     /// Reversal template for adjoint files
     #[arg(long, value_parser = ["joint", "split"], default_value = "joint")]
     template: String,
+    /// The most memory variables and tapes of one run may take: bytes, or with a unit K, M, G, T
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = xaifbooster::interp::memory::parse_memory_size)]
+    max_memory: usize,
 }
 
 impl DriverArgs {
@@ -166,6 +169,7 @@ impl DriverArgs {
             n: self.n,
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },
+            max_memory: self.max_memory,
             ..DriverConfig::default()
         }
     }
@@ -650,7 +654,7 @@ impl PreaccumulationSwitches {
 }
 
 /// Validates and reads the input of a transforming command; findings are reported.
-fn load(args: &TransformArgs, session: &mut Session) -> Result<Result<CallGraph, Reported>> {
+fn load(args: &TransformArgs, catalogue: &Catalogue, session: &mut Session) -> Result<Result<CallGraph, Reported>> {
     let started = Instant::now();
     let (input, file) = read_input(args.input())?;
     // Inputs come from the front end: their call-site activity mismatches are for the
@@ -662,7 +666,7 @@ fn load(args: &TransformArgs, session: &mut Session) -> Result<Result<CallGraph,
         return Ok(Err(Reported(1)));
     }
     let started = Instant::now();
-    let read = xaif::read(&input, &file, &ReadOptions { strict: args.strict });
+    let read = xaif::read(&input, &file, &ReadOptions { strict: args.strict, catalogue });
     session.timing("read", started);
     match read {
         Ok(read) => Ok(Ok(read.call_graph)),
@@ -713,10 +717,11 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
         session.note(&note);
     }
     let mut output = output::prepare(&args.output())?;
-    if let Err(reported) = catalogue(args, session)? {
-        return Ok(Err(reported));
-    }
-    let mut call_graph = match load(args, session)? {
+    let catalogue = match catalogue(args, session)? {
+        Ok(catalogue) => catalogue,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut call_graph = match load(args, &catalogue, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
@@ -759,7 +764,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common, session)? {
+    let mut call_graph = match load(common, &catalogue, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
@@ -793,7 +798,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
-            session.error("tangent", &format!("{}: {error}", common.input().display()));
+            session.error("tangent", &located_failure(common, &error));
             return Ok(Err(Reported(1)));
         }
     };
@@ -847,7 +852,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common, session)? {
+    let mut call_graph = match load(common, &catalogue, session)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
@@ -857,7 +862,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
-            session.error("adjoint", &format!("{}: {error}", common.input().display()));
+            session.error("adjoint", &located_failure(common, &error));
             return Ok(Err(Reported(1)));
         }
     };
@@ -888,19 +893,48 @@ fn schema_location(args: &TransformArgs, file: &str) -> String {
     }
 }
 
+/// A transformation's refusal, located at its statement where it names one (the input is read
+/// again, on this failure only).
+fn located_failure(args: &TransformArgs, error: &xaifbooster::pipeline::PipelineError) -> String {
+    let file = args.input().display().to_string();
+    match (error.statement(), std::fs::read(args.input())) {
+        (Some((routine, statement)), Ok(input)) => {
+            xaifbooster::xaif::validate::locate(&input, &file, routine, None, Some(statement), error.to_string())
+                .to_string()
+        }
+        _ => format!("{file}: {error}"),
+    }
+}
+
+/// Prints findings on standard error, repeated ones summarised.
+fn print_findings(findings: &[Diagnostic]) {
+    let mut stderr = std::io::stderr().lock();
+    for line in summarise(findings, false) {
+        let _ = writeln!(stderr, "{line}");
+    }
+}
+
+/// Reads and lowers a program for `run` and `verify`; prints what the reader found.
 fn load_program(path: &Path) -> Result<Result<xaifbooster::interp::Program, String>> {
     let (bytes, name) = read_input(path)?;
-    Ok(xaifbooster::interp::verify::read_program(&bytes, &name))
+    Ok(match xaifbooster::interp::verify::load_program(&bytes, &name) {
+        Ok((program, warnings)) => {
+            print_findings(&warnings);
+            Ok(program)
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            Err(format!("unreadable: {}", error.diagnostic()))
+        }
+    })
 }
 
 fn run_run(args: &RunArgs) -> Outcome {
     use xaifbooster::interp::verify::{Driver, Sweep};
     let program = match load_program(&args.file)? {
         Ok(p) => p,
-        Err(why) => {
-            let _ = writeln!(std::io::stderr(), "xaifbooster: {why}");
-            return Ok(Err(Reported(1)));
-        }
+        // The reader's findings are printed, located.
+        Err(_) => return Ok(Err(Reported(1))),
     };
     let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
         let x = driver.default_x();
@@ -934,8 +968,19 @@ fn run_run(args: &RunArgs) -> Outcome {
             print_stdout(text)?;
             Ok(Ok(()))
         }
+        // Located at the statement (or vertex) where execution stopped.
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
+            let located = e.location().and_then(|at| {
+                let (input, file) = read_input(&args.file).ok()?;
+                let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
+                Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, e.to_string()))
+            });
+            match located {
+                Some(finding) => print_findings(&[finding]),
+                None => {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
+                }
+            }
             Ok(Err(Reported(1)))
         }
     }

@@ -86,6 +86,19 @@ impl Report {
     }
 }
 
+impl PipelineError {
+    /// The routine (its symbol's name) and the `statement_id` of the statement the error is
+    /// about, by which a caller holding the input locates it.
+    pub fn statement(&self) -> Option<(&str, &str)> {
+        match self {
+            PipelineError::TypeChange(TypeChangeError::NoFormal(e)) => Some((&e.routine, &e.statement)),
+            PipelineError::TypeChange(TypeChangeError::WrapperActivity(e)) => Some((&e.routine, &e.statement)),
+            PipelineError::Tangent(TangentError::Linearize { routine, source }) => Some((routine, source.statement())),
+            PipelineError::Adjoint(_) => None,
+        }
+    }
+}
+
 /// What the `identity` mode does to a call graph: forced passivation only, as the original
 /// engine's plain driver.
 pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {
@@ -95,7 +108,7 @@ pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {
 /// Tangent-linear mode: passivation, derivative initialization, TypeChange, then
 /// linearization, flattening, preaccumulation and propagation.
 pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
-    let mut temporaries = Temporaries::default();
+    let mut temporaries = Temporaries::for_call_graph(call_graph);
     let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
     if config.initialize_derivatives {
         report.initialized_derivatives = initialize_derivatives(call_graph);

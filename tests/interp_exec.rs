@@ -171,7 +171,10 @@ fn unshaped_local_arrays_take_the_shape_of_their_first_whole_assignment() {
     let prog = program(&element_store);
     let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");
     let err = driver.run(&[2.0, 3.0], Sweep::Plain).unwrap_err();
-    assert_eq!(err.to_string(), "unsupported: array W without a declared shape (allocatable or automatic)");
+    assert_eq!(
+        err.to_string(),
+        "unsupported: array W without a declared shape (allocatable or automatic) (at routine head, vertex '2', statement 'a2')"
+    );
 }
 
 #[test]
@@ -179,7 +182,7 @@ fn external_routine_is_unsupported_by_name() {
     let prog = program(&testdata("external.xaif"));
     let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");
     let err = driver.run(&[0.5, 1.0], Sweep::Plain).unwrap_err();
-    assert_eq!(err.to_string(), "unsupported: external routine ext__9");
+    assert_eq!(err.to_string(), "unsupported: external routine ext__9 (at routine head, vertex '2', statement 'e1')");
 }
 
 proptest! {

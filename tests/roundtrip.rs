@@ -118,7 +118,7 @@ fn lenient_reading_infers_formal_arg_count_and_strict_refuses_it() {
         assert!(lenient.warnings.iter().any(|w| w.message.contains("formalArgCount")), "{name}: no warning");
         let out = String::from_utf8(xaif::write(&lenient.call_graph, &WriteOptions::default())).expect("UTF-8");
         assert!(!out.contains("formalArgCount=\"4294967295\""), "{name}: count not inferred");
-        let strict = xaif::read(&bytes, &name, &ReadOptions { strict: true });
+        let strict = xaif::read(&bytes, &name, &ReadOptions { strict: true, ..ReadOptions::default() });
         let error = strict.expect_err("strict read refuses");
         assert!(error.to_string().contains("missing required attribute 'formalArgCount'"), "{error}");
     }
@@ -152,7 +152,8 @@ fn lenient_reading_accepts_the_old_map_and_index_forms() {
         let path = dir.path().join(format!("{}.xaif", written.len()));
         std::fs::write(&path, &out).expect("write temp output");
         written.push(path);
-        let strict = xaif::read(&bytes, &name, &ReadOptions { strict: true }).expect_err("strict read refuses");
+        let strict = xaif::read(&bytes, &name, &ReadOptions { strict: true, ..ReadOptions::default() })
+            .expect_err("strict read refuses");
         assert!(strict.to_string().contains("AliasSetList: old name of AliasSetMap"), "{strict}");
     }
     assert!(unwrapped_indices > 0, "no old-style index was seen");

@@ -11,6 +11,12 @@ use crate::ir::BooleanOp;
 
 impl Machine<'_> {
     pub(crate) fn eval(&self, e: &Expr, k: Option<usize>) -> Result<Value, ExecError> {
+        if matches!(e, Expr::Elemental(..) | Expr::Bool(..) | Expr::Array(..)) && self.stack_exhausted() {
+            return Err(ExecError::Runtime(format!(
+                "expression nested too deep for the executor's stack budget of {}",
+                super::memory::format_bytes(self.config.stack_budget)
+            )));
+        }
         match e {
             Expr::Const(v) => Ok(v.clone()),
             Expr::Load(r) => self.load(r, k),
@@ -49,7 +55,7 @@ impl Machine<'_> {
                 }
             },
         };
-        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
     }
 
     /// `k`: the element an array expression asks for (element-valued intrinsics only).
@@ -104,7 +110,7 @@ impl Machine<'_> {
                 }
                 let mut acc: Option<Value> = None;
                 for k in 0..place.len() {
-                    let v = self.mem.get(place.slot(k)).clone();
+                    let v = self.mem.get(place.slot(k))?.clone();
                     acc = Some(match acc {
                         None => v,
                         Some(a) => {
@@ -125,7 +131,7 @@ impl Machine<'_> {
                 }
                 let mut best: Option<(usize, f64)> = None;
                 for k in 0..place.len() {
-                    let v = self.mem.get(place.slot(k)).as_f64()?;
+                    let v = self.mem.get(place.slot(k))?.as_f64()?;
                     let better = match best {
                         None => true,
                         Some((_, bv)) => {
@@ -170,7 +176,7 @@ impl Machine<'_> {
         // In the result, `columns` rows: element k is at row k % columns, column k / columns.
         let (i, j) = (k % columns, k / columns);
         let slot = place.slot(j + i * rows);
-        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
     }
 
     /// Element `k` (array element order) of `reshape(source, shape)`: the source's element
@@ -204,7 +210,7 @@ impl Machine<'_> {
             )));
         }
         let slot = place.slot(k);
-        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)) } else { self.mem.get(slot).clone() })
+        Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
     }
 
     fn boolean(&self, op: BooleanOp, args: &[Expr], k: Option<usize>) -> Result<Value, ExecError> {

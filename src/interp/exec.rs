@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::ExecError;
 use super::lower::{Arg, Body, Graph, Node, Program, Ref, Stmt, Storage};
-use super::memory::{Binding, Dim, Memory, Tape, Value};
+use super::memory::{Binding, Dim, Memory, Tape, Value, element_count};
 
 /// The flags of the original runtime's `our_rev_mode`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -48,11 +48,22 @@ pub struct ExecConfig {
     pub template: Template,
     /// Executed statements and control flow steps before giving up (endless loops).
     pub step_limit: u64,
+    /// The most bytes variables and tapes may take.
+    pub max_memory: usize,
+    /// The most stack the executor's recursion may take, for nested calls and nested
+    /// expressions: deep recursion is an error before the thread's stack (8 MiB for a main
+    /// thread) runs out.
+    pub stack_budget: usize,
 }
 
 impl Default for ExecConfig {
     fn default() -> Self {
-        ExecConfig { template: Template::Joint, step_limit: 200_000_000 }
+        ExecConfig {
+            template: Template::Joint,
+            step_limit: 200_000_000,
+            max_memory: super::memory::DEFAULT_MAX_MEMORY,
+            stack_budget: 6 << 20,
+        }
     }
 }
 
@@ -113,21 +124,35 @@ pub struct Machine<'p> {
     pub config: ExecConfig,
     /// Statements and control flow steps executed so far.
     pub steps: u64,
+    /// Where execution is (or stopped): the innermost control flow vertex and statement.
+    pub(crate) spot: Option<Spot<'p>>,
+    /// The stack address at the outermost call, to measure how deep calls go.
+    stack_base: Option<usize>,
+}
+
+/// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
+#[derive(Copy, Clone)]
+pub(crate) struct Spot<'p> {
+    pub routine: usize,
+    pub graph: &'p Graph,
+    pub node: usize,
+    pub statement: Option<usize>,
 }
 
 impl<'p> Machine<'p> {
     /// A fresh machine: every global variable allocated and zero.
-    pub fn new(prog: &'p Program, config: ExecConfig) -> Machine<'p> {
-        let mut mem = Memory::default();
+    /// Fails when the global variables do not fit in memory.
+    pub fn new(prog: &'p Program, config: ExecConfig) -> Result<Machine<'p>, ExecError> {
+        let mut mem = Memory::with_limit(config.max_memory);
         let mut globals = vec![None; prog.global_slots as usize];
         for sym in &prog.syms {
             if let Storage::Global { slot } = sym.storage
                 && let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value())
             {
-                globals[slot as usize] = Some(allocate(&mut mem, bounds, init));
+                globals[slot as usize] = Some(allocate(&mut mem, bounds, init, 0, &sym.name)?);
             }
         }
-        Machine {
+        Ok(Machine {
             prog,
             mem,
             globals,
@@ -137,12 +162,42 @@ impl<'p> Machine<'p> {
             mode: RevMode::PLAIN,
             config,
             steps: 0,
-        }
+            spot: None,
+            stack_base: None,
+        })
     }
 
     /// Allocates a variable for the caller of a top routine (a driver's own variable).
-    pub fn alloc_driver(&mut self, bounds: &[(i64, i64)], init: Value) -> Binding {
-        allocate(&mut self.mem, bounds, init)
+    pub fn alloc_driver(&mut self, bounds: &[(i64, i64)], init: Value, name: &str) -> Result<Binding, ExecError> {
+        let tapes = self.tape_bytes();
+        allocate(&mut self.mem, bounds, init, tapes, name)
+    }
+
+    /// What the tapes and checkpoint stacks hold, in bytes.
+    pub(crate) fn tape_bytes(&self) -> usize {
+        self.checkpoints.values().fold(self.tape.bytes(), |sum, tape| sum.saturating_add(tape.bytes()))
+    }
+
+    /// Fails when the tapes have grown past the memory limit.
+    pub(crate) fn check_memory(&self) -> Result<(), ExecError> {
+        self.mem.check(self.tape_bytes())
+    }
+
+    /// Whether the executor's recursion (calls, nested expressions) has taken more stack than
+    /// its budget since the outermost call.
+    pub(crate) fn stack_exhausted(&self) -> bool {
+        self.stack_base.is_some_and(|base| stack_address().abs_diff(base) > self.config.stack_budget)
+    }
+
+    /// Where execution is, or stopped.
+    pub fn location(&self) -> Option<super::Location> {
+        let spot = self.spot?;
+        let statement = spot.statement.and_then(|k| spot.graph.statement_ids.get(spot.node)?.get(k));
+        Some(super::Location {
+            routine: self.prog.routines[spot.routine].name.clone(),
+            vertex: spot.graph.vertex_ids.get(spot.node).cloned(),
+            statement: statement.filter(|id| !id.is_empty()).cloned(),
+        })
     }
 
     /// The routine whose symbol is named `name`.
@@ -205,16 +260,19 @@ impl<'p> Machine<'p> {
         if !section {
             return Ok(Place::Scalar(b.index(&indices[..r.subs.len()], name)?));
         }
-        let mut base = b.base as i64;
+        // In 128 bits: subscripts are program values and may be anything.
+        let out_of_range = || ExecError::Runtime(format!("section of {name} out of bounds"));
+        let mut base = b.base as i128;
         let mut dims = Vec::new();
         for (i, (sub, d)) in r.subs.iter().zip(b.dims.iter()).enumerate() {
+            let inside = |ix: i64| ix >= d.lower && (ix as i128) < d.lower as i128 + d.extent as i128;
             match sub {
                 super::lower::Sub::Index(_) => {
                     let ix = indices[i];
-                    if ix < d.lower || ix >= d.lower + d.extent {
+                    if !inside(ix) {
                         return Err(ExecError::Runtime(format!("index {ix} of {name} out of bounds")));
                     }
-                    base += (ix - d.lower) * d.stride;
+                    base += (ix as i128 - d.lower as i128) * d.stride as i128;
                 }
                 super::lower::Sub::Section { lower, upper, stride } => {
                     let opt = |e: &Option<super::lower::Expr>, default: i64| match e {
@@ -222,26 +280,28 @@ impl<'p> Machine<'p> {
                         None => Ok(default),
                     };
                     let lo = opt(lower, d.lower)?;
-                    let hi = opt(upper, d.lower + d.extent - 1)?;
+                    let hi = opt(upper, d.lower.saturating_add(d.extent - 1))?;
                     let st = opt(stride, 1)?;
                     if st == 0 {
                         return Err(ExecError::Runtime(format!("zero stride in a section of {name}")));
                     }
-                    let extent = ((hi - lo + st) / st).max(0);
+                    let extent = ((hi as i128 - lo as i128 + st as i128) / st as i128).max(0);
                     if extent > 0 {
-                        let last = lo + (extent - 1) * st;
-                        for ix in [lo, last] {
-                            if ix < d.lower || ix >= d.lower + d.extent {
-                                return Err(ExecError::Runtime(format!("section of {name} out of bounds")));
-                            }
+                        let last = lo as i128 + (extent - 1) * st as i128;
+                        let last = i64::try_from(last).map_err(|_| out_of_range())?;
+                        if !inside(lo) || !inside(last) {
+                            return Err(out_of_range());
                         }
                     }
-                    base += (lo - d.lower) * d.stride;
-                    dims.push(Dim { lower: 1, extent, stride: d.stride * st });
+                    base += (lo as i128 - d.lower as i128) * d.stride as i128;
+                    let stride = d.stride.checked_mul(st).ok_or_else(out_of_range)?;
+                    // Inside the dimension, so no longer than it.
+                    dims.push(Dim { lower: 1, extent: extent as i64, stride });
                 }
             }
         }
-        Ok(Place::Array(Binding { base: base as usize, dims: dims.into() }))
+        let base = usize::try_from(base).map_err(|_| out_of_range())?;
+        Ok(Place::Array(Binding { base, dims: dims.into() }))
     }
 
     pub(crate) fn tick(&mut self) -> Result<(), ExecError> {
@@ -261,6 +321,19 @@ impl<'p> Machine<'p> {
         }
         if self.frames.len() > 10_000 {
             return Err(ExecError::Runtime("call depth exceeds 10000".into()));
+        }
+        if self.frames.is_empty() {
+            self.stack_base = Some(stack_address());
+        } else if self.stack_exhausted() {
+            return Err(ExecError::Runtime(format!(
+                "recursion too deep: {} nested calls exceed the executor's stack budget of {}",
+                self.frames.len(),
+                super::memory::format_bytes(self.config.stack_budget)
+            )));
+        }
+        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry.
+        if let Body::Cfg(graph) = &code.body {
+            self.spot = Some(Spot { routine, graph, node: graph.entry as usize, statement: None });
         }
         let mark = self.mem.top();
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
@@ -291,7 +364,14 @@ impl<'p> Machine<'p> {
                 continue;
             }
             if let (Some(bounds), Some(init)) = (&info.bounds, info.initial_value()) {
-                slots[slot as usize] = Some(allocate(&mut self.mem, bounds, init));
+                let tapes = self.tape_bytes();
+                match allocate(&mut self.mem, bounds, init, tapes, &info.name) {
+                    Ok(binding) => slots[slot as usize] = Some(binding),
+                    Err(e) => {
+                        self.mem.release(mark);
+                        return Err(e);
+                    }
+                }
             }
         }
         self.frames.push(Frame { routine, slots });
@@ -353,7 +433,9 @@ impl<'p> Machine<'p> {
     pub(crate) fn run_graph(&mut self, g: &'p Graph) -> Result<(), ExecError> {
         let mut at = g.entry as usize;
         let mut from_end_loop = false;
+        let routine = self.current_routine();
         loop {
+            self.spot = Some(Spot { routine, graph: g, node: at, statement: None });
             self.tick()?;
             let node = &g.nodes[at];
             let back_edge = std::mem::take(&mut from_end_loop);
@@ -361,7 +443,8 @@ impl<'p> Machine<'p> {
                 Node::Entry { next } | Node::Jump { next } => *next as usize,
                 Node::Exit => return Ok(()),
                 Node::Block { stmts, next } => {
-                    for stmt in stmts {
+                    for (k, stmt) in stmts.iter().enumerate() {
+                        self.spot = Some(Spot { routine, graph: g, node: at, statement: Some(k) });
                         self.exec(stmt)?;
                     }
                     *next as usize
@@ -422,7 +505,10 @@ impl<'p> Machine<'p> {
                 for (position, arg) in &call.args {
                     let binding = match arg {
                         Arg::Ref(r) => self.place(r)?.binding(),
-                        Arg::Const(v) => Binding::scalar(self.mem.alloc(1, v.clone())),
+                        Arg::Const(v) => {
+                            let tapes = self.tape_bytes();
+                            Binding::scalar(self.mem.alloc(1, v.clone(), tapes)?)
+                        }
                     };
                     actuals.push((*position, binding));
                 }
@@ -465,7 +551,7 @@ impl<'p> Machine<'p> {
             Place::Scalar(slot) => {
                 let v = self.eval(&a.rhs, None)?;
                 if a.lhs.deriv {
-                    *self.mem.deriv_mut(slot) = v.as_f64()?;
+                    *self.mem.deriv_mut(slot)? = v.as_f64()?;
                     Ok(())
                 } else {
                     self.mem.set(slot, v)
@@ -477,7 +563,7 @@ impl<'p> Machine<'p> {
                 for (k, v) in values.into_iter().enumerate() {
                     let slot = b.element(k);
                     if a.lhs.deriv {
-                        *self.mem.deriv_mut(slot) = v.as_f64()?;
+                        *self.mem.deriv_mut(slot)? = v.as_f64()?;
                     } else {
                         self.mem.set(slot, v)?;
                     }
@@ -535,6 +621,13 @@ impl<'p> Machine<'p> {
     }
 }
 
+/// The address of a local of the caller's frame: how deep the stack is.
+#[inline(always)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
 /// The first whole array (a reference without subscripts to an array) an expression reads.
 fn first_whole_array<'e>(prog: &Program, expr: &'e super::lower::Expr) -> Option<&'e super::lower::Ref> {
     use super::lower::Expr;
@@ -545,13 +638,21 @@ fn first_whole_array<'e>(prog: &Program, expr: &'e super::lower::Expr) -> Option
     }
 }
 
-pub(crate) fn allocate(mem: &mut Memory, bounds: &[(i64, i64)], init: Value) -> Binding {
-    if bounds.is_empty() {
-        return Binding::scalar(mem.alloc(1, init));
-    }
-    let n: i64 = bounds.iter().map(|(l, u)| (u - l + 1).max(0)).product();
-    let base = mem.alloc(n as usize, init);
-    Binding::contiguous(base, bounds)
+/// Storage for the variable `name` with these bounds (none: a scalar), within the memory
+/// limit (`tape_bytes` being taken already).
+pub(crate) fn allocate(
+    mem: &mut Memory,
+    bounds: &[(i64, i64)],
+    init: Value,
+    tape_bytes: usize,
+    name: &str,
+) -> Result<Binding, ExecError> {
+    let n = element_count(bounds).map_err(|why| ExecError::Runtime(format!("array {name}: {why}")))?;
+    let base = mem.alloc(n, init, tape_bytes).map_err(|e| match e {
+        ExecError::Runtime(why) => ExecError::Runtime(format!("array {name}: {why}")),
+        other => other,
+    })?;
+    Ok(if bounds.is_empty() { Binding::scalar(base) } else { Binding::contiguous(base, bounds) })
 }
 
 /// Binds a formal to an actual: scalars to the actual's slot, explicit-shape arrays by
@@ -562,7 +663,12 @@ fn associate(actual: &Binding, rank: usize, bounds: Option<&[(i64, i64)]>, name:
         return Ok(Binding::scalar(actual.base));
     }
     match bounds {
-        Some(bounds) if actual.is_contiguous() => Ok(Binding::contiguous(actual.base, bounds)),
+        Some(bounds) if actual.is_contiguous() => {
+            // Sequence association: an array element passes the rest of its array too, so the
+            // dummy's size is not checked here; an access beyond memory fails when it happens.
+            element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))?;
+            Ok(Binding::contiguous(actual.base, bounds))
+        }
         Some(bounds) if actual.dims.len() == bounds.len() => {
             let dims: Vec<Dim> = actual.dims.iter().zip(bounds).map(|(d, &(lower, _))| Dim { lower, ..*d }).collect();
             Ok(Binding { base: actual.base, dims: dims.into() })

@@ -87,6 +87,9 @@ pub enum Body {
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub entry: u32,
+    /// The XML id of each node's vertex, and of each statement of a block node, for messages.
+    pub vertex_ids: Vec<String>,
+    pub statement_ids: Vec<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -343,7 +346,19 @@ impl Lowerer<'_> {
         }
         let mut entry = None;
         let mut nodes = Vec::with_capacity(fg.vertices.len());
+        let mut vertex_ids = Vec::with_capacity(fg.vertices.len());
+        let mut statement_ids = Vec::with_capacity(fg.vertices.len());
         for (id, vertex) in fg.vertices.iter() {
+            vertex_ids.push(self.cg.name(vertex.id).to_owned());
+            statement_ids.push(match &vertex.kind {
+                CfgVertexKind::BasicBlock(bb) => bb
+                    .statements
+                    .iter()
+                    .filter(|s| !matches!(s, Statement::Marker(_)))
+                    .map(|s| s.id().map_or_else(String::new, |id| self.cg.name(id).to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            });
             let out = &outs[raw(id)];
             let vid = self.cg.name(vertex.id);
             let single = |what: &str| match out.first() {
@@ -399,9 +414,39 @@ impl Lowerer<'_> {
             };
             nodes.push(node.unwrap_or_else(Node::Bad));
         }
+        // From a vertex no path leads from to Exit, execution never ends: stop on arrival
+        // rather than at the step limit.
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); fg.vertices.len()];
+        for edge in &fg.edges {
+            preds[raw(edge.target)].push(raw(edge.source));
+        }
+        let mut reaches_exit = vec![false; fg.vertices.len()];
+        let mut stack: Vec<usize> =
+            fg.vertices.iter().filter(|(_, v)| matches!(v.kind, CfgVertexKind::Exit)).map(|(id, _)| raw(id)).collect();
+        for &v in &stack {
+            reaches_exit[v] = true;
+        }
+        while let Some(v) = stack.pop() {
+            for &p in &preds[v] {
+                if !reaches_exit[p] {
+                    reaches_exit[p] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        for (k, node) in nodes.iter_mut().enumerate() {
+            if !reaches_exit[k] {
+                *node = Node::Bad("endless loop: no path leads from this vertex to Exit".into());
+            }
+        }
         match entry {
-            Some(entry) => Graph { nodes, entry },
-            None => Graph { nodes: vec![Node::Bad("control flow graph without Entry".into())], entry: 0 },
+            Some(entry) => Graph { nodes, entry, vertex_ids, statement_ids },
+            None => Graph {
+                nodes: vec![Node::Bad("control flow graph without Entry".into())],
+                entry: 0,
+                vertex_ids: Vec::new(),
+                statement_ids: Vec::new(),
+            },
         }
     }
 
@@ -533,18 +578,34 @@ impl Lowerer<'_> {
         let Some((root, _)) = e.vertices.iter().find(|(id, _)| !has_out[raw(*id)]) else {
             return Expr::Unsupported("expression without a root".into());
         };
-        self.expr_at(e, &operands, root, 0)
+        self.expr_at(e, &operands, root)
     }
 
-    fn expr_at(&self, e: &ir::Expression, ops: &[Vec<(i64, ExprVertexId)>], at: ExprVertexId, depth: u32) -> Expr {
-        if depth > 10_000 {
-            return Expr::Unsupported("cyclic expression graph".into());
+    /// The tree of the expression at `root`, operands before the operations that use them.
+    /// Iterative: the reader lets expressions nest thousands of operations deep.
+    fn expr_at(&self, e: &ir::Expression, ops: &[Vec<(i64, ExprVertexId)>], root: ExprVertexId) -> Expr {
+        let mut work = vec![(root, false)];
+        let mut done: Vec<Expr> = Vec::new();
+        while let Some((at, operands_done)) = work.pop() {
+            let operands = &ops[raw(at)];
+            let takes_operands = matches!(e.vertices[at], ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_));
+            if takes_operands && !operands_done {
+                work.push((at, true));
+                work.extend(operands.iter().rev().map(|&(_, source)| (source, false)));
+                continue;
+            }
+            let args = if takes_operands { done.split_off(done.len() - operands.len()) } else { Vec::new() };
+            done.push(self.vertex(&e.vertices[at], args));
         }
-        let args = || ops[raw(at)].iter().map(|&(_, src)| self.expr_at(e, ops, src, depth + 1)).collect::<Vec<_>>();
-        match &e.vertices[at] {
+        done.pop().expect("the root's tree")
+    }
+
+    /// One vertex, its operands' trees given.
+    fn vertex(&self, vertex: &ExprVertex, mut args: Vec<Expr>) -> Expr {
+        match vertex {
             ExprVertex::Variable(v) => Expr::Load(Box::new(self.var(v))),
             ExprVertex::Constant(c) => self.constant(c),
-            ExprVertex::BooleanOperation(b) => Expr::Bool(b.op, args()),
+            ExprVertex::BooleanOperation(b) => Expr::Bool(b.op, args),
             ExprVertex::FunctionCall(f) => Expr::Unsupported(format!(
                 "function call of {}",
                 f.symbol.map_or("an unnamed function", |s| self.cg.symbol_name(s))
@@ -552,14 +613,13 @@ impl Lowerer<'_> {
             ExprVertex::Intrinsic(i) => {
                 let name = self.cg.name(i.name);
                 match intrinsics::resolve(name) {
-                    Some(Resolved::Elemental(op)) => Expr::Elemental(op, args()),
+                    Some(Resolved::Elemental(op)) => Expr::Elemental(op, args),
                     Some(Resolved::Array(op)) => {
-                        let mut list = args();
-                        if list.is_empty() {
+                        if args.is_empty() {
                             return Expr::Unsupported(format!("intrinsic {name} without operands"));
                         }
-                        match list.remove(0) {
-                            Expr::Load(r) => Expr::Array(op, r, list),
+                        match args.remove(0) {
+                            Expr::Load(r) => Expr::Array(op, r, args),
                             _ => Expr::Unsupported(format!("intrinsic {name} of an array expression")),
                         }
                     }

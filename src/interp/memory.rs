@@ -107,7 +107,8 @@ impl Binding {
         Binding { base, dims: Rc::from(Vec::new()) }
     }
 
-    /// Column-major contiguous storage for the given `(lower, upper)` bounds.
+    /// Column-major contiguous storage for the given `(lower, upper)` bounds, whose element
+    /// count [`element_count`] has found representable.
     pub fn contiguous(base: usize, bounds: &[(i64, i64)]) -> Binding {
         let mut stride = 1;
         let dims: Vec<Dim> = bounds
@@ -171,36 +172,101 @@ impl Binding {
                 indices.len()
             )));
         }
-        let mut addr = self.base as i64;
+        // In 128 bits: indices are program values and may be anything.
+        let mut addr = self.base as i128;
         for (i, (d, &ix)) in self.dims.iter().zip(indices).enumerate() {
-            if ix < d.lower || ix >= d.lower + d.extent {
+            let offset = ix as i128 - d.lower as i128;
+            if offset < 0 || offset >= d.extent as i128 {
                 return Err(ExecError::Runtime(format!(
                     "index {ix} of dimension {} of {name} out of bounds {}:{}",
                     i + 1,
                     d.lower,
-                    d.lower + d.extent - 1
+                    d.lower as i128 + d.extent as i128 - 1
                 )));
             }
-            addr += (ix - d.lower) * d.stride;
+            addr += offset * d.stride as i128;
         }
-        Ok(addr as usize)
+        usize::try_from(addr).map_err(|_| ExecError::Runtime(format!("index of {name} beyond memory")))
     }
 }
 
+/// How much memory an execution may take by default: variables' slots and the tapes.
+pub const DEFAULT_MAX_MEMORY: usize = 2 << 30;
+
+/// The number of elements of an array with these `(lower, upper)` bounds (an empty
+/// dimension makes it 0), or why it has no representable size.
+pub fn element_count(bounds: &[(i64, i64)]) -> Result<usize, String> {
+    let mut count: usize = 1;
+    for &(lower, upper) in bounds {
+        let extent = upper
+            .checked_sub(lower)
+            .and_then(|d| d.checked_add(1))
+            .ok_or_else(|| format!("the bounds {lower}:{upper} span more than 2^63 elements"))?
+            .max(0);
+        count = usize::try_from(extent)
+            .ok()
+            .and_then(|e| count.checked_mul(e))
+            .filter(|&c| i64::try_from(c).is_ok())
+            .ok_or_else(|| "the array has more than 2^63 elements".to_owned())?;
+    }
+    Ok(count)
+}
+
 /// The flat store: values and derivative components side by side.
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct Memory {
     vals: Vec<Value>,
     ders: Vec<f64>,
+    /// The most bytes the slots and tapes may take.
+    max_bytes: usize,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory::with_limit(DEFAULT_MAX_MEMORY)
+    }
 }
 
 impl Memory {
-    /// Appends `n` slots holding `init`; returns the first.
-    pub fn alloc(&mut self, n: usize, init: Value) -> usize {
+    /// What one slot takes: a value and a derivative component.
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Value>() + std::mem::size_of::<f64>();
+
+    /// An empty store that refuses to grow beyond `max_bytes`.
+    pub fn with_limit(max_bytes: usize) -> Memory {
+        Memory { vals: Vec::new(), ders: Vec::new(), max_bytes }
+    }
+
+    /// Appends `n` slots holding `init`; returns the first. Fails, allocating nothing, when
+    /// the slots and `tape_bytes` more would pass the memory limit.
+    pub fn alloc(&mut self, n: usize, init: Value, tape_bytes: usize) -> Result<usize, ExecError> {
         let base = self.vals.len();
+        let wanted = n.checked_add(base).and_then(|slots| slots.checked_mul(Self::SLOT_BYTES));
+        if wanted.is_none_or(|bytes| bytes.saturating_add(tape_bytes) > self.max_bytes) {
+            return Err(self.exhausted(format!("{n} more elements")));
+        }
+        // Within the limit the allocator may still fail (a limit above what the machine has).
+        if self.vals.try_reserve_exact(n).is_err() || self.ders.try_reserve_exact(n).is_err() {
+            return Err(self.exhausted(format!("{n} more elements (the system refused the memory)")));
+        }
         self.vals.resize(base + n, init);
         self.ders.resize(base + n, 0.0);
-        base
+        Ok(base)
+    }
+
+    /// Fails when the slots and `tape_bytes` pass the memory limit.
+    pub fn check(&self, tape_bytes: usize) -> Result<(), ExecError> {
+        if (self.vals.len() * Self::SLOT_BYTES).saturating_add(tape_bytes) > self.max_bytes {
+            return Err(self.exhausted("the tapes".into()));
+        }
+        Ok(())
+    }
+
+    fn exhausted(&self, what: String) -> ExecError {
+        ExecError::Runtime(format!(
+            "memory limit of {} exceeded: {what} would not fit beside {} elements",
+            format_bytes(self.max_bytes),
+            self.vals.len()
+        ))
     }
 
     /// The number of slots in use, a mark for [`Memory::release`].
@@ -214,25 +280,33 @@ impl Memory {
         self.ders.truncate(mark);
     }
 
-    pub fn get(&self, slot: usize) -> &Value {
-        &self.vals[slot]
+    /// The value in `slot`. Every access is checked: a dummy argument declared larger than
+    /// its actual (legal to declare, an error to use) can point beyond every variable.
+    pub fn get(&self, slot: usize) -> Result<&Value, ExecError> {
+        self.vals.get(slot).ok_or_else(|| outside(slot))
     }
 
     /// Stores with Fortran assignment conversion to the slot's type.
     pub fn set(&mut self, slot: usize, value: Value) -> Result<(), ExecError> {
-        let cell = &mut self.vals[slot];
+        let cell = self.vals.get_mut(slot).ok_or_else(|| outside(slot))?;
         let same = std::mem::discriminant(cell) == std::mem::discriminant(&value);
         *cell = if same { value } else { value.converted_like(cell)? };
         Ok(())
     }
 
-    pub fn deriv(&self, slot: usize) -> f64 {
-        self.ders[slot]
+    pub fn deriv(&self, slot: usize) -> Result<f64, ExecError> {
+        self.ders.get(slot).copied().ok_or_else(|| outside(slot))
     }
 
-    pub fn deriv_mut(&mut self, slot: usize) -> &mut f64 {
-        &mut self.ders[slot]
+    pub fn deriv_mut(&mut self, slot: usize) -> Result<&mut f64, ExecError> {
+        self.ders.get_mut(slot).ok_or_else(|| outside(slot))
     }
+}
+
+fn outside(slot: usize) -> ExecError {
+    ExecError::Runtime(format!(
+        "access to element {slot} of memory, beyond every variable (an array argument declared larger than its actual?)"
+    ))
 }
 
 /// The global tapes of the runtime (`push_*`/`pop_*`), last in first out.
@@ -261,6 +335,41 @@ impl TapeWords {
     }
 }
 
+impl Tape {
+    /// About the bytes the tape holds.
+    pub fn bytes(&self) -> usize {
+        self.reals.len() * 8 + self.ints.len() * 8 + self.bools.len() + self.strs.len() * 16
+    }
+}
+
+/// `2 GiB`, `512 MiB`, `100 bytes`: a size in the largest binary unit it is a whole multiple of.
+pub fn format_bytes(bytes: usize) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// Parses a memory size: a number of bytes, or with a binary unit `K`, `M`, `G`, `T`
+/// (`KiB`, `MB`, … read the same way).
+pub fn parse_memory_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: usize = number.parse().map_err(|_| format!("'{text}' is not a memory size (e.g. 2G, 512M)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M, G or T)")),
+    };
+    number.checked_mul(1 << shift).ok_or_else(|| format!("'{text}' is too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,12 +389,12 @@ mod tests {
     #[test]
     fn assignment_converts_to_the_slot_type() {
         let mut m = Memory::default();
-        let i = m.alloc(1, Value::Int(0));
+        let i = m.alloc(1, Value::Int(0), 0).unwrap();
         m.set(i, Value::Real(-2.7)).unwrap();
-        assert_eq!(m.get(i), &Value::Int(-2));
-        let r = m.alloc(1, Value::Real(0.0));
+        assert_eq!(m.get(i).unwrap(), &Value::Int(-2));
+        let r = m.alloc(1, Value::Real(0.0), 0).unwrap();
         m.set(r, Value::Int(3)).unwrap();
-        assert_eq!(m.get(r), &Value::Real(3.0));
+        assert_eq!(m.get(r).unwrap(), &Value::Real(3.0));
         assert!(m.set(r, Value::Str("x".into())).is_err());
     }
 }

@@ -32,4 +32,56 @@ pub enum ExecError {
     /// The program misbehaved (index out of bounds, tape underflow, endless loop, …).
     #[error("{0}")]
     Runtime(String),
+    /// One of the others, with where execution stopped.
+    #[error("{error} (at {at})")]
+    Located { error: Box<ExecError>, at: Location },
+}
+
+impl ExecError {
+    /// Whether the executor lacks something (rather than the program misbehaving).
+    pub fn is_unsupported(&self) -> bool {
+        match self {
+            ExecError::Unsupported(_) => true,
+            ExecError::Runtime(_) => false,
+            ExecError::Located { error, .. } => error.is_unsupported(),
+        }
+    }
+
+    /// The reason without the `unsupported:` word, with the place if known.
+    pub fn reason(&self) -> String {
+        match self {
+            ExecError::Unsupported(why) | ExecError::Runtime(why) => why.clone(),
+            ExecError::Located { error, at } => format!("{} (at {at})", error.reason()),
+        }
+    }
+
+    /// Where execution stopped, if known.
+    pub fn location(&self) -> Option<&Location> {
+        match self {
+            ExecError::Unsupported(_) | ExecError::Runtime(_) => None,
+            ExecError::Located { at, .. } => Some(at),
+        }
+    }
+}
+
+/// A place in a program by its XAIF ids: a routine (its symbol's name), a control flow vertex
+/// and the statement of a basic block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub routine: String,
+    pub vertex: Option<String>,
+    pub statement: Option<String>,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "routine {}", self.routine)?;
+        if let Some(vertex) = &self.vertex {
+            write!(f, ", vertex '{vertex}'")?;
+        }
+        if let Some(statement) = &self.statement {
+            write!(f, ", statement '{statement}'")?;
+        }
+        Ok(())
+    }
 }

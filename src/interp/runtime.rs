@@ -30,7 +30,7 @@ impl Machine<'_> {
             PropOp::Zero(x) => {
                 let p = self.place(x)?;
                 for k in 0..p.len() {
-                    *self.mem.deriv_mut(p.slot(k)) = 0.0;
+                    *self.mem.deriv_mut(p.slot(k))? = 0.0;
                 }
                 Ok(())
             }
@@ -43,12 +43,12 @@ impl Machine<'_> {
                     let x = self.place(x)?;
                     for (k, sum) in sums.iter_mut().enumerate() {
                         let a = self.eval(a, if n > 1 { Some(k) } else { None })?.as_f64()?;
-                        *sum += a * self.mem.deriv(x.slot(k));
+                        *sum += a * self.mem.deriv(x.slot(k))?;
                     }
                 }
                 let incremental = matches!(op, PropOp::Saxpy { .. });
                 for (k, sum) in sums.into_iter().enumerate() {
-                    let d = self.mem.deriv_mut(y.slot(k));
+                    let d = self.mem.deriv_mut(y.slot(k))?;
                     *d = if incremental { *d + sum } else { sum };
                 }
                 Ok(())
@@ -74,14 +74,14 @@ impl Machine<'_> {
             return Err(ExecError::Runtime(format!("derivative operation on {n} and {} elements", s.len())));
         }
         if n == 1 {
-            let sd = self.mem.deriv(s.slot(0));
-            let d = self.mem.deriv_mut(t.slot(0));
+            let sd = self.mem.deriv(s.slot(0))?;
+            let d = self.mem.deriv_mut(t.slot(0))?;
             *d = f(*d, sd);
             return Ok(());
         }
-        let source: Vec<f64> = (0..n).map(|k| self.mem.deriv(s.slot(k))).collect();
+        let source: Vec<f64> = (0..n).map(|k| self.mem.deriv(s.slot(k))).collect::<Result<_, _>>()?;
         for (k, sd) in source.into_iter().enumerate() {
-            let d = self.mem.deriv_mut(t.slot(k));
+            let d = self.mem.deriv_mut(t.slot(k))?;
             *d = f(*d, sd);
         }
         Ok(())
@@ -90,7 +90,10 @@ impl Machine<'_> {
     fn arg_place(&mut self, call: &Inline, i: usize) -> Result<Place, ExecError> {
         match call.args.get(i) {
             Some(Arg::Ref(r)) => self.shaping_place(r),
-            Some(Arg::Const(v)) => Ok(Place::Scalar(self.mem.alloc(1, v.clone()))),
+            Some(Arg::Const(v)) => {
+                let tapes = self.tape_bytes();
+                Ok(Place::Scalar(self.mem.alloc(1, v.clone(), tapes)?))
+            }
             None => Err(ExecError::Runtime(format!("runtime call {} lacks argument {}", call.name, i + 1))),
         }
     }
@@ -103,8 +106,12 @@ impl Machine<'_> {
             return self.inline_call_inner(call, name);
         }
         let mark = self.mem.top();
-        let result = self.inline_call_inner(call, name);
+        let mut result = self.inline_call_inner(call, name);
         self.mem.release(mark);
+        // The tapes grow only here: keep them within the memory limit.
+        if result.is_ok() && (name.contains("push") || name.starts_with("cp_")) {
+            result = self.check_memory();
+        }
         result
     }
 
@@ -113,7 +120,7 @@ impl Machine<'_> {
             "push_s0" | "push_s1" | "push_s2" | "apush" | "push" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
-                    let v = self.mem.get(p.slot(k)).as_f64()?;
+                    let v = self.mem.get(p.slot(k))?.as_f64()?;
                     self.tape.reals.push(v);
                     self.tape.pushed.reals += 1;
                 }
@@ -133,7 +140,7 @@ impl Machine<'_> {
             "push_i_s0" | "push_i_s1" | "push_i_s2" | "push_i" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
-                    let v = self.mem.get(p.slot(k)).as_i64()?;
+                    let v = self.mem.get(p.slot(k))?.as_i64()?;
                     self.tape.ints.push(v);
                     self.tape.pushed.integers += 1;
                 }
@@ -153,7 +160,7 @@ impl Machine<'_> {
             "push_b" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
-                    let v = self.mem.get(p.slot(k)).as_bool()?;
+                    let v = self.mem.get(p.slot(k))?.as_bool()?;
                     self.tape.bools.push(v);
                     self.tape.pushed.logicals += 1;
                 }
@@ -170,7 +177,7 @@ impl Machine<'_> {
             "push_s" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
-                    let v = self.mem.get(p.slot(k)).clone();
+                    let v = self.mem.get(p.slot(k))?.clone();
                     match v {
                         Value::Str(s) => {
                             self.tape.strs.push(s);
@@ -195,7 +202,7 @@ impl Machine<'_> {
             "ZeroDeriv" | "zero_deriv" | "zeroderiv" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
-                    *self.mem.deriv_mut(p.slot(k)) = 0.0;
+                    *self.mem.deriv_mut(p.slot(k))? = 0.0;
                 }
                 Ok(())
             }
@@ -211,9 +218,9 @@ impl Machine<'_> {
                 for k in 0..s.len() {
                     let (from, to) = (s.slot(k), t.slot(k));
                     if from != to {
-                        let d = self.mem.deriv(from);
-                        *self.mem.deriv_mut(to) += d;
-                        *self.mem.deriv_mut(from) = 0.0;
+                        let d = self.mem.deriv(from)?;
+                        *self.mem.deriv_mut(to)? += d;
+                        *self.mem.deriv_mut(from)? = 0.0;
                     }
                 }
                 Ok(())
@@ -228,10 +235,10 @@ impl Machine<'_> {
                 let incremental = name.eq_ignore_ascii_case("saxpy");
                 let n = y.len();
                 let values: Vec<f64> = (0..n)
-                    .map(|k| Ok(self.mem.get(a.slot(k)).as_f64()? * self.mem.deriv(x.slot(k))))
+                    .map(|k| Ok(self.mem.get(a.slot(k))?.as_f64()? * self.mem.deriv(x.slot(k))?))
                     .collect::<Result<_, ExecError>>()?;
                 for (k, v) in values.into_iter().enumerate() {
-                    let d = self.mem.deriv_mut(y.slot(k));
+                    let d = self.mem.deriv_mut(y.slot(k))?;
                     *d = if incremental { *d + v } else { v };
                 }
                 Ok(())
@@ -244,7 +251,7 @@ impl Machine<'_> {
                     return Err(ExecError::Runtime(format!("{name} between {} and {} elements", to.len(), from.len())));
                 }
                 for k in 0..to.len() {
-                    let v = self.mem.get(from.slot(k)).clone();
+                    let v = self.mem.get(from.slot(k))?.clone();
                     self.mem.set(to.slot(k), v)?;
                 }
                 Ok(())
@@ -309,7 +316,7 @@ impl Machine<'_> {
         if size.len() != 1 {
             return Err(ExecError::Unsupported(format!("oad_AllocateShape with a shape of {} entries", size.len())));
         }
-        let n = self.mem.get(size.slot(0)).as_i64()?;
+        let n = self.mem.get(size.slot(0))?.as_i64()?;
         if n < 0 {
             return Err(ExecError::Runtime(format!("oad_AllocateShape of {} with size {n}", info.name)));
         }
@@ -330,7 +337,8 @@ impl Machine<'_> {
         let super::lower::Storage::Local { routine, slot } = info.storage else {
             return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
         };
-        let binding = super::exec::allocate(&mut self.mem, bounds, init);
+        let tapes = self.tape_bytes();
+        let binding = super::exec::allocate(&mut self.mem, bounds, init, tapes, &info.name)?;
         let frame = self
             .frames
             .iter_mut()
@@ -362,7 +370,7 @@ impl Machine<'_> {
         if store {
             let mut items = Vec::with_capacity(n);
             for k in 0..n {
-                items.push((self.mem.get(p.slot(k)).clone(), self.mem.deriv(p.slot(k))));
+                items.push((self.mem.get(p.slot(k))?.clone(), self.mem.deriv(p.slot(k))?));
             }
             let stack = self.checkpoints.entry(routine).or_default();
             for (v, d) in items {
@@ -394,7 +402,7 @@ impl Machine<'_> {
             let slot = p.slot(k);
             self.mem.set(slot, v)?;
             if let Some(d) = d {
-                *self.mem.deriv_mut(slot) = d;
+                *self.mem.deriv_mut(slot)? = d;
             }
         }
         Ok(())

@@ -46,6 +46,8 @@ pub struct DriverConfig {
     pub m: Option<usize>,
     pub template: Template,
     pub step_limit: u64,
+    /// The most bytes variables and tapes may take in one run.
+    pub max_memory: usize,
 }
 
 impl Default for DriverConfig {
@@ -62,6 +64,7 @@ impl Default for DriverConfig {
             m: None,
             template: Template::Joint,
             step_limit: ExecConfig::default().step_limit,
+            max_memory: ExecConfig::default().max_memory,
         }
     }
 }
@@ -206,8 +209,14 @@ fn find_global(prog: &Program, name: &str) -> Result<u32, ExecError> {
     }
 }
 
-fn bounds_len(bounds: &[(i64, i64)]) -> usize {
-    bounds.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product()
+fn bounds_len(bounds: &[(i64, i64)], name: &str) -> Result<usize, ExecError> {
+    super::memory::element_count(bounds).map_err(|why| ExecError::Runtime(format!("argument {name}: {why}")))
+}
+
+/// The slots of a variable's elements in column-major order (a scalar's one slot).
+fn element_slots(binding: &Binding) -> impl Iterator<Item = usize> + '_ {
+    let count = if binding.is_array() { binding.len() } else { 1 };
+    (0..count).map(|k| binding.element(k))
 }
 
 impl<'p> Driver<'p> {
@@ -285,10 +294,16 @@ impl<'p> Driver<'p> {
                 )));
             }
             if is_in {
-                n += bounds_len(&bounds);
+                n += bounds_len(&bounds, &info.name)?;
             }
             if is_out {
-                m += bounds_len(&bounds);
+                m += bounds_len(&bounds, &info.name)?;
+            }
+            if formals.iter().any(|(p, _, _)| *p == position) {
+                return Err(ExecError::Unsupported(format!(
+                    "{} has two arguments at position {position}",
+                    routine.name
+                )));
             }
             formals.push((position, bounds, init));
         }
@@ -313,13 +328,29 @@ impl<'p> Driver<'p> {
                 let Some(bounds) = &info.bounds else {
                     return Err(ExecError::Unsupported(format!("{what} global {} has no declared shape", info.name)));
                 };
-                *total += bounds_len(bounds);
+                *total += bounds_len(bounds, &info.name)?;
                 found.push(sym);
             }
             Ok(found)
         };
         let input_globals = resolve(&config.input_globals, &mut n, "input")?;
         let output_globals = resolve(&config.output_globals, &mut m, "output")?;
+        // The driver's own arrays (the arguments, the inputs, a Jacobian) count against the
+        // memory limit too, before anything is allocated.
+        let mut driver_elements = 0usize;
+        for (_, bounds, _) in &formals {
+            driver_elements = driver_elements.saturating_add(bounds_len(bounds, &routine.name)?);
+        }
+        let bytes = driver_elements
+            .saturating_mul(super::memory::Memory::SLOT_BYTES)
+            .saturating_add(n.saturating_add(1).saturating_mul(m.saturating_add(1)).saturating_mul(8));
+        if bytes > config.max_memory {
+            return Err(ExecError::Runtime(format!(
+                "the arguments of {} ({driver_elements} elements, {n} inputs, {m} outputs) exceed the memory limit of {}",
+                routine.name,
+                super::memory::format_bytes(config.max_memory)
+            )));
+        }
         Ok(Driver { prog, entry, config: config.clone(), formals, input_globals, output_globals, n, m })
     }
 
@@ -340,17 +371,37 @@ impl<'p> Driver<'p> {
         if x.len() != self.n {
             return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
         }
-        let mut machine =
-            Machine::new(self.prog, ExecConfig { template: self.config.template, step_limit: self.config.step_limit });
+        let config = ExecConfig {
+            template: self.config.template,
+            step_limit: self.config.step_limit,
+            max_memory: self.config.max_memory,
+            ..ExecConfig::default()
+        };
+        let mut machine = Machine::new(self.prog, config)?;
+        let result = self.drive(&mut machine, x, sweep);
+        // A failure says where execution stopped.
+        result.map_err(|error| match machine.location() {
+            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at },
+            _ => error,
+        })
+    }
+
+    fn drive(&self, machine: &mut Machine<'p>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
         let mut actuals: Vec<(u32, Binding)> = Vec::new();
+        let entry = &self.prog.routines[self.entry];
         for (position, bounds, init) in &self.formals {
-            actuals.push((*position, machine.alloc_driver(bounds, init.clone())));
+            let name = entry
+                .formals
+                .iter()
+                .find(|(p, _)| p == position)
+                .map_or("", |&(_, sym)| self.prog.syms[sym.into_raw().into_u32() as usize].name.as_str());
+            actuals.push((*position, machine.alloc_driver(bounds, init.clone(), name)?));
         }
         let slots = |positions: &[u32]| -> Vec<usize> {
             let mut out = Vec::new();
             for p in positions {
                 if let Some((_, b)) = actuals.iter().find(|(q, _)| q == p) {
-                    out.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                    out.extend(element_slots(b));
                 }
             }
             out
@@ -359,7 +410,7 @@ impl<'p> Driver<'p> {
         for (list, syms) in [(&mut xs, &self.input_globals), (&mut ys, &self.output_globals)] {
             for &sym in syms {
                 let b = machine.binding(sym)?;
-                list.extend((0..b.len().max(1)).map(|k| b.element(k)));
+                list.extend(element_slots(b));
             }
         }
         for (&slot, &v) in xs.iter().zip(x) {
@@ -372,14 +423,14 @@ impl<'p> Driver<'p> {
             }
             Sweep::Tangent(xd) => {
                 for (&slot, &d) in xs.iter().zip(xd) {
-                    *machine.mem.deriv_mut(slot) = d;
+                    *machine.mem.deriv_mut(slot)? = d;
                 }
                 machine.mode = RevMode::PLAIN;
                 machine.call(self.entry, &actuals)?;
             }
             Sweep::Adjoint(yd) => {
                 for (&slot, &d) in ys.iter().zip(yd) {
-                    *machine.mem.deriv_mut(slot) = d;
+                    *machine.mem.deriv_mut(slot)? = d;
                 }
                 machine.mode = RevMode::TAPE;
                 machine.call(self.entry, &actuals)?;
@@ -390,7 +441,7 @@ impl<'p> Driver<'p> {
             }
         }
         let read = |slots: &[usize], deriv: bool| -> Result<Vec<f64>, ExecError> {
-            slots.iter().map(|&s| if deriv { Ok(machine.mem.deriv(s)) } else { machine.mem.get(s).as_f64() }).collect()
+            slots.iter().map(|&s| if deriv { machine.mem.deriv(s) } else { machine.mem.get(s)?.as_f64() }).collect()
         };
         Ok(RunResult {
             x: read(&xs, false)?,
@@ -610,20 +661,24 @@ impl VerifyReport {
 }
 
 fn classify_original(e: ExecError, original: &Program) -> Status {
-    match e {
-        ExecError::Unsupported(why) => Status::Unsupported(why),
-        ExecError::Runtime(why) if original.passive_stores_left_out > 0 => Status::Unsupported(format!(
+    let why = e.reason();
+    if e.is_unsupported() {
+        Status::Unsupported(why)
+    } else if original.passive_stores_left_out > 0 {
+        Status::Unsupported(format!(
             "original program fails: {why} (the XAIF leaves {} passive stores out as Markers, so values they set are missing)",
             original.passive_stores_left_out
-        )),
-        ExecError::Runtime(why) => Status::Unsupported(format!("original program fails: {why}")),
+        ))
+    } else {
+        Status::Unsupported(format!("original program fails: {why}"))
     }
 }
 
 fn classify_transformed(e: ExecError) -> Status {
-    match e {
-        ExecError::Unsupported(why) => Status::Unsupported(why),
-        ExecError::Runtime(why) => Status::Mismatch(format!("transformed program fails: {why}")),
+    if e.is_unsupported() {
+        Status::Unsupported(e.reason())
+    } else {
+        Status::Mismatch(format!("transformed program fails: {}", e.reason()))
     }
 }
 
@@ -835,10 +890,17 @@ pub fn dot_product_test(tangent: &Program, adjoint: &Program, config: &VerifyCon
 
 /// Reads and lowers an XAIF document; the error is an `unreadable: …` reason.
 pub fn read_program(bytes: &[u8], file: &str) -> Result<Program, String> {
-    match crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default()) {
-        Ok(out) => Ok(super::lower::lower(&out.call_graph)),
-        Err(e) => Err(format!("unreadable: {}", e.diagnostic())),
-    }
+    load_program(bytes, file).map(|(program, _)| program).map_err(|e| format!("unreadable: {}", e.diagnostic()))
+}
+
+/// Reads and lowers an XAIF document, with the reader's warnings; the error has every
+/// finding, located.
+pub fn load_program(
+    bytes: &[u8],
+    file: &str,
+) -> Result<(Program, Vec<crate::xaif::Diagnostic>), crate::xaif::ReadError> {
+    let out = crate::xaif::read(bytes, file, &crate::xaif::ReadOptions::default())?;
+    Ok((super::lower::lower(&out.call_graph), out.warnings))
 }
 
 #[cfg(test)]

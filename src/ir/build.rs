@@ -2,7 +2,7 @@
 //! calls. Passes that add code go through here, so every invented name follows one convention
 //! (`<prefix><kind>_N`) and every created symbol is marked `temp`.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::*;
 
@@ -12,9 +12,48 @@ use super::*;
 #[derive(Debug, Default)]
 pub struct Temporaries {
     counters: FxHashMap<&'static str, usize>,
+    /// Statement ids in use: the document's and those handed out.
+    statement_ids: FxHashSet<Name>,
 }
 
 impl Temporaries {
+    /// Temporaries for transforming `cg`: the statement ids they hand out avoid the ids its
+    /// statements already have (the schema holds them unique in a control flow graph).
+    pub fn for_call_graph(cg: &CallGraph) -> Temporaries {
+        let mut statement_ids = FxHashSet::default();
+        for (_, routine) in cg.routines.iter() {
+            let graphs: Vec<&FlowGraph> = match routine {
+                Routine::ControlFlowGraph(cfg) => vec![&cfg.graph],
+                Routine::ReplacementList(list) => list.replacements.iter().map(|r| &r.graph).collect(),
+            };
+            for (_, vertex) in graphs.into_iter().flat_map(|g| g.vertices.iter()) {
+                match &vertex.kind {
+                    CfgVertexKind::BasicBlock(block) => {
+                        statement_ids.extend(block.statements.iter().filter_map(Statement::id))
+                    }
+                    CfgVertexKind::ForLoop(for_loop) => {
+                        let ForLoop { initialization, update, .. } = &**for_loop;
+                        statement_ids.extend([initialization, update].into_iter().flatten().map(|a| a.id));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Temporaries { counters: FxHashMap::default(), statement_ids }
+    }
+
+    /// A statement id for code the engine adds: `base`, or `base_2`, `base_3`, … when that is
+    /// in use already.
+    pub fn statement_id(&mut self, cg: &mut CallGraph, base: &str) -> Name {
+        let mut id = cg.names.intern(base);
+        let mut k = 2;
+        while !self.statement_ids.insert(id) {
+            id = cg.names.intern(&format!("{base}_{k}"));
+            k += 1;
+        }
+        id
+    }
+
     /// A new temporary `<prefix><kind>_N` in `scope`: a scalar real variable marked `temp`,
     /// shaped further by `init`. Skips numbers whose name the scope already holds (inputs that
     /// went through the engine once).

@@ -552,11 +552,63 @@ impl Expression {
         self.vertices.iter().map(|(id, _)| id).find(|id| !has_out[id.into_raw().into_u32() as usize])
     }
 
-    /// The operands of `vertex` ordered by edge position.
+    /// The operands of `vertex` ordered by edge position. Scans every edge: for more than a
+    /// vertex or two, take an [`Expression::operand_table`].
     pub fn operands(&self, vertex: ExprVertexId) -> Vec<ExprVertexId> {
         let mut ins: Vec<&ExprEdge> = self.edges.iter().filter(|e| e.target == vertex).collect();
         ins.sort_by_key(|e| e.position);
         ins.into_iter().map(|e| e.source).collect()
+    }
+
+    /// The operands of every vertex and the root, found in one pass over the edges.
+    pub fn operand_table(&self) -> OperandTable {
+        let n = self.vertices.len();
+        let index = |v: ExprVertexId| v.into_raw().into_u32() as usize;
+        let mut start = vec![0u32; n + 1];
+        let mut has_out = vec![false; n];
+        for edge in &self.edges {
+            start[index(edge.target) + 1] += 1;
+            has_out[index(edge.source)] = true;
+        }
+        for v in 0..n {
+            start[v + 1] += start[v];
+        }
+        let mut fill: Vec<u32> = start[..n].to_vec();
+        let mut sorted: Vec<(i64, ExprVertexId)> = vec![(0, ExprVertexId::from_raw(0u32.into())); self.edges.len()];
+        for edge in &self.edges {
+            let slot = &mut fill[index(edge.target)];
+            sorted[*slot as usize] = (edge.position, edge.source);
+            *slot += 1;
+        }
+        for v in 0..n {
+            // Stable: operands at the same position (an invalid graph) keep their edge order,
+            // as `operands` keeps them.
+            sorted[start[v] as usize..start[v + 1] as usize].sort_by_key(|&(position, _)| position);
+        }
+        let root = self.vertices.iter().map(|(id, _)| id).find(|&id| !has_out[index(id)]);
+        OperandTable { start, operands: sorted.into_iter().map(|(_, v)| v).collect(), root }
+    }
+}
+
+/// The operands of each vertex of one expression, by position: see
+/// [`Expression::operand_table`]. Valid as long as the expression's edges do not change.
+#[derive(Clone, Debug)]
+pub struct OperandTable {
+    start: Vec<u32>,
+    operands: Vec<ExprVertexId>,
+    root: Option<ExprVertexId>,
+}
+
+impl OperandTable {
+    /// The operands of `vertex`, ordered by edge position.
+    pub fn of(&self, vertex: ExprVertexId) -> &[ExprVertexId] {
+        let v = vertex.into_raw().into_u32() as usize;
+        &self.operands[self.start[v] as usize..self.start[v + 1] as usize]
+    }
+
+    /// The first vertex no edge leaves (the expression's value), as [`Expression::root`].
+    pub fn root(&self) -> Option<ExprVertexId> {
+        self.root
     }
 }
 

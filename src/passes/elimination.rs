@@ -29,7 +29,7 @@ mod face;
 mod tests;
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use face::LineGraph;
 
@@ -725,9 +725,14 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
     let (mut lowest, mut highest) = (0, kinds.len());
     // Markowitz degrees of the eliminable vertices, updated where a step touched edges.
     let markowitz = matches!(method, Method::Markowitz | Method::MarkowitzForward);
+    // Ties between equal degrees: the higher vertex for Markowitz, the lower for its
+    // forward variant. The queue orders (degree, tie, vertex), the least first.
+    let tie = |v: usize| if method == Method::Markowitz { usize::MAX - v } else { v };
     let mut degrees: Vec<Option<usize>> = Vec::new();
+    let mut queue: BTreeSet<(usize, usize, usize)> = BTreeSet::new();
     if markowitz {
         degrees = (0..kinds.len()).map(|v| graph.eliminable(kinds, v).then(|| graph.markowitz(v))).collect();
+        queue = degrees.iter().enumerate().filter_map(|(v, d)| d.map(|d| (d, tie(v), v))).collect();
         graph.touched = Some(Vec::new());
     }
     loop {
@@ -739,20 +744,11 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         }
         let first = (lowest < highest).then_some(lowest);
         let last = (lowest < highest).then(|| highest - 1);
-        // The least degree, ties broken by `tie(vertex)`, the least wins.
-        let least_degree = |tie: fn(usize) -> usize| {
-            degrees
-                .iter()
-                .enumerate()
-                .filter_map(|(v, d)| d.map(|d| (d, tie(v), v)))
-                .min()
-                .map(|(.., v)| Step::Vertex(v))
-        };
         let choice = match method {
             Method::Forward => first.map(Step::Vertex),
             Method::Reverse => last.map(Step::Vertex),
-            Method::Markowitz => least_degree(|v| usize::MAX - v),
-            Method::MarkowitzForward => least_degree(|v| v),
+            // The least degree, ties broken by `tie(vertex)`, the least wins.
+            Method::Markowitz | Method::MarkowitzForward => queue.first().map(|&(.., v)| Step::Vertex(v)),
             Method::ForwardEdge => first.and_then(|k| graph.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k))),
             Method::ReverseEdge => last.and_then(|k| graph.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j))),
             Method::Sibling => {
@@ -785,7 +781,16 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         if markowitz {
             graph.drain_touched(|graph, s, t| {
                 for v in [s, t] {
-                    degrees[v] = graph.eliminable(kinds, v).then(|| graph.markowitz(v));
+                    let degree = graph.eliminable(kinds, v).then(|| graph.markowitz(v));
+                    if degree != degrees[v] {
+                        if let Some(old) = degrees[v] {
+                            queue.remove(&(old, tie(v), v));
+                        }
+                        if let Some(new) = degree {
+                            queue.insert((new, tie(v), v));
+                        }
+                        degrees[v] = degree;
+                    }
                 }
             });
         }
@@ -831,18 +836,21 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
     let n = kinds.len();
     let cost_of = |graph: &Graph, v: usize| graph.eliminable(kinds, v).then(|| graph.delta(Step::Vertex(v), model));
     let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(&graph, v)).collect();
+    // The costs ordered (delta, edges, vertex), so the cheapest is found in log time.
+    let mut queue: BTreeSet<(i64, i64, usize)> =
+        costs.iter().enumerate().filter_map(|(v, c)| c.map(|(delta, edges)| (delta, edges, v))).collect();
     let mut order = Vec::new();
     let mut best =
         Plan { method: Method::Greedy, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
     let mut best_len = 0;
     let mut dirty = DirtySet::new(n);
     loop {
-        let choice = costs
-            .iter()
-            .enumerate()
-            .filter_map(|(v, cost)| cost.map(|(delta, edges)| (delta, edges, v)))
-            .filter(|&(delta, edges, _)| model == CostModel::Classic || delta < 0 || (delta == 0 && edges < 0))
-            .min();
+        // The least entry passes the filter if any does (it has the least delta, and among
+        // those the fewest edges).
+        let choice = queue
+            .first()
+            .copied()
+            .filter(|&(delta, edges, _)| model == CostModel::Classic || delta < 0 || (delta == 0 && edges < 0));
         let Some((_, _, v)) = choice else { break };
         graph.apply(kinds, Step::Vertex(v), &mut ar);
         order.push(Step::Vertex(v));
@@ -852,8 +860,15 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
             if !exhaustive {
                 dirty.insert(s);
                 dirty.insert(t);
-                for &u in graph.succs[s].keys() {
-                    if graph.preds[t].get(&u).is_some() {
+                // The vertices between s and t: look up the smaller side in the larger (a
+                // variable read many times has many successors).
+                let (small, large) = if graph.succs[s].len() <= graph.preds[t].len() {
+                    (&graph.succs[s], &graph.preds[t])
+                } else {
+                    (&graph.preds[t], &graph.succs[s])
+                };
+                for &u in small.keys() {
+                    if large.get(&u).is_some() {
                         dirty.insert(u);
                     }
                 }
@@ -863,7 +878,16 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
             dirty.extend(0..n);
         }
         for u in dirty.drain() {
-            costs[u] = cost_of(&graph, u);
+            let cost = cost_of(&graph, u);
+            if cost != costs[u] {
+                if let Some((delta, edges)) = costs[u] {
+                    queue.remove(&(delta, edges, u));
+                }
+                if let Some((delta, edges)) = cost {
+                    queue.insert((delta, edges, u));
+                }
+                costs[u] = cost;
+            }
         }
         let cost = ar.multiplications + graph.propagation(model);
         if model == CostModel::Classic || cost < best.cost() {

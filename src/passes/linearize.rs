@@ -113,6 +113,19 @@ pub enum LinearizeError {
     DirectActionOfExpression { statement: String, name: String },
 }
 
+impl LinearizeError {
+    /// The `statement_id` of the statement the error is about.
+    pub fn statement(&self) -> &str {
+        match self {
+            LinearizeError::UnknownIntrinsic { statement, .. }
+            | LinearizeError::MissingPartial { statement, .. }
+            | LinearizeError::FunctionCall { statement }
+            | LinearizeError::NoRoot { statement }
+            | LinearizeError::DirectActionOfExpression { statement, .. } => statement,
+        }
+    }
+}
+
 /// A new temporary of the given shape in `scope`.
 pub fn create_temporary(
     temporaries: &mut Temporaries,
@@ -161,8 +174,9 @@ pub fn reference_key(cg: &CallGraph, reference: &VariableReference) -> String {
 /// A canonical text of an expression (vertex kinds and operand structure, not XML ids).
 pub fn expression_key(cg: &CallGraph, expression: &Expression) -> String {
     let mut key = String::new();
-    if let Some(root) = expression.root() {
-        push_expression_key(cg, expression, root, &mut key);
+    let table = expression.operand_table();
+    if let Some(root) = table.root() {
+        push_expression_key(cg, expression, &table, root, &mut key);
     }
     key
 }
@@ -182,8 +196,9 @@ fn push_reference_key(cg: &CallGraph, reference: &VariableReference, key: &mut S
                     for part in [&triplet.index, &triplet.bound, &triplet.stride] {
                         match part {
                             Some(e) => {
-                                if let Some(root) = e.root() {
-                                    push_expression_key(cg, e, root, key);
+                                let table = e.operand_table();
+                                if let Some(root) = table.root() {
+                                    push_expression_key(cg, e, &table, root, key);
                                 }
                             }
                             None => key.push('_'),
@@ -198,7 +213,7 @@ fn push_reference_key(cg: &CallGraph, reference: &VariableReference, key: &mut S
     }
 }
 
-fn push_expression_key(cg: &CallGraph, e: &Expression, v: ExprVertexId, out: &mut String) {
+fn push_expression_key(cg: &CallGraph, e: &Expression, table: &OperandTable, v: ExprVertexId, out: &mut String) {
     use std::fmt::Write as _;
     match &e.vertices[v] {
         ExprVertex::Variable(r) => {
@@ -223,11 +238,11 @@ fn push_expression_key(cg: &CallGraph, e: &Expression, v: ExprVertexId, out: &mu
             let _ = write!(out, "f({:?})", f.symbol.map(|s| s.into_raw().into_u32()));
         }
     }
-    let operands = e.operands(v);
+    let operands = table.of(v);
     if !operands.is_empty() {
         out.push('(');
-        for operand in operands {
-            push_expression_key(cg, e, operand, out);
+        for &operand in operands {
+            push_expression_key(cg, e, table, operand, out);
             out.push(',');
         }
         out.push(')');
@@ -260,8 +275,9 @@ pub fn linearize_assignment(
 ) -> Result<LinearizedAssignment, LinearizeError> {
     let statement = cg.name(assignment.id).to_owned();
     let rhs = &assignment.rhs;
-    let root = rhs.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
-    let order = postorder(rhs, root);
+    let table = rhs.operand_table();
+    let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
+    let order = postorder(&table, root);
 
     // Which vertices carry a dependence on an active variable.
     let mut active: FxHashMap<ExprVertexId, bool> = FxHashMap::default();
@@ -269,7 +285,7 @@ pub fn linearize_assignment(
         let is_active = match &rhs.vertices[v] {
             ExprVertex::Variable(r) => is_active_reference(cg, r),
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
-            ExprVertex::Intrinsic(_) => rhs.operands(v).iter().any(|o| active[o]),
+            ExprVertex::Intrinsic(_) => table.of(v).iter().any(|o| active[o]),
             ExprVertex::FunctionCall(_) => return Err(LinearizeError::FunctionCall { statement }),
         };
         active.insert(v, is_active);
@@ -283,7 +299,7 @@ pub fn linearize_assignment(
                 ValueShape::Scalar
             }
             ExprVertex::Intrinsic(i) => {
-                let operands: Vec<&ValueShape> = rhs.operands(v).iter().map(|o| &shapes[o]).collect();
+                let operands: Vec<&ValueShape> = table.of(v).iter().map(|o| &shapes[o]).collect();
                 intrinsic_shape(cg, catalogue, i, &operands)
             }
         };
@@ -320,7 +336,7 @@ pub fn linearize_assignment(
                     statement: statement.clone(),
                     name: name.clone(),
                 })?;
-                let operands = rhs.operands(v);
+                let operands = table.of(v);
                 let operation = graph.operations;
                 graph.operations += 1;
                 graph.operation_shapes.push(shapes[&v].clone());
@@ -342,7 +358,7 @@ pub fn linearize_assignment(
                         PartialKind::LinearMinusOne => PartialValue::Known(-1.0),
                         PartialKind::Passive => continue,
                         PartialKind::Linear | PartialKind::Nonlinear => {
-                            match fold(cg, rhs, &operands, &partial.expression, &name) {
+                            match fold(cg, rhs, operands, &partial.expression, &name) {
                                 Some(number) => PartialValue::Known(number),
                                 None => {
                                     for referenced in referenced_arguments(&partial.expression) {
@@ -358,9 +374,13 @@ pub fn linearize_assignment(
                                             let shape = &shapes[&arg];
                                             let symbol = create_temporary(temporaries, cg, scope, "aux", false, shape);
                                             auxiliaries.extend(allocation(cg, symbol, shape));
-                                            let value = copy_subtree(cg, rhs, arg, &auxiliary_of, true);
-                                            auxiliaries
-                                                .push(Statement::Assignment(make_assignment(cg, symbol, value, false)));
+                                            let value = copy_subtree(cg, rhs, &table, arg, &auxiliary_of, true);
+                                            auxiliaries.push(Statement::Assignment(make_assignment(
+                                                cg,
+                                                temporaries,
+                                                symbol,
+                                                value,
+                                            )));
                                             auxiliary_of.insert(arg, symbol);
                                         }
                                     }
@@ -368,7 +388,7 @@ pub fn linearize_assignment(
                                         std::iter::once(v).chain(operands.iter().copied()).collect();
                                     PartialValue::Expression(build_partial(
                                         cg,
-                                        rhs,
+                                        (rhs, &table),
                                         &with_result,
                                         &partial.expression,
                                         &auxiliary_of,
@@ -386,11 +406,17 @@ pub fn linearize_assignment(
 
     // Parallel edges (`x*x`) become one edge whose partial is the sum.
     let mut merged: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
+    let mut merged_at: FxHashMap<(LocalNode, usize), usize> = FxHashMap::default();
     for (source, target, value) in partial_edges {
-        if let Some(existing) = merged.iter_mut().find(|(s, t, _)| *s == source && *t == target) {
-            existing.2 = add_partials(cg, std::mem::replace(&mut existing.2, PartialValue::Known(0.0)), value);
-        } else {
-            merged.push((source, target, value));
+        match merged_at.get(&(source, target)) {
+            Some(&k) => {
+                let existing = &mut merged[k];
+                existing.2 = add_partials(cg, std::mem::replace(&mut existing.2, PartialValue::Known(0.0)), value);
+            }
+            None => {
+                merged_at.insert((source, target), merged.len());
+                merged.push((source, target, value));
+            }
         }
     }
     for (source, target, value) in merged {
@@ -401,7 +427,7 @@ pub fn linearize_assignment(
                 let shape = &shapes[&operation_vertex[target]];
                 let symbol = create_temporary(temporaries, cg, scope, "lin", false, shape);
                 partials.extend(allocation(cg, symbol, shape));
-                partials.push(Statement::Assignment(make_assignment(cg, symbol, expression, false)));
+                partials.push(Statement::Assignment(make_assignment(cg, temporaries, symbol, expression)));
                 Partial::Variable(symbol)
             }
         };
@@ -411,7 +437,7 @@ pub fn linearize_assignment(
     graph.result = active[&root].then(|| node_of[&root]);
     let mut statement = assignment.clone();
     if !auxiliary_of.is_empty() {
-        statement.rhs = copy_subtree(cg, rhs, root, &auxiliary_of, false);
+        statement.rhs = copy_subtree(cg, rhs, &table, root, &auxiliary_of, false);
     }
     Ok(LinearizedAssignment { auxiliaries, partials, statement, graph })
 }
@@ -443,13 +469,14 @@ fn splice(cg: &mut CallGraph, target: &mut Expression, value: PartialValue) -> E
     match value {
         PartialValue::Known(number) => add_constant(cg, target, number),
         PartialValue::Expression(source) => {
-            let root = source.root().expect("built expressions have a root");
-            copy_into(cg, &source, root, target)
+            let table = source.operand_table();
+            let root = table.root().expect("built expressions have a root");
+            copy_into(cg, (&source, &table), root, target)
         }
     }
 }
 
-fn postorder(expression: &Expression, root: ExprVertexId) -> Vec<ExprVertexId> {
+fn postorder(table: &OperandTable, root: ExprVertexId) -> Vec<ExprVertexId> {
     let mut order = Vec::new();
     let mut seen = FxHashMap::default();
     let mut stack = vec![(root, false)];
@@ -462,7 +489,7 @@ fn postorder(expression: &Expression, root: ExprVertexId) -> Vec<ExprVertexId> {
             continue;
         }
         stack.push((v, true));
-        for operand in expression.operands(v).into_iter().rev() {
+        for &operand in table.of(v).iter().rev() {
             stack.push((operand, false));
         }
     }
@@ -504,10 +531,11 @@ fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &P
     partial.eval(&values, result).filter(|v| v.is_finite())
 }
 
-fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active: bool) -> Assignment {
+/// `symbol = rhs` for a passive temporary, its id `_<symbol>`.
+fn make_assignment(cg: &mut CallGraph, temporaries: &mut Temporaries, symbol: SymbolId, rhs: Expression) -> Assignment {
     let id = format!("_{}", cg.symbol_name(symbol));
-    let id = cg.names.intern(&id);
-    Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, active), lhs_live: true, rhs }
+    let id = temporaries.statement_id(cg, &id);
+    Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, false), lhs_live: true, rhs }
 }
 
 /// Copies the subtree at `vertex` into a fresh expression; vertices in `replaced` become
@@ -515,46 +543,66 @@ fn make_assignment(cg: &mut CallGraph, symbol: SymbolId, rhs: Expression, active
 fn copy_subtree(
     cg: &mut CallGraph,
     source: &Expression,
+    table: &OperandTable,
     vertex: ExprVertexId,
     replaced: &FxHashMap<ExprVertexId, SymbolId>,
     keep_root: bool,
 ) -> Expression {
     let mut target = Expression::default();
-    copy_rec(cg, source, vertex, replaced, keep_root, &mut target);
+    copy_rec(cg, (source, table), vertex, replaced, keep_root, &mut target);
     target
 }
 
+/// Copies the subtree at `vertex` (a shared operand once per use) into `target`, operands
+/// before their operation; returns the copy of `vertex`. Iterative: the depth of an
+/// expression is bounded only by the reader's limit.
 fn copy_rec(
     cg: &mut CallGraph,
-    source: &Expression,
+    (source, table): (&Expression, &OperandTable),
     vertex: ExprVertexId,
     replaced: &FxHashMap<ExprVertexId, SymbolId>,
     is_kept_root: bool,
     target: &mut Expression,
 ) -> ExprVertexId {
-    if let Some(&symbol) = replaced.get(&vertex).filter(|_| !is_kept_root) {
-        let reference = whole_reference(cg, symbol, false);
-        return add_vertex(cg, target, ExprVertex::Variable(reference));
+    // A vertex is visited, then (after its operands) finished; copies wait on a value stack.
+    let mut work = vec![(vertex, is_kept_root, false)];
+    let mut copies: Vec<ExprVertexId> = Vec::new();
+    while let Some((v, kept, operands_done)) = work.pop() {
+        if let Some(&symbol) = replaced.get(&v).filter(|_| !kept) {
+            let reference = whole_reference(cg, symbol, false);
+            copies.push(add_vertex(cg, target, ExprVertex::Variable(reference)));
+            continue;
+        }
+        let operands = table.of(v);
+        if !operands_done {
+            work.push((v, kept, true));
+            work.extend(operands.iter().rev().map(|&o| (o, false, false)));
+            continue;
+        }
+        let children = copies.split_off(copies.len() - operands.len());
+        let copy = add_vertex(cg, target, source.vertices[v].clone());
+        for (i, child) in children.into_iter().enumerate() {
+            add_edge(cg, target, child, copy, i as i64 + 1);
+        }
+        copies.push(copy);
     }
-    let operands = source.operands(vertex);
-    let children: Vec<ExprVertexId> =
-        operands.iter().map(|&o| copy_rec(cg, source, o, replaced, false, target)).collect();
-    let copy = add_vertex(cg, target, source.vertices[vertex].clone());
-    for (i, child) in children.into_iter().enumerate() {
-        add_edge(cg, target, child, copy, i as i64 + 1);
-    }
-    copy
+    copies.pop().expect("the copied subtree's root")
 }
 
 /// Copies a whole subtree from one expression into another (no replacements).
-fn copy_into(cg: &mut CallGraph, source: &Expression, vertex: ExprVertexId, target: &mut Expression) -> ExprVertexId {
+fn copy_into(
+    cg: &mut CallGraph,
+    source: (&Expression, &OperandTable),
+    vertex: ExprVertexId,
+    target: &mut Expression,
+) -> ExprVertexId {
     copy_rec(cg, source, vertex, &FxHashMap::default(), true, target)
 }
 
 /// Builds a catalogue partial over the statement's operands.
 fn build_partial(
     cg: &mut CallGraph,
-    rhs: &Expression,
+    rhs: (&Expression, &OperandTable),
     operands: &[ExprVertexId],
     partial: &PartialExpr,
     auxiliary_of: &FxHashMap<ExprVertexId, SymbolId>,
@@ -566,7 +614,7 @@ fn build_partial(
 
 fn build_rec(
     cg: &mut CallGraph,
-    rhs: &Expression,
+    rhs: (&Expression, &OperandTable),
     operands: &[ExprVertexId],
     partial: &PartialExpr,
     auxiliary_of: &FxHashMap<ExprVertexId, SymbolId>,

@@ -182,7 +182,7 @@ impl BlockContext<'_> {
         for statement in statements {
             if let Statement::Assignment(assignment) = &statement
                 && is_active_reference(self.cg, &assignment.lhs)
-                && let Some(derivative) = direct_action(self.cg, self.catalogue, assignment)?
+                && let Some(derivative) = direct_action(self.cg, self.catalogue, self.temporaries, assignment)?
             {
                 // `b = transpose(a)` is linear: its derivative is the same operation on the
                 // derivatives, `b.d = transpose(a.d)`, printed right after it.
@@ -470,7 +470,7 @@ impl BlockContext<'_> {
         let symbol = create_temporary(self.temporaries, self.cg, self.scope, "acc", false, shape);
         out.extend(allocation(self.cg, symbol, shape));
         let id = format!("_{}", self.cg.symbol_name(symbol));
-        let id = self.cg.names.intern(&id);
+        let id = self.temporaries.statement_id(self.cg, &id);
         let lhs = whole_reference(self.cg, symbol, false);
         out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
         Partial::Variable(symbol)
@@ -690,6 +690,7 @@ impl TangentStats {
 fn direct_action(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
     assignment: &Assignment,
 ) -> Result<Option<Assignment>, LinearizeError> {
     let rhs = &assignment.rhs;
@@ -717,7 +718,7 @@ fn direct_action(
     let mut derivative = assignment.clone();
     // The reference engine reuses the statement id, which the schema forbids.
     let id = format!("_derivative_{}", cg.name(assignment.id));
-    derivative.id = cg.names.intern(&id);
+    derivative.id = temporaries.statement_id(cg, &id);
     derivative.lhs.deriv = true;
     for argument in active {
         if let ExprVertex::Variable(reference) = &mut derivative.rhs.vertices[argument] {

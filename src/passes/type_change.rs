@@ -493,12 +493,9 @@ impl Pass<'_> {
         let mut value = reference.clone();
         value.id = self.cg.names.intern("1");
         let lhs = whole_reference(self.cg, symbol, false);
-        let save = assignment(
-            self.cg,
-            "assignment_to_temporary_for_saving_value_across_statement",
-            lhs,
-            Expression::variable(value),
-        );
+        let mut save = assignment(self.cg, "", lhs, Expression::variable(value));
+        // The original's id, made unique: a block may save several values.
+        save.id = self.temporaries.statement_id(self.cg, "assignment_to_temporary_for_saving_value_across_statement");
         adjustments.saves.push(Statement::Assignment(save));
         adjustments.saved.push((reference, symbol));
         self.report.saved_indices += 1;

@@ -154,6 +154,32 @@ impl IntrinsicDefinition {
             && self.shape_change == ShapeChange::NoChange
             && !self.partials.iter().any(|p| p.non_value_inquiry)
     }
+
+    /// Whether an application to `count` operands makes sense: at least one and at most the
+    /// arity, where the arguments left out are optional ones (`dim` of `size`: those whose
+    /// partial is passive) and no partial of a present argument reads an absent one. Always
+    /// true for non-inlinable intrinsics, whose catalogue gives no arity.
+    pub fn accepts_operands(&self, count: usize) -> bool {
+        if self.arity == 0 {
+            return true;
+        }
+        if count == 0 || count > self.arity {
+            return false;
+        }
+        let reads_absent = |partial: &Partial| {
+            fn max_argument(p: &PartialExpr) -> usize {
+                match p {
+                    PartialExpr::Constant { .. } => 0,
+                    PartialExpr::Argument(i) => *i,
+                    PartialExpr::Intrinsic { arguments, .. } => arguments.iter().map(max_argument).max().unwrap_or(0),
+                }
+            }
+            matches!(partial.kind, PartialKind::Linear | PartialKind::Nonlinear)
+                && max_argument(&partial.expression) > count
+        };
+        let (present, absent) = self.partials.split_at(count.min(self.partials.len()));
+        absent.iter().all(|p| p.kind == PartialKind::Passive) && !present.iter().any(reads_absent)
+    }
 }
 
 /// A set of intrinsic definitions by name.

@@ -1,5 +1,6 @@
 //! The XML boundary: everything that knows XAIF is XML lives here.
 
+pub mod check;
 pub mod diagnostic;
 pub mod intrinsics;
 pub mod read;

@@ -5,40 +5,76 @@
 //! maps before any routine), while graph edges, whose endpoints may come later in the
 //! document, are resolved when their graph closes. Every error carries the position of the
 //! element it is about.
+//!
+//! As each graph closes the semantic checks of [`super::check`] run on it; their errors do not
+//! stop reading, so one read reports them all (`validate` shows them in full). Structural
+//! errors stop at once. Elements nested deeper than [`MAX_NESTING`] are refused before the
+//! recursion that reads them goes further. A UTF-8 byte-order mark is skipped; positions count
+//! from after it.
 
 use std::borrow::Cow;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::diagnostic::{Diagnostic, Severity, line_column};
+use super::check::{self, ExpressionSite, Extent, FlowSite, MAX_NESTING, Problem};
+use super::diagnostic::{Diagnostic, LineIndex, Severity, line_column};
+use super::intrinsics::Catalogue;
 use crate::ir::*;
 
 /// The XAIF namespace URI.
 pub const XAIF_NAMESPACE: &str = "http://www.mcs.anl.gov/XAIF";
 
-#[derive(Clone, Debug, Default)]
-pub struct ReadOptions {
+/// The UTF-8 byte-order mark some editors put first; positions are counted after it.
+pub(super) const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+#[derive(Clone, Debug)]
+pub struct ReadOptions<'c> {
     /// Refuse what older front ends wrote and the reference toolchain tolerated
-    /// (a `SubroutineCall` without `formalArgCount`, attributes the schema does not know).
+    /// (a `SubroutineCall` without `formalArgCount`, attributes the schema does not know,
+    /// duplicate ids the reader would otherwise rename).
     pub strict: bool,
+    /// The intrinsics whose operand counts the reader checks.
+    pub catalogue: &'c Catalogue,
+}
+
+impl Default for ReadOptions<'static> {
+    /// Lenient reading, the built-in catalogue.
+    fn default() -> Self {
+        ReadOptions { strict: false, catalogue: Catalogue::builtin() }
+    }
 }
 
 #[derive(Debug)]
 pub struct ReadOutput {
     pub call_graph: CallGraph,
-    /// What lenient reading forgave, located like errors.
+    /// What lenient reading forgave and what the semantic checks warn about, located like
+    /// errors, in document order.
     pub warnings: Vec<Diagnostic>,
 }
 
+/// Why a document cannot be read: at least one error, with everything else found up to
+/// where reading stopped (semantic errors do not stop it), in document order.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReadError(pub Box<Diagnostic>);
+#[error("{}", self.diagnostic())]
+pub struct ReadError {
+    findings: Vec<Diagnostic>,
+}
 
 impl ReadError {
+    fn one(diagnostic: Diagnostic) -> ReadError {
+        ReadError { findings: vec![diagnostic] }
+    }
+
+    /// The first error.
     pub fn diagnostic(&self) -> &Diagnostic {
-        &self.0
+        self.findings.iter().find(|d| d.severity == Severity::Error).unwrap_or(&self.findings[0])
+    }
+
+    /// Every error and warning found.
+    pub fn findings(&self) -> &[Diagnostic] {
+        &self.findings
     }
 }
 
@@ -46,17 +82,18 @@ type Result<T> = std::result::Result<T, ReadError>;
 
 /// Reads one XAIF document. `file` is only used to locate messages.
 pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutput> {
+    let input = input.strip_prefix(BYTE_ORDER_MARK).unwrap_or(input);
     let text = std::str::from_utf8(input).map_err(|e| {
         let offset = e.valid_up_to();
         let (line, column) = line_column(input, offset);
-        ReadError(Box::new(Diagnostic {
+        ReadError::one(Diagnostic {
             severity: Severity::Error,
             file: file.to_owned(),
             line,
             column,
             element: "document".into(),
             message: "the input is not valid UTF-8".into(),
-        }))
+        })
     })?;
     let mut reader = Reader::from_reader(input);
     let config = reader.config_mut();
@@ -69,18 +106,46 @@ pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutpu
         text,
         file,
         strict: options.strict,
+        catalogue: options.catalogue,
         prefix: Vec::new(),
         cg: CallGraph { size_hint: input.len(), ..CallGraph::default() },
-        warnings: Vec::new(),
+        problems: Vec::new(),
+        scratch: check::Scratch::default(),
+        depth: 0,
         scope_ids: FxHashMap::default(),
         alias_keys: FxHashMap::default(),
         duud_keys: FxHashMap::default(),
         do_keys: FxHashMap::default(),
         routine_ids: FxHashMap::default(),
         calls_without_count: 0,
+        statements: Vec::new(),
     };
-    lower.document()?;
-    Ok(ReadOutput { call_graph: lower.cg, warnings: lower.warnings })
+    let result = lower.document();
+    // Every finding, located through one index (there may be many warnings).
+    let index = LineIndex::new(input);
+    let mut findings: Vec<Diagnostic> = lower
+        .problems
+        .drain(..)
+        .map(|p| {
+            let (line, column) = index.line_column(p.offset);
+            Diagnostic {
+                severity: p.severity,
+                file: file.to_owned(),
+                line,
+                column,
+                element: p.element,
+                message: p.message,
+            }
+        })
+        .collect();
+    if let Err(fatal) = result {
+        findings.extend(fatal.findings);
+    }
+    findings.sort_by_key(|d| (d.line, d.column));
+    if findings.iter().any(|d| d.severity == Severity::Error) {
+        return Err(ReadError { findings });
+    }
+    Ok(ReadOutput { call_graph: lower.cg, warnings: findings })
 }
 
 /// A start tag with where it began.
@@ -100,11 +165,16 @@ struct Lower<'a> {
     text: &'a str,
     file: &'a str,
     strict: bool,
+    catalogue: &'a Catalogue,
     /// The prefix bound to the XAIF namespace, with its colon (`b"xaif:"`), or empty when the
     /// namespace is the default one.
     prefix: Vec<u8>,
     cg: CallGraph,
-    warnings: Vec<Diagnostic>,
+    /// Warnings, and errors that do not stop reading (the semantic checks'), by offset.
+    problems: Vec<Problem>,
+    scratch: check::Scratch,
+    /// Elements open at the reader's position.
+    depth: usize,
     scope_ids: FxHashMap<Name, ScopeId>,
     alias_keys: FxHashMap<u64, AliasSetId>,
     duud_keys: FxHashMap<u64, DuUdSetId>,
@@ -113,6 +183,9 @@ struct Lower<'a> {
     /// Calls read without `formalArgCount` (marked `u32::MAX` until every routine is known and
     /// the count can be inferred).
     calls_without_count: usize,
+    /// Offsets of the statements of the control flow graph being read that the schema wants
+    /// unique ids for, in document order.
+    statements: Vec<(usize, &'a str)>,
 }
 
 /// A graph edge whose endpoints are resolved when its graph closes.
@@ -142,13 +215,11 @@ const fn byte_set(members: &[u8]) -> [bool; 256] {
 impl<'a> Lower<'a> {
     // ---------------------------------------------------------------- errors and positions
 
-    fn diagnostic(&self, severity: Severity, offset: usize, element: &str, message: String) -> Diagnostic {
-        let (line, column) = line_column(self.input, offset);
-        Diagnostic { severity, file: self.file.to_owned(), line, column, element: element.to_owned(), message }
-    }
-
     fn error(&self, offset: usize, element: &str, message: impl Into<String>) -> ReadError {
-        ReadError(Box::new(self.diagnostic(Severity::Error, offset, element, message.into())))
+        let (line, column) = line_column(self.input, offset);
+        let file = self.file.to_owned();
+        let (element, message) = (element.to_owned(), message.into());
+        ReadError::one(Diagnostic { severity: Severity::Error, file, line, column, element, message })
     }
 
     /// A finding that is an error when strict and a warning otherwise.
@@ -156,8 +227,8 @@ impl<'a> Lower<'a> {
         if self.strict {
             return Err(self.error(offset, element, message));
         }
-        let warning = self.diagnostic(Severity::Warning, offset, element, message);
-        self.warnings.push(warning);
+        let element = element.to_owned();
+        self.problems.push(Problem { offset, element, severity: Severity::Warning, message });
         Ok(())
     }
 
@@ -186,9 +257,21 @@ impl<'a> Lower<'a> {
                 }
             };
             match event {
-                Event::Start(start) => return self.elem(start, false).map(Some),
-                Event::Empty(start) => return self.elem(start, true).map(Some),
-                Event::End(_) => return Ok(None),
+                Event::Start(start) => {
+                    let elem = self.elem(start, false)?;
+                    self.depth += 1;
+                    self.check_depth(&elem)?;
+                    return Ok(Some(elem));
+                }
+                Event::Empty(start) => {
+                    let elem = self.elem(start, true)?;
+                    self.check_depth(&elem)?;
+                    return Ok(Some(elem));
+                }
+                Event::End(_) => {
+                    self.depth -= 1;
+                    return Ok(None);
+                }
                 Event::Text(text) => {
                     if !text.trim_ascii().is_empty() {
                         return Err(self.error(before, parent, "unexpected text content"));
@@ -219,6 +302,16 @@ impl<'a> Lower<'a> {
                 }
             }
         }
+    }
+
+    /// Refuses elements nested deeper than [`MAX_NESTING`]: every level costs the reader (and
+    /// the passes after it) stack.
+    fn check_depth(&self, elem: &Elem<'a>) -> Result<()> {
+        let depth = self.depth + usize::from(elem.empty);
+        if depth > MAX_NESTING {
+            return Err(self.error(elem.offset, elem.name, format!("elements nest deeper than {MAX_NESTING} levels")));
+        }
+        Ok(())
     }
 
     fn describe_offset(&self, offset: usize) -> String {
@@ -394,6 +487,18 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// An argument position, which the IR keeps in 32 bits.
+    fn argument_position(&self, elem: &Elem<'a>, name: &str, value: &str) -> Result<u32> {
+        let wide = self.positive(elem, name, value)?;
+        u32::try_from(wide).map_err(|_| self.bad_value(elem, name, value, "a positive integer below 2^32"))
+    }
+
+    /// A count the IR keeps in 32 bits.
+    fn count(&self, elem: &Elem<'a>, name: &str, value: &str) -> Result<u32> {
+        let wide = self.non_negative(elem, name, value)?;
+        u32::try_from(wide).map_err(|_| self.bad_value(elem, name, value, "a non-negative integer below 2^32"))
+    }
+
     fn opt_non_negative(&self, elem: &Elem<'a>, name: &str, value: &Option<Cow<'a, str>>) -> Result<u64> {
         value.as_deref().map_or(Ok(0), |v| self.non_negative(elem, name, v))
     }
@@ -513,6 +618,7 @@ impl<'a> Lower<'a> {
         let (start, empty) = root;
         self.bind_namespace(&start, empty)?;
         let root = self.elem(start, empty)?;
+        self.depth = usize::from(!empty);
         if root.name != "CallGraph" {
             return Err(self.error(root.offset, root.name, "the root element must be CallGraph"));
         }
@@ -602,6 +708,18 @@ impl<'a> Lower<'a> {
                 self.do_keys.insert(0, DoSetId(0));
                 seen[3] = true;
             }
+            if !matches!(
+                child.name,
+                "ScopeHierarchy"
+                    | "AliasSetMap"
+                    | "DUUDSetMap"
+                    | "DOSetMap"
+                    | "ControlFlowGraph"
+                    | "ReplacementList"
+                    | "CallGraphEdge"
+            ) {
+                return Err(self.unexpected(&child, "CallGraph"));
+            }
             let section = SECTIONS.iter().position(|s| *s == child.name);
             if let Some(i) = section {
                 if seen[i] {
@@ -667,7 +785,21 @@ impl<'a> Lower<'a> {
         if let Some(missing) = SECTIONS.iter().zip(&seen).find(|(_, s)| !**s) {
             return Err(self.error(root.offset, root.name, format!("missing required child {}", missing.0)));
         }
-        for (id, annotation, edge) in pending_call_edges {
+        let mut taken: FxHashSet<Name> = pending_call_edges.iter().map(|(id, _, _)| *id).collect();
+        let mut seen = FxHashSet::default();
+        for (mut id, annotation, edge) in pending_call_edges {
+            if !seen.insert(id) {
+                // The schema holds call graph edge ids unique (validators check it): a repeated
+                // one is renamed, which loses nothing as edge ids are never referenced.
+                let fresh = fresh_id(&mut self.cg.names, id, &taken);
+                let renamed =
+                    if self.strict { String::new() } else { format!(" (renamed to '{}')", self.cg.names.get(fresh)) };
+                let message = format!("duplicate edge_id '{}' in CallGraph{renamed}", self.cg.names.get(id));
+                self.lenient(edge.offset, edge.element, message)?;
+                taken.insert(fresh);
+                seen.insert(fresh);
+                id = fresh;
+            }
             let source = self.resolve_routine(&edge, edge.source, "source")?;
             let target = self.resolve_routine(&edge, edge.target, "target")?;
             self.cg.call_edges.push(CallGraphEdge { id, annotation, source, target });
@@ -724,9 +856,10 @@ impl<'a> Lower<'a> {
                 _ => return Err(self.unexpected(&child, "ScopeHierarchy")),
             }
         }
-        let mut edge_ids = FxHashMap::default();
+        let mut edge_ids = FxHashSet::default();
+        let offsets: Vec<usize> = pending_edges.iter().map(|(_, _, edge)| edge.offset).collect();
         for (id, annotation, edge) in pending_edges {
-            if edge_ids.insert(id, ()).is_some() {
+            if !edge_ids.insert(id) {
                 self.duplicate_edge(edge.offset, edge.element, id, "ScopeHierarchy")?;
             }
             let lookup = |end: Name, which: &str| {
@@ -742,6 +875,7 @@ impl<'a> Lower<'a> {
             let target = lookup(edge.target, "target")?;
             self.cg.scope_edges.push(ScopeEdge { id, annotation, source, target });
         }
+        check::scope_tree(&self.cg, &offsets, &mut self.problems);
         Ok(())
     }
 
@@ -912,7 +1046,20 @@ impl<'a> Lower<'a> {
         if self.cg.alias_sets.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child AliasSet"));
         }
+        if !self.alias_keys.contains_key(&0) {
+            self.missing_key_zero(&elem, "AliasSet", "alias")?;
+            self.alias_keys.insert(0, AliasSetId(self.cg.alias_sets.len() as u32));
+            self.cg.alias_sets.push(AliasSet { key: 0, ranges: Vec::new() });
+        }
         Ok(())
+    }
+
+    /// A map without the dummy key 0, which every reference without the map's attribute means
+    /// and whose existence the schema's key references demand: an empty one is added.
+    fn missing_key_zero(&mut self, map: &Elem<'a>, set: &str, attribute: &str) -> Result<()> {
+        let added = if self.strict { "" } else { " (an empty one is added)" };
+        let message = format!("no {set} with key 0, which every {attribute} attribute defaults to{added}");
+        self.lenient(map.offset, map.name, message)
     }
 
     fn stmt_id_set_map(&mut self, elem: &Elem<'a>) -> Result<Vec<StmtIdSet>> {
@@ -943,6 +1090,11 @@ impl<'a> Lower<'a> {
         }
         if sets.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child StmtIdSet"));
+        }
+        if !keys.contains_key(&0) {
+            let attribute = if elem.name == "DOSetMap" { "do_chain" } else { "du_ud" };
+            self.missing_key_zero(elem, "StmtIdSet", attribute)?;
+            sets.push(StmtIdSet { key: 0, statements: Vec::new() });
         }
         Ok(sets)
     }
@@ -980,6 +1132,7 @@ impl<'a> Lower<'a> {
         const HEAD: [&str; 6] = ["ArgumentList", "ModLocal", "Mod", "ReadLocal", "Read", "OnEntry"];
         let mut head_index = 0;
         let mut builder = FlowGraphBuilder::default();
+        self.statements.clear();
         while let Some(child) = self.children(&elem)? {
             if let Some(i) = HEAD.iter().position(|h| *h == child.name) {
                 if i < head_index || !builder.is_empty() {
@@ -999,6 +1152,7 @@ impl<'a> Lower<'a> {
             self.flow_graph_child(child, &mut builder, "ControlFlowGraph")?;
         }
         cfg.graph = self.finish_flow_graph(builder, "ControlFlowGraph", elem.offset, structured)?;
+        self.unique_statement_ids(&mut cfg.graph)?;
         Ok((cfg, elem.offset))
     }
 
@@ -1051,14 +1205,16 @@ impl<'a> Lower<'a> {
     fn argument_list(&mut self, elem: &Elem<'a>) -> Result<Vec<ArgumentSymbolReference>> {
         let [] = self.attrs(elem, [])?;
         let mut arguments = Vec::new();
+        let mut offsets = Vec::new();
         while let Some(child) = self.children(elem)? {
             if child.name != "ArgumentSymbolReference" {
                 return Err(self.unexpected(&child, "ArgumentList"));
             }
             let [position, symbol_id, scope_id, annotation, deriv, intent] =
                 self.attrs(&child, ["position", "symbol_id", "scope_id", "annotation", "deriv", "intent"])?;
-            let position =
-                self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let position = self
+                .required(&child, "position", &position)
+                .and_then(|v| self.argument_position(&child, "position", v))?;
             let symbol = self.symbol_ref(&child, &symbol_id, &scope_id)?;
             let annotation = self.intern(&annotation);
             let deriv = self.boolean(&child, "deriv", &deriv, false)?;
@@ -1070,8 +1226,10 @@ impl<'a> Lower<'a> {
                 &[("in", Intent::In), ("out", Intent::Out), ("inout", Intent::InOut)],
             )?;
             self.leaf(&child)?;
-            arguments.push(ArgumentSymbolReference { position: position as u32, symbol, annotation, deriv, intent });
+            offsets.push((position, child.offset, child.name));
+            arguments.push(ArgumentSymbolReference { position, symbol, annotation, deriv, intent });
         }
+        self.repeated_positions(offsets, "in the ArgumentList");
         Ok(arguments)
     }
 
@@ -1196,6 +1354,9 @@ impl<'a> Lower<'a> {
                         return Err(self.unexpected(&child, "ForLoop"));
                     }
                     stage = next;
+                    if next != 2 {
+                        self.statements.push((child.offset, child.name));
+                    }
                     match next {
                         1 => for_loop.initialization = Some(self.assignment(child)?),
                         2 => for_loop.condition = Some(self.expression(child)?),
@@ -1214,6 +1375,7 @@ impl<'a> Lower<'a> {
             ));
         }
         builder.graph.vertices.alloc(CfgVertex { id, annotation, kind });
+        builder.offsets.push(elem.offset);
         Ok(())
     }
 
@@ -1290,7 +1452,59 @@ impl<'a> Lower<'a> {
             }
             builder.graph.edges.push(CfgEdge { id, annotation, source, target, condition_value });
         }
+        if !builder.graph.vertices.is_empty() {
+            let site = FlowSite { vertices: &builder.offsets };
+            check::flow_graph(&builder.graph, &site, &self.cg.names, &mut self.problems);
+        }
         Ok(builder.graph)
+    }
+
+    /// Statement ids the schema holds unique within a control flow graph (`Assignment`,
+    /// `SubroutineCall`, `Marker`, and a `ForLoop`'s `Initialization` and `Update`): a repeated
+    /// one is renamed, leniently (the du-ud and DO maps keep naming the first), as the
+    /// reference engine's outputs sometimes repeat one.
+    fn unique_statement_ids(&mut self, graph: &mut FlowGraph) -> Result<()> {
+        let mut ids: Vec<&mut Name> = Vec::new();
+        for (_, vertex) in graph.vertices.iter_mut() {
+            match &mut vertex.kind {
+                CfgVertexKind::BasicBlock(block) => {
+                    for statement in &mut block.statements {
+                        match statement {
+                            Statement::Assignment(a) => ids.push(&mut a.id),
+                            Statement::SubroutineCall(c) => ids.push(&mut c.id),
+                            Statement::Marker(m) => ids.push(&mut m.id),
+                            Statement::DerivativePropagator(_) | Statement::InlinableSubroutineCall(_) => {}
+                        }
+                    }
+                }
+                CfgVertexKind::ForLoop(for_loop) => {
+                    let ForLoop { initialization, update, .. } = &mut **for_loop;
+                    ids.extend([initialization, update].into_iter().flatten().map(|a| &mut a.id));
+                }
+                _ => {}
+            }
+        }
+        debug_assert_eq!(ids.len(), self.statements.len(), "statements are counted as they are read");
+        let mut taken: FxHashSet<Name> = ids.iter().map(|id| **id).collect();
+        if taken.len() == ids.len() {
+            return Ok(());
+        }
+        let mut seen = FxHashSet::default();
+        let statements = std::mem::take(&mut self.statements);
+        for (id, &(offset, element)) in ids.into_iter().zip(&statements) {
+            if seen.insert(*id) {
+                continue;
+            }
+            let fresh = fresh_id(&mut self.cg.names, *id, &taken);
+            let renamed =
+                if self.strict { String::new() } else { format!(" (renamed to '{}')", self.cg.names.get(fresh)) };
+            let message = format!("duplicate statement_id '{}' in ControlFlowGraph{renamed}", self.cg.names.get(*id));
+            self.lenient(offset, element, message)?;
+            taken.insert(fresh);
+            seen.insert(fresh);
+            *id = fresh;
+        }
+        Ok(())
     }
 
     // ---------------------------------------------------------------- statements
@@ -1298,6 +1512,9 @@ impl<'a> Lower<'a> {
     fn statements(&mut self, block: &Elem<'a>) -> Result<Vec<Statement>> {
         let mut statements = Vec::new();
         while let Some(child) = self.children(block)? {
+            if matches!(child.name, "Assignment" | "SubroutineCall" | "Marker") {
+                self.statements.push((child.offset, child.name));
+            }
             let statement = match child.name {
                 "Assignment" => Statement::Assignment(self.assignment(child)?),
                 "SubroutineCall" => Statement::SubroutineCall(self.subroutine_call(child)?),
@@ -1362,7 +1579,7 @@ impl<'a> Lower<'a> {
         let active = self.active_use(&elem, &active)?;
         let line = self.opt_non_negative(&elem, "lineNumber", &line)?;
         let formal_arg_count = match count.as_deref() {
-            Some(v) => self.non_negative(&elem, "formalArgCount", v)? as u32,
+            Some(v) => self.count(&elem, "formalArgCount", v)?,
             None => {
                 let message = if self.strict { "" } else { " (inferred)" };
                 let message = format!("missing required attribute 'formalArgCount'{message}");
@@ -1393,13 +1610,15 @@ impl<'a> Lower<'a> {
 
     fn arguments(&mut self, call: &Elem<'a>) -> Result<Vec<Argument>> {
         let mut arguments = Vec::new();
+        let mut offsets = Vec::new();
         while let Some(child) = self.children(call)? {
             if child.name != "Argument" {
                 return Err(self.unexpected(&child, call.name));
             }
             let [position, annotation] = self.attrs(&child, ["position", "annotation"])?;
-            let position =
-                self.required(&child, "position", &position).and_then(|v| self.positive(&child, "position", v))?;
+            let position = self
+                .required(&child, "position", &position)
+                .and_then(|v| self.argument_position(&child, "position", v))?;
             let annotation = self.intern(&annotation);
             let mut value = None;
             while let Some(inner) = self.children(&child)? {
@@ -1415,9 +1634,23 @@ impl<'a> Lower<'a> {
             let Some(value) = value else {
                 return Err(self.error(child.offset, child.name, "needs a VariableReference or a Constant"));
             };
-            arguments.push(Argument { position: position as u32, annotation, value });
+            offsets.push((position, child.offset, child.name));
+            arguments.push(Argument { position, annotation, value });
         }
+        self.repeated_positions(offsets, &format!("among the arguments of the {}", call.name));
         Ok(arguments)
+    }
+
+    /// Reports each argument whose position an earlier one of the same list took.
+    fn repeated_positions(&mut self, mut arguments: Vec<(u32, usize, &str)>, list: &str) {
+        arguments.sort_by_key(|&(position, offset, _)| (position, offset));
+        for pair in arguments.windows(2) {
+            let (position, offset, element) = pair[1];
+            if pair[0].0 == position {
+                let message = format!("position {position} is taken twice {list}");
+                self.problems.push(Problem::error(offset, element, message));
+            }
+        }
     }
 
     fn derivative_propagator(&mut self, elem: Elem<'a>) -> Result<DerivativePropagator> {
@@ -1494,13 +1727,27 @@ impl<'a> Lower<'a> {
 
     /// Any element of `ExpressionType` content: `AssignmentRHS`, `Condition`, `Index`, `A`, …
     fn expression(&mut self, elem: Elem<'a>) -> Result<Expression> {
+        self.expression_with_depth(elem).map(|(expression, _)| expression)
+    }
+
+    /// An expression and how far it reaches (see [`check::MAX_EXPRESSION_DEPTH`]).
+    fn expression_with_depth(&mut self, elem: Elem<'a>) -> Result<(Expression, Extent)> {
         let [] = self.attrs(&elem, [])?;
         let mut expression = Expression::default();
         let mut pending = Vec::new();
+        let mut vertex_ids = IdIndex::default();
+        // Where each vertex stood and how deep it is by itself, for the checks.
+        let mut sites: Vec<(usize, &'a str)> = Vec::new();
+        let mut weights: Vec<Extent> = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let (offset, element) = (child.offset, child.name);
+            let mut weight = Extent::vertex(Extent::default());
             let vertex = match child.name {
-                "VariableReference" => ExprVertex::Variable(self.variable_reference(child)?),
+                "VariableReference" => {
+                    let (reference, _, nested) = self.reference(child)?;
+                    weight = Extent::vertex(nested);
+                    ExprVertex::Variable(reference)
+                }
                 "Constant" => ExprVertex::Constant(self.constant(child)?),
                 "Intrinsic" => {
                     let [id, annotation, name, ty, r_type, r_shape] =
@@ -1555,12 +1802,16 @@ impl<'a> Lower<'a> {
                     let id = self.vertex_id(&id);
                     let annotation = self.intern(&annotation);
                     let mut arguments = Vec::new();
+                    let mut nested = Extent::default();
                     while let Some(arg) = self.children(&child)? {
                         if arg.name != "Argument" {
                             return Err(self.unexpected(&arg, "FunctionCall"));
                         }
-                        arguments.push(self.variable_reference(arg)?);
+                        let (reference, _, reach) = self.reference(arg)?;
+                        nested = nested.beside(reach);
+                        arguments.push(reference);
                     }
+                    weight = Extent::vertex(nested);
                     ExprVertex::FunctionCall(FunctionCall { id, annotation, symbol, arguments })
                 }
                 "ExpressionEdge" => {
@@ -1584,9 +1835,9 @@ impl<'a> Lower<'a> {
                 }
                 _ => return Err(self.unexpected(&child, elem.name)),
             };
-            // Expressions are small: the vertices themselves serve as the id index.
             let id = vertex.id();
-            if expression.vertices.iter().any(|(_, v)| v.id() == id) {
+            let vertex_id = |i: usize| expression.vertices[expr_vertex(i)].id();
+            if vertex_ids.find(id, expression.vertices.len(), vertex_id).is_some() {
                 return Err(self.error(
                     offset,
                     element,
@@ -1594,13 +1845,20 @@ impl<'a> Lower<'a> {
                 ));
             }
             expression.vertices.alloc(vertex);
+            vertex_ids.added(expression.vertices.len(), |i| expression.vertices[expr_vertex(i)].id());
+            sites.push((offset, element));
+            weights.push(weight);
         }
+        let mut edge_ids = IdIndex::default();
+        let mut edge_offsets = Vec::with_capacity(pending.len());
         for (id, annotation, position, edge) in pending {
-            if expression.edges.iter().any(|e| e.id == id) {
+            if edge_ids.find(id, expression.edges.len(), |i| expression.edges[i].id).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
             }
             let lookup = |end: Name, which: &str| {
-                expression.vertices.iter().find(|(_, v)| v.id() == end).map(|(vid, _)| vid).ok_or_else(|| {
+                let found =
+                    vertex_ids.find(end, expression.vertices.len(), |i| expression.vertices[expr_vertex(i)].id());
+                found.map(expr_vertex).ok_or_else(|| {
                     self.error(
                         edge.offset,
                         edge.element,
@@ -1611,8 +1869,18 @@ impl<'a> Lower<'a> {
             let source = lookup(edge.source, "source")?;
             let target = lookup(edge.target, "target")?;
             expression.edges.push(ExprEdge { id, annotation, source, target, position });
+            edge_ids.added(expression.edges.len(), |i| expression.edges[i].id);
+            edge_offsets.push(edge.offset);
         }
-        Ok(expression)
+        let site = ExpressionSite {
+            container: elem.name,
+            offset: elem.offset,
+            vertices: &sites,
+            edges: &edge_offsets,
+            weights: &weights,
+        };
+        let reach = self.scratch.expression(&expression, &site, &self.cg.names, self.catalogue, &mut self.problems);
+        Ok((expression, reach))
     }
 
     fn vertex_id(&mut self, value: &Option<Cow<'a, str>>) -> Name {
@@ -1662,6 +1930,12 @@ impl<'a> Lower<'a> {
 
     /// A variable reference and its `live` attribute (only an `AssignmentLHS` may have one).
     fn variable_reference_with_live(&mut self, elem: Elem<'a>) -> Result<(VariableReference, bool)> {
+        self.reference(elem).map(|(reference, live, _)| (reference, live))
+    }
+
+    /// A variable reference, its `live` attribute, and how far its subscripts reach (nothing
+    /// without subscripts).
+    fn reference(&mut self, elem: Elem<'a>) -> Result<(VariableReference, bool, Extent)> {
         let [id, annotation, active, alias, du_ud, deriv, constant, live] =
             self.attrs(&elem, ["vertex_id", "annotation", "active", "alias", "du_ud", "deriv", "constant", "live"])?;
         if live.is_some() && elem.name != "AssignmentLHS" {
@@ -1680,6 +1954,8 @@ impl<'a> Lower<'a> {
             edges: Vec::new(),
         };
         let mut pending = Vec::new();
+        let mut vertex_ids = IdIndex::default();
+        let mut reach = Extent::default();
         while let Some(child) = self.children(&elem)? {
             let vertex = match child.name {
                 "SymbolReference" if pending.is_empty() => {
@@ -1716,14 +1992,17 @@ impl<'a> Lower<'a> {
                         if triplet.name == "Index" {
                             // Older front ends wrote plain indices without the triplet.
                             self.lenient(triplet.offset, triplet.name, "Index outside an IndexTriplet".into())?;
-                            let index = Some(self.expression(triplet)?);
-                            indices.push(IndexTriplet { index, ..IndexTriplet::default() });
+                            let (index, index_reach) = self.expression_with_depth(triplet)?;
+                            reach = reach.beside(index_reach);
+                            indices.push(IndexTriplet { index: Some(index), ..IndexTriplet::default() });
                             continue;
                         }
                         if triplet.name != "IndexTriplet" {
                             return Err(self.unexpected(&triplet, "ArrayElementReference"));
                         }
-                        indices.push(self.index_triplet(triplet)?);
+                        let (triplet, triplet_reach) = self.index_triplet(triplet)?;
+                        reach = reach.beside(triplet_reach);
+                        indices.push(triplet);
                     }
                     if indices.is_empty() {
                         return Err(self.error(child.offset, child.name, "missing required child IndexTriplet"));
@@ -1752,7 +2031,8 @@ impl<'a> Lower<'a> {
                 VarRefVertex::Symbol(s) => (s.id, "SymbolReference"),
                 VarRefVertex::ArrayElement(a) => (a.id, "ArrayElementReference"),
             };
-            if reference.vertices.iter().any(|v| var_ref_vertex_id(v) == id) {
+            let vertices = &reference.vertices;
+            if vertex_ids.find(id, vertices.len(), |i| var_ref_vertex_id(&vertices[i])).is_some() {
                 return Err(self.error(
                     offset,
                     element,
@@ -1760,16 +2040,20 @@ impl<'a> Lower<'a> {
                 ));
             }
             reference.vertices.push(vertex);
+            let vertices = &reference.vertices;
+            vertex_ids.added(vertices.len(), |i| var_ref_vertex_id(&vertices[i]));
         }
         if reference.vertices.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child SymbolReference"));
         }
+        let mut edge_ids = IdIndex::default();
         for (id, annotation, edge) in pending {
-            if reference.edges.iter().any(|e| e.id == id) {
+            if edge_ids.find(id, reference.edges.len(), |i| reference.edges[i].id).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
             }
             let lookup = |end: Name, which: &str| {
-                let index = reference.vertices.iter().position(|v| var_ref_vertex_id(v) == end);
+                let vertices = &reference.vertices;
+                let index = vertex_ids.find(end, vertices.len(), |i| var_ref_vertex_id(&vertices[i]));
                 index.map(|i| i as u32).ok_or_else(|| {
                     self.error(
                         edge.offset,
@@ -1781,13 +2065,16 @@ impl<'a> Lower<'a> {
             let source = lookup(edge.source, "source")?;
             let target = lookup(edge.target, "target")?;
             reference.edges.push(VarRefEdge { id, annotation, source, target });
+            edge_ids.added(reference.edges.len(), |i| reference.edges[i].id);
         }
-        Ok((reference, live))
+        Ok((reference, live, reach))
     }
 
-    fn index_triplet(&mut self, elem: Elem<'a>) -> Result<IndexTriplet> {
+    /// An index triplet and how far its parts reach.
+    fn index_triplet(&mut self, elem: Elem<'a>) -> Result<(IndexTriplet, Extent)> {
         let [] = self.attrs(&elem, [])?;
         let mut triplet = IndexTriplet::default();
+        let mut reach = Extent::default();
         let mut stage = 0;
         while let Some(child) = self.children(&elem)? {
             let next = match child.name {
@@ -1800,14 +2087,16 @@ impl<'a> Lower<'a> {
                 return Err(self.unexpected(&child, "IndexTriplet"));
             }
             stage = next;
-            let expression = Some(self.expression(child)?);
+            let (expression, part) = self.expression_with_depth(child)?;
+            reach = reach.beside(part);
+            let expression = Some(expression);
             match next {
                 1 => triplet.index = expression,
                 2 => triplet.bound = expression,
                 _ => triplet.stride = expression,
             }
         }
-        Ok(triplet)
+        Ok((triplet, reach))
     }
 
     // ---------------------------------------------------------------- fix-ups
@@ -1850,6 +2139,8 @@ impl<'a> Lower<'a> {
 /// Vertices and not-yet-resolved edges of a control flow graph being read.
 #[derive(Default)]
 struct FlowGraphBuilder<'a> {
+    /// Where each vertex began.
+    offsets: Vec<usize>,
     graph: FlowGraph,
     ids: FxHashMap<Name, usize>,
     edges: Vec<(Name, Name, Option<i64>, PendingEdge<'a>)>,
@@ -1904,6 +2195,58 @@ fn decode_attribute(raw: &str) -> std::result::Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Finds the items of a graph being read by id: by scanning while the graph is small (most
+/// are: a handful of vertices), through a hash map once it has grown, so that reading stays
+/// linear in the size of large graphs.
+#[derive(Default)]
+struct IdIndex {
+    map: Option<FxHashMap<Name, usize>>,
+}
+
+impl IdIndex {
+    /// Graphs up to this size are scanned.
+    const SCAN: usize = 16;
+
+    /// The first of the `len` items (whose ids `id_at` gives) with this id.
+    fn find(&self, id: Name, len: usize, id_at: impl Fn(usize) -> Name) -> Option<usize> {
+        match &self.map {
+            Some(map) => map.get(&id).copied(),
+            None => (0..len).find(|&i| id_at(i) == id),
+        }
+    }
+
+    /// Notes that the items are now `len`, the last one new.
+    fn added(&mut self, len: usize, id_at: impl Fn(usize) -> Name) {
+        match &mut self.map {
+            Some(map) => {
+                map.entry(id_at(len - 1)).or_insert(len - 1);
+            }
+            None if len > Self::SCAN => {
+                let mut map = FxHashMap::default();
+                for i in 0..len {
+                    map.entry(id_at(i)).or_insert(i);
+                }
+                self.map = Some(map);
+            }
+            None => {}
+        }
+    }
+}
+
+fn expr_vertex(index: usize) -> ExprVertexId {
+    ExprVertexId::from_raw(la_arena::RawIdx::from(index as u32))
+}
+
+/// `<id>_<k>` for the first `k` from 2 that makes an id not in `taken`.
+fn fresh_id(names: &mut Names, id: Name, taken: &FxHashSet<Name>) -> Name {
+    let base = names.get(id).to_owned();
+    (2u64..)
+        .map(|k| format!("{base}_{k}"))
+        .find(|candidate| names.find(candidate).is_none_or(|name| !taken.contains(&name)))
+        .map(|candidate| names.intern(&candidate))
+        .expect("some suffix is free")
 }
 
 /// The XML id of a variable reference vertex.

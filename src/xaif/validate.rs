@@ -15,8 +15,9 @@ mod activity;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::diagnostic::{Diagnostic, Severity};
-use super::read::XAIF_NAMESPACE;
+use super::check::MAX_NESTING;
+use super::diagnostic::{Diagnostic, LineIndex, Severity};
+use super::read::{ReadOptions, XAIF_NAMESPACE};
 
 #[derive(Clone, Debug)]
 pub struct ValidateOptions {
@@ -55,6 +56,8 @@ enum Checks {
 }
 
 fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
+    // Positions are counted after a byte-order mark, as the reader counts them.
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
     let text = match std::str::from_utf8(input) {
         Ok(text) => text,
         Err(e) => {
@@ -95,13 +98,72 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
             )];
         }
     };
-    let mut validator = Validator { doc: &doc, file, strict: options.strict, findings: Vec::new() };
+    let lines = LineIndex::new(input);
+    let mut validator = Validator { doc: &doc, lines: &lines, file, strict: options.strict, findings: Vec::new() };
     match checks {
         Checks::All => validator.document(options.activity),
         Checks::ActivityOnly => validator.activity(doc.root_element()),
     }
-    validator.findings.sort_by_key(|f| (f.line, f.column));
-    validator.findings
+    let mut findings = validator.findings;
+    if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
+        // The semantic checks run as the reader reads (`check.rs`); reading here too makes
+        // `validate` accept exactly what every mode reads. What both report (lenient
+        // findings) is reported once.
+        let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
+        let from_reader = match super::read::read(input, file, &read_options) {
+            Ok(output) => output.warnings,
+            Err(error) => error.findings().to_vec(),
+        };
+        let seen: FxHashSet<(usize, usize, String)> =
+            findings.iter().map(|f| (f.line, f.column, f.message.clone())).collect();
+        let new: Vec<Diagnostic> =
+            from_reader.into_iter().filter(|f| !seen.contains(&(f.line, f.column, f.message.clone()))).collect();
+        findings.extend(new);
+    }
+    findings.sort_by_key(|f| (f.line, f.column));
+    findings
+}
+
+/// An error about a place in routine `routine` (its symbol's name) that a pass or the executor
+/// found, located in `input` at the statement with id `statement`, failing that at the
+/// routine's vertex `vertex`, at the routine, or at the document's start.
+pub fn locate(
+    input: &[u8],
+    file: &str,
+    routine: &str,
+    vertex: Option<&str>,
+    statement: Option<&str>,
+    message: String,
+) -> Diagnostic {
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
+    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
+    let text = std::str::from_utf8(input).ok();
+    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
+    let found = doc.as_ref().and_then(|doc| {
+        let routine = doc.root_element().children().find(|c| {
+            matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")
+                && c.attribute("symbol_id") == Some(routine)
+        })?;
+        let by_statement =
+            statement.and_then(|s| routine.descendants().find(|d| d.attribute("statement_id") == Some(s)));
+        let by_vertex = || {
+            let vertices = routine.descendants().filter(|d| {
+                d.parent() == Some(routine)
+                    || d.parent().is_some_and(|p| p.has_tag_name((XAIF_NAMESPACE, "Replacement")))
+            });
+            vertex.and_then(|v| vertices.filter(|d| d.is_element()).find(|d| d.attribute("vertex_id") == Some(v)))
+        };
+        let at = by_statement.or_else(by_vertex).unwrap_or(routine);
+        Some((at.range().start, at.tag_name().name().to_owned()))
+    });
+    let (line, column, element) = match found {
+        Some((offset, element)) => {
+            let (line, column) = super::diagnostic::line_column(input, offset);
+            (line, column, element)
+        }
+        None => (1, 1, "document".to_owned()),
+    };
+    finding(Severity::Error, file, line, column, &element, message)
 }
 
 fn finding(severity: Severity, file: &str, line: usize, column: usize, element: &str, message: String) -> Diagnostic {
@@ -116,6 +178,10 @@ enum Value {
     Integer,
     NonNegative,
     Positive,
+    /// An argument position, kept in 32 bits.
+    Position,
+    /// A count, kept in 32 bits.
+    Count,
     OneOf(&'static [&'static str]),
 }
 
@@ -261,7 +327,7 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
         ],
         Content::Replacement => &[("placeholder", Text, true), ("structured", Boolean, false)],
         Content::ArgumentSymbolReference => &[
-            ("position", Positive, true),
+            ("position", Position, true),
             ("symbol_id", Text, true),
             ("scope_id", Positive, true),
             ("annotation", Text, false),
@@ -346,9 +412,9 @@ fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
             ("active", OneOf(ACTIVE_USE), false),
             ("lineNumber", NonNegative, false),
             // Required by the schema; older front ends omit it (checked separately).
-            ("formalArgCount", NonNegative, false),
+            ("formalArgCount", Count, false),
         ],
-        Content::CallArgument => &[("position", Positive, true), ("annotation", Text, false)],
+        Content::CallArgument => &[("position", Position, true), ("annotation", Text, false)],
         Content::Marker => &[("statement_id", Text, true), ("annotation", Text, false)],
         Content::InlinableSubroutineCall => &[("subroutine_name", Text, true), ("statement_id", Text, true)],
     }
@@ -499,6 +565,8 @@ type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
 
 struct Validator<'a, 'input> {
     doc: &'a roxmltree::Document<'input>,
+    /// Positions of findings (roxmltree's own lookup scans from the start each time).
+    lines: &'a LineIndex<'input>,
     file: &'a str,
     strict: bool,
     findings: Vec<Diagnostic>,
@@ -516,16 +584,9 @@ struct Tables<'a> {
 
 impl<'a, 'input> Validator<'a, 'input> {
     fn report(&mut self, severity: Severity, node: Node, message: String) {
-        let position = self.doc.text_pos_at(node.range().start);
+        let (line, column) = self.lines.line_column(node.range().start);
         let element = node.tag_name().name().to_owned();
-        self.findings.push(finding(
-            severity,
-            self.file,
-            position.row as usize,
-            position.col as usize,
-            &element,
-            message,
-        ));
+        self.findings.push(finding(severity, self.file, line, column, &element, message));
     }
 
     fn error(&mut self, node: Node, message: String) {
@@ -551,7 +612,10 @@ impl<'a, 'input> Validator<'a, 'input> {
             self.error(root, "the root element must be CallGraph".into());
             return;
         }
-        self.structure(root, Content::CallGraph);
+        if !self.structure(root, Content::CallGraph, 1) {
+            // Too deep to check further (or to read).
+            return;
+        }
         let tables = self.tables(root);
         self.references(root, &tables);
         if activity {
@@ -561,7 +625,10 @@ impl<'a, 'input> Validator<'a, 'input> {
 
     // ------------------------------------------------------------------ structure
 
-    fn structure(&mut self, node: Node<'a, 'input>, content: Content) {
+    /// Checks an element at `depth` (the root is at 1) and what it holds; false when some
+    /// element nests deeper than [`MAX_NESTING`] (then what lies below it is not checked).
+    fn structure(&mut self, node: Node<'a, 'input>, content: Content, depth: usize) -> bool {
+        let mut shallow = true;
         self.check_attributes(node, content);
         let mut required = required_children(content).iter().peekable();
         let mut seen_sections = 0usize;
@@ -570,9 +637,8 @@ impl<'a, 'input> Validator<'a, 'input> {
                 let text = child.text().unwrap_or_default();
                 let leading = text.len() - text.trim_start().len();
                 if leading < text.len() {
-                    let position = self.doc.text_pos_at(child.range().start + leading);
+                    let (line, column) = self.lines.line_column(child.range().start + leading);
                     let element = node.tag_name().name();
-                    let (line, column) = (position.row as usize, position.col as usize);
                     let message = "unexpected text content".to_owned();
                     self.findings.push(finding(Severity::Error, self.file, line, column, element, message));
                 }
@@ -611,7 +677,12 @@ impl<'a, 'input> Validator<'a, 'input> {
             while required.peek().is_some_and(|r| **r == name) {
                 required.next();
             }
-            self.structure(child, child_type);
+            if depth + 1 > MAX_NESTING {
+                self.error(child, format!("elements nest deeper than {MAX_NESTING} levels"));
+                shallow = false;
+                continue;
+            }
+            shallow &= self.structure(child, child_type, depth + 1);
         }
         let present: FxHashSet<&str> =
             node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
@@ -624,6 +695,7 @@ impl<'a, 'input> Validator<'a, 'input> {
             let inferred = if self.strict { "" } else { " (inferred)" };
             self.lenient(node, format!("missing required attribute 'formalArgCount'{inferred}"));
         }
+        shallow
     }
 
     fn check_attributes(&mut self, node: Node, content: Content) {
@@ -909,6 +981,8 @@ fn bad_value(value: Value, text: &str) -> Option<String> {
         Value::Integer => text.trim().parse::<i64>().is_ok(),
         Value::NonNegative => text.trim().parse::<u64>().is_ok(),
         Value::Positive => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+        Value::Position => text.trim().parse::<u32>().is_ok_and(|n| n > 0),
+        Value::Count => text.trim().parse::<u32>().is_ok(),
         Value::OneOf(allowed) => allowed.contains(&text),
     };
     if ok {
@@ -920,6 +994,11 @@ fn bad_value(value: Value, text: &str) -> Option<String> {
         Value::Integer => "an integer".into(),
         Value::NonNegative => "a non-negative integer".into(),
         Value::Positive => "a positive integer".into(),
+        // Numbers too large for the IR's 32 bits are told apart from those of the wrong sign.
+        Value::Position if text.trim().parse::<u64>().is_ok_and(|n| n > 0) => "a positive integer below 2^32".into(),
+        Value::Position => "a positive integer".into(),
+        Value::Count if text.trim().parse::<u64>().is_ok() => "a non-negative integer below 2^32".into(),
+        Value::Count => "a non-negative integer".into(),
         Value::OneOf(allowed) => format!("one of {}", allowed.join(", ")),
     })
 }
@@ -976,7 +1055,7 @@ mod tests {
     #[test]
     fn lenient_findings_are_warnings_unless_strict() {
         let body = r#"<xaif:ControlFlowGraph symbol_id="head" scope_id="1" controlflowgraph_scope_id="1" colour="red">
-<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/>
+<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
 </xaif:ControlFlowGraph>"#;
         assert_eq!(
             messages(body, false),

@@ -80,12 +80,22 @@ impl<'a> Writer<'a> {
     }
 
     fn attr_int(&mut self, key: &str, value: i64) {
+        self.attr_number(key, value < 0, value.unsigned_abs());
+    }
+
+    /// Keys, addresses and line numbers: unsigned 64-bit numbers, all of whose values are
+    /// written as they are (never as a negative number).
+    fn attr_uint(&mut self, key: &str, value: u64) {
+        self.attr_number(key, false, value);
+    }
+
+    fn attr_number(&mut self, key: &str, negative: bool, magnitude: u64) {
         self.out.push(b' ');
         self.out.extend_from_slice(key.as_bytes());
         self.out.extend_from_slice(b"=\"");
         // Decimal digits without a temporary String: this runs for every key and position.
         let mut digits = [0u8; 20];
-        let mut n = value.unsigned_abs();
+        let mut n = magnitude;
         let mut start = digits.len();
         loop {
             start -= 1;
@@ -95,7 +105,7 @@ impl<'a> Writer<'a> {
                 break;
             }
         }
-        if value < 0 {
+        if negative {
             self.out.push(b'-');
         }
         self.out.extend_from_slice(&digits[start..]);
@@ -160,12 +170,12 @@ impl<'a> Writer<'a> {
         self.open_plain("AliasSetMap");
         for set in &cg.alias_sets {
             self.open("AliasSet");
-            self.attr_int("key", set.key as i64);
+            self.attr_uint("key", set.key);
             self.start_body();
             for range in &set.ranges {
                 self.open("AliasRange");
-                self.attr_int("from_virtual_address", range.from as i64);
-                self.attr_int("to_virtual_address", range.to as i64);
+                self.attr_uint("from_virtual_address", range.from);
+                self.attr_uint("to_virtual_address", range.to);
                 self.attr("partial", bool_digit(range.partial));
                 self.end_empty();
             }
@@ -245,7 +255,7 @@ impl<'a> Writer<'a> {
         self.open_plain(element);
         for set in sets {
             self.open("StmtIdSet");
-            self.attr_int("key", set.key as i64);
+            self.attr_uint("key", set.key);
             self.start_body();
             for statement in &set.statements {
                 self.open("StatementId");
@@ -329,7 +339,7 @@ impl<'a> Writer<'a> {
         for argument in arguments {
             let symbol = &cg.symbols[argument.symbol];
             self.open("ArgumentSymbolReference");
-            self.attr_int("position", argument.position as i64);
+            self.attr_uint("position", argument.position.into());
             self.attr_name("symbol_id", symbol.name);
             self.attr_name("scope_id", cg.scopes[symbol.scope].id);
             self.attr_name("annotation", argument.annotation);
@@ -395,7 +405,7 @@ impl<'a> Writer<'a> {
             | CfgVertexKind::PostLoop(conditional)
             | CfgVertexKind::Branch(conditional) => {
                 if conditional.line != 0 {
-                    self.attr_int("lineNumber", conditional.line as i64);
+                    self.attr_uint("lineNumber", conditional.line);
                 }
                 self.start_body();
                 if let Some(condition) = &conditional.condition {
@@ -412,7 +422,7 @@ impl<'a> Writer<'a> {
                     },
                 );
                 if for_loop.line != 0 {
-                    self.attr_int("lineNumber", for_loop.line as i64);
+                    self.attr_uint("lineNumber", for_loop.line);
                 }
                 self.start_body();
                 if let Some(init) = &for_loop.initialization {
@@ -444,9 +454,9 @@ impl<'a> Writer<'a> {
                     self.attr_name("scope_id", cg.scopes[symbol.scope].id);
                 }
                 self.attr("active", active_str(call.active));
-                self.attr_int("formalArgCount", call.formal_arg_count as i64);
+                self.attr_uint("formalArgCount", call.formal_arg_count.into());
                 if call.line != 0 {
-                    self.attr_int("lineNumber", call.line as i64);
+                    self.attr_uint("lineNumber", call.line);
                 }
                 self.start_body();
                 self.arguments(&call.arguments, true);
@@ -477,11 +487,11 @@ impl<'a> Writer<'a> {
         if let Some(chain) = assignment.do_chain {
             let key = cg.do_key(chain);
             if key != 0 {
-                self.attr_int("do_chain", key as i64);
+                self.attr_uint("do_chain", key);
             }
         }
         if assignment.line != 0 {
-            self.attr_int("lineNumber", assignment.line as i64);
+            self.attr_uint("lineNumber", assignment.line);
         }
         self.start_body();
         self.variable_reference("AssignmentLHS", &assignment.lhs, RefStyle::Lhs { live: assignment.lhs_live });
@@ -492,7 +502,7 @@ impl<'a> Writer<'a> {
     fn arguments(&mut self, arguments: &[Argument], always_annotate: bool) {
         for argument in arguments {
             self.open("Argument");
-            self.attr_int("position", argument.position as i64);
+            self.attr_uint("position", argument.position.into());
             if always_annotate || !argument.annotation.is_empty() {
                 self.attr_name("annotation", argument.annotation);
             }
@@ -663,13 +673,13 @@ impl<'a> Writer<'a> {
                 if let Some(alias) = reference.alias {
                     let key = cg.alias_key(alias);
                     if key != 0 {
-                        self.attr_int("alias", key as i64);
+                        self.attr_uint("alias", key);
                     }
                 }
                 if let Some(du_ud) = reference.du_ud {
                     let key = cg.duud_key(du_ud);
                     if key != 0 {
-                        self.attr_int("du_ud", key as i64);
+                        self.attr_uint("du_ud", key);
                     }
                 }
                 self.attr("deriv", bool_digit(reference.deriv));

@@ -1,0 +1,526 @@
+//! Inputs that once crashed, hung or exhausted the engine, or made it write schema-invalid
+//! output (issue 13), run through the real binary: every subcommand either succeeds with valid
+//! output or exits 1 with a located message (`file:line:column: element: message`), never
+//! panics, aborts or hangs. The small inputs are `testdata/robustness/*.xaif` (written by
+//! `scripts/gen_robustness_cases.py`); the large ones are made here.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How a case reads: the first error every subcommand reports, or the warnings it reads with.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// Refused by every subcommand with this finding (after the file name).
+    Refused(&'static str),
+    /// Read (identity and tangent write schema-valid outputs) with exactly these warnings.
+    Read(&'static [&'static str]),
+}
+
+use Reading::*;
+
+/// Every case of `testdata/robustness`, how it reads, and what `run` says (`None`: it runs).
+const CASES: &[(&str, Reading, Option<&str>)] = &[
+    // 1. panics in tangent
+    (
+        "intrinsic_missing_operand",
+        Refused("40:11: Intrinsic: intrinsic 'mul_scal_scal' takes 2 operands, vertex '3' has 1"),
+        None,
+    ),
+    ("expression_cycle", Refused("40:11: Intrinsic: vertex '2' is its own operand, through a cycle"), None),
+    ("expression_self_loop", Refused("43:11: ExpressionEdge: vertex '2' is its own operand"), None),
+    // 2. byte-order marks: skipped, positions counted after them
+    ("bom_without_declaration", Read(&[]), None),
+    ("bom_with_declaration", Refused("3:3: Bogus: unexpected element in CallGraph"), None),
+    // 3. run and verify
+    (
+        "duplicate_argument_position",
+        Refused("30:7: ArgumentSymbolReference: position 1 is taken twice in the ArgumentList"),
+        None,
+    ),
+    (
+        "array_size_overflow",
+        Read(&[]),
+        Some("array k: memory limit of 2 GiB exceeded: 4611686018427387904 more elements would not fit"),
+    ),
+    (
+        "array_huge",
+        Read(&[]),
+        Some("array k: memory limit of 2 GiB exceeded: 100000000000 more elements would not fit"),
+    ),
+    (
+        "array_bounds_overflow",
+        Read(&[]),
+        Some("array k: the bounds -9223372036854775808:9223372036854775807 span more than 2^63 elements"),
+    ),
+    ("recursive_routine", Read(&[]), Some("recursion too deep: ")),
+    // 4. a block that is its own successor: stopped on arrival, located
+    (
+        "cfg_self_loop",
+        Read(&[
+            "32:5: warning: Entry: no path leads from vertex '1' to Exit",
+            "33:5: warning: BasicBlock: no path leads from vertex '2' to Exit",
+            "49:5: warning: Exit: no path from Entry reaches vertex '3'",
+        ]),
+        Some("endless loop: no path leads from this vertex to Exit (at routine head, vertex '1')"),
+    ),
+    // 5. accepted, and now written schema-valid
+    (
+        "duplicate_statement_id",
+        Read(&["35:7: warning: Assignment: duplicate statement_id 's1' in ControlFlowGraph (renamed to 's1_2')"]),
+        None,
+    ),
+    (
+        "duplicate_call_graph_edge_id",
+        Read(&["54:3: warning: CallGraphEdge: duplicate edge_id '1' in CallGraph (renamed to '1_2')"]),
+        None,
+    ),
+    (
+        "argument_position_overflow",
+        Refused(
+            "30:7: ArgumentSymbolReference: attribute 'position' has value '4294967296', expected a positive integer \
+             below 2^32",
+        ),
+        None,
+    ),
+    ("statement_id_like_a_temporary", Read(&[]), None),
+    ("line_number_overflow", Read(&[]), None),
+    ("alias_key_overflow", Read(&[]), None),
+    (
+        "alias_key_zero_undefined",
+        Read(&[
+            "18:3: warning: AliasSetMap: no AliasSet with key 0, which every alias attribute defaults to (an empty one \
+             is added)",
+        ]),
+        None,
+    ),
+    // 6. the semantic checks
+    (
+        "expression_two_roots",
+        Refused(
+            "40:11: Constant: vertex '2' is a second root beside vertex '1': every vertex but the expression's value \
+             must be an operand",
+        ),
+        None,
+    ),
+    ("expression_position_gap", Refused("43:11: ExpressionEdge: the operands of vertex '3' skip position 2"), None),
+    (
+        "expression_position_repeated",
+        Refused("43:11: ExpressionEdge: position 1 is taken twice among the operands of vertex '3'"),
+        None,
+    ),
+    (
+        "intrinsic_extra_operand",
+        Refused("41:11: Intrinsic: intrinsic 'sin_scal' takes 1 operand, vertex '3' has 2"),
+        None,
+    ),
+    (
+        "operand_of_a_variable",
+        Refused("39:11: VariableReference: a VariableReference takes no operands, vertex '1' has 1"),
+        None,
+    ),
+    ("scope_cycle", Refused("17:5: ScopeEdge: scope edges form a cycle through scope '1'"), None),
+    ("unreachable_block", Read(&["33:5: warning: BasicBlock: no path from Entry reaches vertex '2'"]), None),
+    // Read, but not differentiable: tangent says where (see `tangent_refusals_are_located`).
+    ("unknown_intrinsic", Read(&[]), Some("unsupported: intrinsic frobnicate_scal")),
+    ("call_argument_without_formal", Read(&[]), Some("")),
+];
+
+/// What one run of the binary did.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs the binary in `dir` and waits at most `limit` (a hang is a failure).
+fn xaifbooster(dir: &Path, args: &[&str], limit: Duration) -> Outcome {
+    let capture = tempfile::tempdir().expect("temp dir");
+    let (out, err) = (capture.path().join("stdout"), capture.path().join("stderr"));
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("the binary starts");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("xaifbooster {} did not finish within {limit:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let outcome = Outcome {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+        took: start.elapsed(),
+    };
+    // Exit codes 0 and 1 only: no panic (101), no abort or signal (no code).
+    assert!(
+        matches!(outcome.code, Some(0 | 1)) && !outcome.stderr.contains("panicked"),
+        "xaifbooster {}: exit {:?}\n{}",
+        args.join(" "),
+        outcome.code,
+        outcome.stderr
+    );
+    outcome
+}
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/robustness")
+}
+
+/// Whether a line is a located finding: `file:line:column: element: message`.
+fn is_located(line: &str, file: &str) -> bool {
+    let Some(rest) = line.strip_prefix(file).and_then(|r| r.strip_prefix(':')) else { return false };
+    let mut parts = rest.splitn(3, ':');
+    let number = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    number(parts.next()) && number(parts.next()) && parts.next().is_some_and(|m| m.starts_with(' ') && m.contains(": "))
+}
+
+/// Asserts that a run failed with the located finding `expected` (after `file:`).
+fn assert_refused(outcome: &Outcome, file: &str, expected: &str, what: &str) {
+    let wanted = format!("{file}:{expected}");
+    assert_eq!(outcome.code, Some(1), "{what}: accepted; stderr: {}", outcome.stderr);
+    assert!(outcome.stderr.lines().any(|l| l == wanted), "{what}: wanted {wanted}\nstderr: {}", outcome.stderr);
+    assert!(outcome.stderr.lines().all(|l| is_located(l, file)), "{what}: unlocated lines in {}", outcome.stderr);
+}
+
+#[test]
+fn every_case_is_listed_once() {
+    let listed: Vec<&str> = CASES.iter().map(|(name, ..)| *name).collect();
+    let mut on_disk: Vec<String> = common::files_in(&cases_dir(), "xaif")
+        .iter()
+        .map(|p| p.file_stem().expect("name").to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, on_disk);
+}
+
+/// Validate, identity, tangent, run and verify on every case: a refused case is refused by
+/// each with the same located finding; a read case gives schema-valid outputs and exactly its
+/// warnings.
+#[test]
+fn every_subcommand_reads_every_case_alike() {
+    let dir = cases_dir();
+    let out = tempfile::tempdir().expect("temp dir");
+    let mut written = Vec::new();
+    for &(name, reading, _) in CASES {
+        let file = format!("{name}.xaif");
+        let validate = xaifbooster(&dir, &["validate", &file], LIMIT);
+        let identity_out = out.path().join(format!("{name}.identity.xaif"));
+        let tangent_out = out.path().join(format!("{name}.tangent.xaif"));
+        let identity = xaifbooster(&dir, &["identity", "-i", &file, "-o", identity_out.to_str().expect("path")], LIMIT);
+        let tangent = xaifbooster(&dir, &["tangent", "-i", &file, "-o", tangent_out.to_str().expect("path")], LIMIT);
+        let run = xaifbooster(&dir, &["run", &file], LIMIT);
+        let verify =
+            xaifbooster(&dir, &["verify", "--original", &file, "--transformed", &file, "--mode", "tangent"], LIMIT);
+        match reading {
+            Refused(expected) => {
+                for (outcome, what) in [
+                    (&validate, "validate"),
+                    (&identity, "identity"),
+                    (&tangent, "tangent"),
+                    (&run, "run"),
+                    (&verify, "verify"),
+                ] {
+                    assert_refused(outcome, &file, expected, &format!("{name}: {what}"));
+                }
+                assert!(!identity_out.exists() && !tangent_out.exists(), "{name}: output written");
+            }
+            Read(warnings) => {
+                let wanted: Vec<String> = warnings.iter().map(|w| format!("{file}:{w}")).collect();
+                assert_eq!(validate.code, Some(0), "{name}: validate: {}", validate.stderr);
+                let found: Vec<&str> = validate.stderr.lines().collect();
+                assert_eq!(found, wanted, "{name}: validate's findings");
+                assert_eq!(identity.code, Some(0), "{name}: identity: {}", identity.stderr);
+                assert!(wanted.iter().all(|w| identity.stderr.contains(w.as_str())), "{name}: {}", identity.stderr);
+                written.push(identity_out);
+                if name != "unknown_intrinsic" && name != "call_argument_without_formal" {
+                    assert_eq!(tangent.code, Some(0), "{name}: tangent: {}", tangent.stderr);
+                    written.push(tangent_out);
+                }
+            }
+        }
+    }
+    let failures = common::xmllint_failures(&written);
+    assert!(failures.is_empty(), "schema-invalid outputs: {failures:#?}");
+}
+
+#[test]
+fn run_stops_with_a_reason_and_where() {
+    let dir = cases_dir();
+    for &(name, reading, run) in CASES {
+        let file = format!("{name}.xaif");
+        let outcome = xaifbooster(&dir, &["run", &file], LIMIT);
+        match (reading, run) {
+            (Refused(_), _) => {}
+            (Read(_), None) => assert_eq!(outcome.code, Some(0), "{name}: {}", outcome.stderr),
+            (Read(_), Some(reason)) => {
+                assert_eq!(outcome.code, Some(1), "{name}: ran: {}", outcome.stdout);
+                assert!(outcome.stderr.contains(reason), "{name}: wanted {reason}\nstderr: {}", outcome.stderr);
+                // Located at the statement or vertex where execution stopped.
+                assert!(outcome.stderr.lines().all(|l| is_located(l, &file)), "{name}: {}", outcome.stderr);
+            }
+        }
+    }
+    // The endless loop stops at once, not at the step limit.
+    let endless = xaifbooster(&dir, &["run", "cfg_self_loop.xaif"], LIMIT);
+    assert!(endless.took < Duration::from_secs(10), "took {:?}", endless.took);
+    let recursion = xaifbooster(&dir, &["run", "recursive_routine.xaif"], LIMIT);
+    assert!(recursion.stderr.starts_with("recursive_routine.xaif:34:7: SubroutineCall: recursion too deep: "));
+    assert!(recursion.stderr.contains("(at routine head, vertex '2', statement 'c1')"), "{}", recursion.stderr);
+}
+
+#[test]
+fn the_memory_limit_can_be_set() {
+    let dir = cases_dir();
+    let small = xaifbooster(&dir, &["run", "bom_without_declaration.xaif", "--max-memory", "64"], LIMIT);
+    assert_eq!(small.code, Some(1));
+    assert!(small.stderr.contains("exceed the memory limit of 64 bytes"), "{}", small.stderr);
+    let enough = xaifbooster(&dir, &["run", "bom_without_declaration.xaif", "--max-memory", "1M"], LIMIT);
+    assert_eq!(enough.code, Some(0), "{}", enough.stderr);
+    let bad = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
+        .current_dir(&dir)
+        .args(["run", "bom_without_declaration.xaif", "--max-memory", "lots"])
+        .output()
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2), "a bad size is a usage error");
+}
+
+#[test]
+fn strict_reading_refuses_what_lenient_reading_renames() {
+    let dir = cases_dir();
+    for (name, expected) in [
+        ("duplicate_statement_id", "35:7: Assignment: duplicate statement_id 's1' in ControlFlowGraph"),
+        ("duplicate_call_graph_edge_id", "54:3: CallGraphEdge: duplicate edge_id '1' in CallGraph"),
+        (
+            "alias_key_zero_undefined",
+            "18:3: AliasSetMap: no AliasSet with key 0, which every alias attribute defaults to",
+        ),
+    ] {
+        let file = format!("{name}.xaif");
+        for args in [vec!["validate", "--strict", &file], vec!["identity", "--strict", "-i", &file]] {
+            let outcome = xaifbooster(&dir, &args, LIMIT);
+            assert_refused(&outcome, &file, expected, &format!("{name}: {}", args.join(" ")));
+        }
+    }
+}
+
+#[test]
+fn tangent_refusals_are_located() {
+    let dir = cases_dir();
+    for (name, expected) in [
+        (
+            "unknown_intrinsic",
+            "34:7: Assignment: routine head: statement s1: intrinsic 'frobnicate_scal' is in no catalogue",
+        ),
+        (
+            "call_argument_without_formal",
+            "34:7: SubroutineCall: routine head: call c1 of head: argument 3 has no formal argument (the \
+             callee declares positions [1, 2])",
+        ),
+    ] {
+        let file = format!("{name}.xaif");
+        let outcome = xaifbooster(&dir, &["tangent", "-i", &file], LIMIT);
+        assert_refused(&outcome, &file, expected, name);
+    }
+}
+
+/// The base program of the generated cases, with `rhs` (vertices and edges) for `y = …` and
+/// `k` an integer vector.
+fn program(rhs: &str) -> String {
+    let base = std::fs::read_to_string(cases_dir().join("bom_without_declaration.xaif")).expect("base case");
+    let base = base.trim_start_matches('\u{feff}');
+    let start = base.find("<xaif:AssignmentRHS>").expect("rhs") + "<xaif:AssignmentRHS>".len();
+    let end = base.find("</xaif:AssignmentRHS>").expect("rhs end");
+    let text = format!("{}\n{rhs}\n{}", &base[..start], &base[end..]);
+    text.replace(
+        r#"<xaif:Symbol symbol_id="k" type="integer" active="false"/>"#,
+        r#"<xaif:Symbol symbol_id="k" type="integer" shape="vector" active="false"><xaif:DimensionBounds lower="1" upper="3"/></xaif:Symbol>"#,
+    )
+}
+
+fn reference(vertex: usize, symbol: &str) -> String {
+    format!(
+        r#"<xaif:VariableReference vertex_id="{vertex}"><xaif:SymbolReference vertex_id="1" symbol_id="{symbol}" scope_id="2"/></xaif:VariableReference>"#
+    )
+}
+
+fn intrinsic(vertex: usize, name: &str) -> String {
+    format!(r#"<xaif:Intrinsic vertex_id="{vertex}" name="{name}"/>"#)
+}
+
+fn edge(id: usize, source: usize, target: usize, position: usize) -> String {
+    format!(r#"<xaif:ExpressionEdge edge_id="{id}" source="{source}" target="{target}" position="{position}"/>"#)
+}
+
+/// `y = x(k(k(…k(1)…)))`, subscripts nested `levels` deep (four elements a level), built
+/// without recursion.
+fn nested_subscripts(levels: usize) -> String {
+    let open = r#"<xaif:VariableReference vertex_id="1"><xaif:SymbolReference vertex_id="1" symbol_id="k" scope_id="2"/><xaif:ArrayElementReference vertex_id="2"><xaif:IndexTriplet><xaif:Index>"#;
+    let close = r#"</xaif:Index></xaif:IndexTriplet></xaif:ArrayElementReference><xaif:VariableReferenceEdge edge_id="1" source="1" target="2"/></xaif:VariableReference>"#;
+    let mut rhs = open.repeat(levels);
+    rhs.push_str(r#"<xaif:Constant vertex_id="1" type="integer" value="1"/>"#);
+    rhs.push_str(&close.repeat(levels));
+    program(&rhs)
+}
+
+#[test]
+fn deep_nesting_is_refused_by_every_subcommand() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("deep.xaif"), nested_subscripts(3000)).expect("write");
+    let expected = "38:22214: Index: elements nest deeper than 512 levels";
+    for args in [
+        vec!["validate", "deep.xaif"],
+        vec!["identity", "-i", "deep.xaif"],
+        vec!["tangent", "-i", "deep.xaif"],
+        vec!["run", "deep.xaif"],
+        vec!["verify", "--original", "deep.xaif", "--transformed", "deep.xaif", "--mode", "tangent"],
+    ] {
+        let outcome = xaifbooster(dir.path(), &args, LIMIT);
+        assert_refused(&outcome, "deep.xaif", expected, &args.join(" "));
+    }
+    // Within the limit, nesting is fine.
+    std::fs::write(dir.path().join("nested.xaif"), nested_subscripts(100)).expect("write");
+    let outcome = xaifbooster(dir.path(), &["tangent", "-i", "nested.xaif"], LIMIT);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+}
+
+/// `y = -(-(…-x…))`: a chain of `n` unary operations.
+fn chain(n: usize) -> String {
+    let mut vertices = vec![reference(1, "x")];
+    let mut edges = Vec::new();
+    for v in 2..=n + 1 {
+        vertices.push(intrinsic(v, "minus_scal"));
+        edges.push(edge(v - 1, v - 1, v, 1));
+    }
+    program(&format!("{}\n{}", vertices.join("\n"), edges.join("\n")))
+}
+
+/// A balanced tree of `leaves - 1` additions and multiplications of `x` and `y`: a wide
+/// expression of small depth.
+fn wide(leaves: usize) -> String {
+    let mut vertices = Vec::new();
+    let mut edges = Vec::new();
+    let mut level: Vec<usize> = (1..=leaves).collect();
+    for v in 1..=leaves {
+        vertices.push(reference(v, if v % 2 == 0 { "x" } else { "y" }));
+    }
+    while level.len() > 1 {
+        let mut next = Vec::new();
+        for pair in level.chunks(2) {
+            if let [a, b] = pair {
+                let v = vertices.len() + 1;
+                vertices.push(intrinsic(v, if v % 2 == 0 { "add_scal_scal" } else { "mul_scal_scal" }));
+                edges.push(edge(edges.len() + 1, *a, v, 1));
+                edges.push(edge(edges.len() + 1, *b, v, 2));
+                next.push(v);
+            } else {
+                next.push(pair[0]);
+            }
+        }
+        level = next;
+    }
+    program(&format!("{}\n{}", vertices.join("\n"), edges.join("\n")))
+}
+
+/// `v_{i+1} = v_i + v_i`: 40 vertices that unfold into 2^41.
+fn doubling(n: usize) -> String {
+    let mut vertices = vec![reference(1, "x")];
+    let mut edges = Vec::new();
+    for v in 2..=n + 1 {
+        vertices.push(intrinsic(v, "add_scal_scal"));
+        edges.push(edge(edges.len() + 1, v - 1, v, 1));
+        edges.push(edge(edges.len() + 1, v - 1, v, 2));
+    }
+    program(&format!("{}\n{}", vertices.join("\n"), edges.join("\n")))
+}
+
+#[test]
+fn long_and_wide_expressions_take_linear_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Debug builds are an order of magnitude slower; the sizes still show quadratic costs.
+    let scale = if cfg!(debug_assertions) { 10 } else { 1 };
+    let quick = Duration::from_secs(60);
+    // 100,000 unary operations: refused at once for their depth, by every subcommand.
+    std::fs::write(dir.path().join("chain.xaif"), chain(100_000 / scale)).expect("write");
+    let depth = format!("{}", 100_000 / scale + 1);
+    for args in [
+        vec!["validate", "chain.xaif"],
+        vec!["identity", "-i", "chain.xaif"],
+        vec!["tangent", "-i", "chain.xaif"],
+        vec!["run", "chain.xaif"],
+    ] {
+        let outcome = xaifbooster(dir.path(), &args, quick);
+        let expected = format!("37:9: AssignmentRHS: the expression nests {depth} operations deep, more than 10000");
+        if scale == 1 {
+            assert_refused(&outcome, "chain.xaif", &expected, &args.join(" "));
+        }
+    }
+    // Just within the depth limit, a chain is read, transformed and run.
+    std::fs::write(dir.path().join("long.xaif"), chain(9_999 / scale)).expect("write");
+    for args in [
+        vec!["identity", "-i", "long.xaif", "-o", "long.id.xaif"],
+        vec!["tangent", "-i", "long.xaif", "-o", "long.tlm.xaif"],
+        vec!["run", "long.xaif"],
+    ] {
+        let outcome = xaifbooster(dir.path(), &args, quick);
+        assert_eq!(outcome.code, Some(0), "{}: {}", args.join(" "), outcome.stderr);
+    }
+    // 50,000 operations of depth 17.
+    std::fs::write(dir.path().join("wide.xaif"), wide(25_000 / scale)).expect("write");
+    for args in [
+        vec!["identity", "-i", "wide.xaif", "-o", "wide.id.xaif"],
+        vec!["tangent", "-i", "wide.xaif", "-o", "wide.tlm.xaif"],
+        vec!["run", "wide.xaif"],
+    ] {
+        let outcome = xaifbooster(dir.path(), &args, quick);
+        assert_eq!(outcome.code, Some(0), "{}: {}", args.join(" "), outcome.stderr);
+    }
+    let outputs: Vec<PathBuf> =
+        ["long.id.xaif", "long.tlm.xaif", "wide.id.xaif", "wide.tlm.xaif"].iter().map(|f| dir.path().join(f)).collect();
+    let failures = common::xmllint_failures(&outputs);
+    assert!(failures.is_empty(), "{failures:#?}");
+    // Shared operands that unfold exponentially.
+    std::fs::write(dir.path().join("dag.xaif"), doubling(40)).expect("write");
+    for args in [vec!["validate", "dag.xaif"], vec!["tangent", "-i", "dag.xaif"], vec!["run", "dag.xaif"]] {
+        let outcome = xaifbooster(dir.path(), &args, quick);
+        let expected = "37:9: AssignmentRHS: the expression unfolds to 2199023255551 vertices (an operand counted once \
+                        per use), more than 1000000";
+        assert_refused(&outcome, "dag.xaif", expected, &args.join(" "));
+    }
+}
+
+#[test]
+fn many_findings_are_reported_in_linear_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let count = if cfg!(debug_assertions) { 10_000 } else { 100_000 };
+    let base = std::fs::read_to_string(cases_dir().join("bom_without_declaration.xaif")).expect("base case");
+    let block = r#"<xaif:BasicBlock vertex_id="2" scope_id="2">"#;
+    let markers: String =
+        (0..count).map(|i| format!("\n<xaif:Marker statement_id=\"m{i}\" colour=\"red\"/>")).collect();
+    let text = base.replacen(block, &format!("{block}{markers}"), 1);
+    std::fs::write(dir.path().join("many.xaif"), text).expect("write");
+    let outcome = xaifbooster(dir.path(), &["validate", "many.xaif"], LIMIT);
+    assert_eq!(outcome.code, Some(0), "{}", &outcome.stderr[..outcome.stderr.len().min(500)]);
+    // Identical warnings are summarised on one line that says how many there were.
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", &outcome.stderr[..outcome.stderr.len().min(500)]);
+    assert!(outcome.stderr.contains(&format!("({count} ×")), "{}", outcome.stderr);
+    assert!(outcome.took < Duration::from_secs(30), "took {:?}", outcome.took);
+}
