@@ -609,61 +609,47 @@ fn collect_subscript_symbols(reference: &VariableReference, out: &mut FxHashSet<
 }
 
 impl TangentStats {
-    /// Per-sequence numbers and totals as JSON (hand-written: a flat, fixed shape).
+    /// Per-sequence numbers and totals as JSON; with `compare_methods`, every method's planned
+    /// cost summed over the sequences, and how often the exact vertex search beats the best of
+    /// the heuristics and the reverse.
     pub fn to_json(&self) -> String {
-        fn string(s: &str) -> String {
-            let mut out = String::from("\"");
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
-            out
-        }
         let total = |f: fn(&SequenceStats) -> usize| self.sequences.iter().map(f).sum::<usize>();
-        let mut out = String::from("{\n  \"sequences\": [\n");
-        for (i, s) in self.sequences.iter().enumerate() {
-            out.push_str(&format!(
-                "    {{\"routine\": {}, \"basic_block\": {}, \"statements\": {}, \"vertices\": {}, \"edges\": {}, \
-\"independents\": {}, \"dependents\": {}, \"method\": {}, \"accumulation_multiplications\": {}, \
-\"accumulation_additions\": {}, \"propagator_entries\": {}, \"propagator_multiplications\": {}}}{}\n",
-                string(&s.routine),
-                string(&s.basic_block),
-                s.statements,
-                s.vertices,
-                s.edges,
-                s.independents,
-                s.dependents,
-                string(&s.method),
-                s.accumulation_multiplications,
-                s.accumulation_additions,
-                s.propagator_entries,
-                s.propagator_multiplications,
-                if i + 1 < self.sequences.len() { "," } else { "" }
-            ));
-        }
-        out.push_str(&format!(
-            "  ],\n  \"totals\": {{\"sequences\": {}, \"accumulation_multiplications\": {}, \"accumulation_additions\": {}, \
-\"propagator_entries\": {}, \"propagator_multiplications\": {}}}\n}}\n",
-            self.sequences.len(),
-            total(|s| s.accumulation_multiplications),
-            total(|s| s.accumulation_additions),
-            total(|s| s.propagator_entries),
-            total(|s| s.propagator_multiplications),
-        ));
-        // With `compare_methods`: every method's planned cost summed over the sequences, and
-        // how often the exact vertex search beats the best of the heuristics and vice versa.
+        let sequences: Vec<serde_json::Value> = self
+            .sequences
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "routine": s.routine,
+                    "basic_block": s.basic_block,
+                    "statements": s.statements,
+                    "vertices": s.vertices,
+                    "edges": s.edges,
+                    "independents": s.independents,
+                    "dependents": s.dependents,
+                    "method": s.method,
+                    "accumulation_multiplications": s.accumulation_multiplications,
+                    "accumulation_additions": s.accumulation_additions,
+                    "propagator_entries": s.propagator_entries,
+                    "propagator_multiplications": s.propagator_multiplications,
+                })
+            })
+            .collect();
+        let mut value = serde_json::json!({
+            "sequences": sequences,
+            "totals": {
+                "sequences": self.sequences.len(),
+                "accumulation_multiplications": total(|s| s.accumulation_multiplications),
+                "accumulation_additions": total(|s| s.accumulation_additions),
+                "propagator_entries": total(|s| s.propagator_entries),
+                "propagator_multiplications": total(|s| s.propagator_multiplications),
+            },
+        });
         let compared: Vec<&SequenceStats> = self.sequences.iter().filter(|s| !s.method_costs.is_empty()).collect();
         if let Some(first) = compared.first() {
-            out.truncate(out.len() - "\n}\n".len());
-            out.push_str(",\n  \"method_costs\": {");
+            let mut costs = serde_json::Map::new();
             for (i, &(method, _)) in first.method_costs.iter().enumerate() {
                 let sum: usize = compared.iter().map(|s| s.method_costs[i].1).sum();
-                out.push_str(&format!("{}\"{}\": {sum}", if i == 0 { "" } else { ", " }, method.name()));
+                costs.insert(method.name().to_owned(), sum.into());
             }
             let cost = |s: &SequenceStats, m: Method| s.method_costs.iter().find(|(x, _)| *x == m).map(|&(_, c)| c);
             let (mut exact_wins, mut best_wins) = (0, 0);
@@ -673,11 +659,13 @@ impl TangentStats {
                     best_wins += usize::from(best < exact);
                 }
             }
-            out.push_str(&format!(
-                "}},\n  \"exact_beats_best\": {exact_wins},\n  \"best_beats_exact\": {best_wins}\n}}\n"
-            ));
+            value["method_costs"] = costs.into();
+            value["exact_beats_best"] = exact_wins.into();
+            value["best_beats_exact"] = best_wins.into();
         }
-        out
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        text
     }
 }
 
