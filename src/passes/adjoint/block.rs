@@ -228,27 +228,15 @@ pub fn substitute_subscripts(reference: &mut VariableReference, popped: &[(Varia
     }
 }
 
-/// The factor of a scaled term as a runtime-call argument: its popped value or its constant.
-fn factor(a: &Expression, popped: &[(VariableReference, VariableReference)]) -> ArgumentValue {
-    let root = a.root();
-    match root.map(|r| &a.vertices[r]) {
-        Some(ExprVertex::Constant(c)) => ArgumentValue::Constant(c.clone()),
-        Some(ExprVertex::Variable(v)) => match popped.iter().find(|(value, _)| value.same_place(v)) {
-            Some((_, temporary)) => ArgumentValue::Variable(temporary.clone()),
-            None => ArgumentValue::Variable(v.clone()),
-        },
-        // The taping refuses other factors.
-        _ => ArgumentValue::Variable(VariableReference {
-            id: Name::EMPTY,
-            annotation: Name::EMPTY,
-            active: ActiveUse::False,
-            alias: None,
-            du_ud: None,
-            deriv: false,
-            constant: false,
-            vertices: Vec::new(),
-            edges: Vec::new(),
-        }),
+/// The factor of a scaled term as a runtime-call argument: its popped value or its constant
+/// (the taping refuses any other factor, so `None` does not occur after a successful taping).
+fn factor(a: &Expression, popped: &[(VariableReference, VariableReference)]) -> Option<ArgumentValue> {
+    match &a.vertices[a.root()?] {
+        ExprVertex::Constant(c) => Some(ArgumentValue::Constant(c.clone())),
+        ExprVertex::Variable(v) => Some(ArgumentValue::Variable(
+            popped.iter().find(|(value, _)| value.same_place(v)).map_or_else(|| v.clone(), |(_, t)| t.clone()),
+        )),
+        _ => None,
     }
 }
 
@@ -273,7 +261,9 @@ fn transpose(
         }
         PropagatorEntry::Sax { terms, y } | PropagatorEntry::Saxpy { terms, y } => {
             for term in terms.iter().rev() {
-                out.push(runtime(cg, "inline_saxpy", "Saxpy", vec![factor(&term.a, popped), var(y), var(&term.x)]));
+                if let Some(a) = factor(&term.a, popped) {
+                    out.push(runtime(cg, "inline_saxpy", "Saxpy", vec![a, var(y), var(&term.x)]));
+                }
             }
         }
         PropagatorEntry::ZeroDeriv(_) => {}
