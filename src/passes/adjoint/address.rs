@@ -88,7 +88,7 @@ fn nest(
     cg: &mut CallGraph,
     graph: &FlowGraph,
     regions: &[Region],
-    assigned: &FxHashSet<SymbolId>,
+    assigned: &Writes,
     inside: &mut Vec<SymbolId>,
     plan: &mut AddressPlan,
 ) {
@@ -150,47 +150,50 @@ fn mark_restored(cg: &CallGraph, graph: &FlowGraph, regions: &[Region], restored
     }
 }
 
-/// Symbols assigned anywhere in `regions` (left-hand sides, loop headers' initializations
-/// and updates), or `None`-like poison: a subroutine call anywhere makes every symbol count as
-/// assigned, which the caller sees as the loop variable being assigned.
-fn assigned_in(graph: &FlowGraph, regions: &[Region]) -> FxHashSet<SymbolId> {
-    let mut out = FxHashSet::default();
-    let mut calls = false;
-    fn go(graph: &FlowGraph, regions: &[Region], out: &mut FxHashSet<SymbolId>, calls: &mut bool) {
+/// What a loop nest may write: the symbols it assigns (left-hand sides, loop headers'
+/// initializations and updates), and whether it calls a subroutine, which may write anything.
+#[derive(Default)]
+struct Writes {
+    symbols: FxHashSet<SymbolId>,
+    calls: bool,
+}
+
+impl Writes {
+    fn contains(&self, symbol: &SymbolId) -> bool {
+        self.calls || self.symbols.contains(symbol)
+    }
+}
+
+fn assigned_in(graph: &FlowGraph, regions: &[Region]) -> Writes {
+    fn go(graph: &FlowGraph, regions: &[Region], out: &mut Writes) {
         for region in regions {
             match region {
                 Region::Block(v) => {
                     if let CfgVertexKind::BasicBlock(block) = &graph.vertices[*v].kind {
                         for statement in &block.statements {
                             match statement {
-                                Statement::Assignment(a) => out.extend(a.lhs.base_symbol()),
-                                Statement::SubroutineCall(_) => *calls = true,
+                                Statement::Assignment(a) => out.symbols.extend(a.lhs.base_symbol()),
+                                Statement::SubroutineCall(_) => out.calls = true,
                                 _ => {}
                             }
                         }
                     }
                 }
-                Region::Branch { arms, .. } => arms.iter().for_each(|(_, arm)| go(graph, arm, out, calls)),
+                Region::Branch { arms, .. } => arms.iter().for_each(|(_, arm)| go(graph, arm, out)),
                 Region::Loop { header, body, .. } => {
                     if let CfgVertexKind::ForLoop(f) = &graph.vertices[*header].kind {
                         for a in f.initialization.iter().chain(&f.update) {
-                            out.extend(a.lhs.base_symbol());
+                            out.symbols.extend(a.lhs.base_symbol());
                         }
                     }
-                    go(graph, body, out, calls);
+                    go(graph, body, out);
                 }
             }
         }
     }
-    go(graph, regions, &mut out, &mut calls);
-    if calls {
-        out.insert(SymbolId::from_raw(la_arena::RawIdx::from_u32(u32::MAX)));
-    }
+    let mut out = Writes::default();
+    go(graph, regions, &mut out);
     out
-}
-
-fn has_call(assigned: &FxHashSet<SymbolId>) -> bool {
-    assigned.contains(&SymbolId::from_raw(la_arena::RawIdx::from_u32(u32::MAX)))
 }
 
 /// A plain integer scalar variable (`i`, not `a(i)`).
@@ -203,7 +206,7 @@ fn plain_integer(cg: &CallGraph, reference: &VariableReference) -> Option<Symbol
 
 /// Whether every variable `e` reads is a constant over the nest: a quasi-constant integer (not
 /// assigned in it), a variable of a loop enclosing the use, or an array whose shape is asked.
-fn bound_is_fixed(cg: &CallGraph, e: &Expression, assigned: &FxHashSet<SymbolId>, loops: &[SymbolId]) -> bool {
+fn bound_is_fixed(cg: &CallGraph, e: &Expression, assigned: &Writes, loops: &[SymbolId]) -> bool {
     e.vertices.iter().all(|(id, vertex)| {
         let ExprVertex::Variable(reference) = vertex else {
             return !matches!(vertex, ExprVertex::FunctionCall(_));
@@ -222,11 +225,11 @@ fn explicit_loop(
     graph: &FlowGraph,
     header: CfgVertexId,
     body: &[Region],
-    assigned: &FxHashSet<SymbolId>,
+    assigned: &Writes,
     enclosing: &[SymbolId],
 ) -> Option<ExplicitLoop> {
     let CfgVertexKind::ForLoop(f) = &graph.vertices[header].kind else { return None };
-    if f.reversal != LoopReversal::Explicit || has_call(assigned) {
+    if f.reversal != LoopReversal::Explicit || assigned.calls {
         return None;
     }
     let init = f.initialization.as_ref()?;
@@ -332,7 +335,7 @@ fn collect_invariants(
     cg: &CallGraph,
     graph: &FlowGraph,
     regions: &[Region],
-    assigned: &FxHashSet<SymbolId>,
+    assigned: &Writes,
     loops: &[SymbolId],
     out: &mut Vec<SymbolId>,
 ) {
@@ -369,7 +372,7 @@ fn collect_invariants(
 fn bound_variables(
     explicit: &ExplicitLoop,
     cg: &CallGraph,
-    assigned: &FxHashSet<SymbolId>,
+    assigned: &Writes,
     loops: &[SymbolId],
     out: &mut Vec<SymbolId>,
 ) {
