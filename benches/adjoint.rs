@@ -1,23 +1,14 @@
 //! Adjoint transformation of the whole corpus (read, adjoint, write), side by side with
-//! quick-xml merely tokenizing the same files, and of a large synthetic input.
+//! quick-xml merely tokenizing the same files.
 
 mod common;
 
-use common::{interleaved_ratio, shared, tokenize};
+use common::{corpus_inputs, interleaved_ratio, tokenize};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xaifbooster::passes::adjoint::AdjointConfig;
 use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
-
-fn corpus_inputs() -> Vec<Vec<u8>> {
-    let corpus = shared().join("corpus");
-    let entries = std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e} (set XAIF_SHARED)", corpus.display()));
-    let mut paths: Vec<_> =
-        entries.map(|e| e.expect("entry").path().join("adm.in.xaif")).filter(|p| p.is_file()).collect();
-    paths.sort();
-    paths.iter().map(|p| std::fs::read(p).expect("readable input")).collect()
-}
 
 fn transform(bytes: &[u8]) -> usize {
     let Ok(read) = xaif::read(bytes, "bench", &ReadOptions::default()) else { return 0 };
@@ -29,7 +20,7 @@ fn transform(bytes: &[u8]) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
-    let inputs = corpus_inputs();
+    let inputs = corpus_inputs("adm.in.xaif");
     let total: u64 = inputs.iter().map(|b| b.len() as u64).sum();
     let floor = || inputs.iter().map(|i| tokenize(i)).sum::<usize>();
     let ratio = interleaved_ratio(floor, || inputs.iter().map(|i| transform(i)).sum::<usize>());

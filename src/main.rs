@@ -758,8 +758,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     }
     // Every destination is ready before any work, and nothing is written before all of it
     // succeeded.
-    let mut output = output::prepare(&common.output())?;
-    let mut stats = args.stats.as_ref().map(output::prepare).transpose()?;
+    let output = output::prepare(&common.output())?;
+    let stats = args.stats.as_ref().map(output::prepare).transpose()?;
     let catalogue = match catalogue(common, session)? {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
@@ -807,12 +807,29 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     if let Some((log, _)) = &mut session.log {
         log.report(&report);
     }
+    let stats = stats.map(|pending| (pending, report.tangent.to_json()));
+    write_transformed(common, session, &call_graph, output, stats)
+}
+
+/// Writes a transformed call graph and its statistics: both staged, then both committed, so a
+/// failure leaves neither half-written.
+fn write_transformed(
+    common: &TransformArgs,
+    session: &mut Session,
+    call_graph: &CallGraph,
+    mut output: Pending,
+    stats: Option<(Pending, String)>,
+) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    output.stage(xaif::write(&call_graph, &options))?;
-    if let Some(stats) = &mut stats {
-        stats.stage(report.tangent.to_json().into_bytes())?;
-    }
+    output.stage(xaif::write(call_graph, &options))?;
+    let stats = match stats {
+        Some((mut pending, json)) => {
+            pending.stage(json.into_bytes())?;
+            Some(pending)
+        }
+        None => None,
+    };
     session.timing("write", started);
     output.commit()?;
     if let Some(stats) = stats {
@@ -846,8 +863,8 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     for note in notes.into_iter().chain(args.original.no_effect_notes()) {
         session.note(&note);
     }
-    let mut output = output::prepare(&common.output())?;
-    let mut stats = args.stats.as_ref().map(output::prepare).transpose()?;
+    let output = output::prepare(&common.output())?;
+    let stats = args.stats.as_ref().map(output::prepare).transpose()?;
     let catalogue = match catalogue(common, session)? {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
@@ -872,18 +889,8 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         log.report(&report);
         log.adjoint_report(&report);
     }
-    let started = Instant::now();
-    let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    output.stage(xaif::write(&call_graph, &options))?;
-    session.timing("write", started);
-    if let Some(stats) = &mut stats {
-        stats.stage(report.adjoint_json().into_bytes())?;
-    }
-    output.commit()?;
-    if let Some(stats) = stats {
-        stats.commit()?;
-    }
-    Ok(Ok(()))
+    let stats = stats.map(|pending| (pending, report.adjoint_json()));
+    write_transformed(common, session, &call_graph, output, stats)
 }
 
 fn schema_location(args: &TransformArgs, file: &str) -> String {

@@ -19,6 +19,15 @@ pub fn shared() -> PathBuf {
     dir
 }
 
+/// The bytes of `<shared>/corpus/*/<file>`, in path order.
+pub fn corpus_inputs(file: &str) -> Vec<Vec<u8>> {
+    let corpus = shared().join("corpus");
+    let entries = std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e} (set XAIF_SHARED)", corpus.display()));
+    let mut paths: Vec<_> = entries.map(|e| e.expect("entry").path().join(file)).filter(|p| p.is_file()).collect();
+    paths.sort();
+    paths.iter().map(|p| std::fs::read(p).expect("readable input")).collect()
+}
+
 /// quick-xml merely tokenizing: every event read and dropped (the floor for any XML tool).
 pub fn tokenize(bytes: &[u8]) -> usize {
     let mut reader = Reader::from_reader(bytes);

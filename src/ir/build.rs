@@ -429,3 +429,23 @@ impl CallGraph {
             .collect()
     }
 }
+
+impl FlowGraph {
+    /// Puts `block` between Entry and what Entry led to; `edge_id` names the new Entry edge.
+    /// Returns the block's vertex, or `None` for a graph without Entry (left unchanged).
+    pub fn insert_after_entry(&mut self, block: CfgVertex, edge_id: Name) -> Option<CfgVertexId> {
+        let entry = self.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)).map(|(id, _)| id)?;
+        let block = self.vertices.alloc(block);
+        for edge in self.edges.iter_mut().filter(|e| e.source == entry) {
+            edge.source = block;
+        }
+        self.edges.push(CfgEdge {
+            id: edge_id,
+            annotation: Name::EMPTY,
+            source: entry,
+            target: block,
+            condition_value: None,
+        });
+        Some(block)
+    }
+}

@@ -41,27 +41,8 @@ pub fn initialize_derivatives(cg: &mut CallGraph) -> usize {
             vec![Statement::DerivativePropagator(DerivativePropagator { entries })]
         };
         let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
-        let graph = &mut cfg.graph;
-        let Some(entry) = graph.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)).map(|(id, _)| id)
-        else {
-            continue;
-        };
-        let block = graph.vertices.alloc(CfgVertex {
-            id: vertex_id,
-            annotation,
-            kind: CfgVertexKind::BasicBlock(BasicBlock { scope: body_scope, statements }),
-        });
-        // Entry's way out now starts from the new block; Entry leads to it.
-        for edge in graph.edges.iter_mut().filter(|e| e.source == entry) {
-            edge.source = block;
-        }
-        graph.edges.push(CfgEdge {
-            id: edge_id,
-            annotation: Name::EMPTY,
-            source: entry,
-            target: block,
-            condition_value: None,
-        });
+        let kind = CfgVertexKind::BasicBlock(BasicBlock { scope: body_scope, statements });
+        cfg.graph.insert_after_entry(CfgVertex { id: vertex_id, annotation, kind }, edge_id);
     }
     cg.size_hint += zeroed * 200;
     zeroed

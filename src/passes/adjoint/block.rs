@@ -66,7 +66,7 @@ pub fn adjoint_block(
                     {
                         let target = with_popped(reference, &popped);
                         let like = with_popped(like, &popped);
-                        out.push(runtime(
+                        out.push(inlinable_call(
                             cg,
                             "oad_allocate_matching",
                             "oad_AllocateMatching",
@@ -142,13 +142,13 @@ fn transpose_back(
     target.deriv = false;
     let mut lhs = assignment.lhs.clone();
     lhs.deriv = false;
-    out.push(runtime(
+    out.push(inlinable_call(
         cg,
         "inline_IncDeriv",
         "IncDeriv",
         vec![ArgumentValue::Variable(target), ArgumentValue::Variable(plain_source)],
     ));
-    out.push(runtime(cg, "inline_zeroderiv", "ZeroDeriv", vec![ArgumentValue::Variable(lhs)]));
+    out.push(inlinable_call(cg, "inline_zeroderiv", "ZeroDeriv", vec![ArgumentValue::Variable(lhs)]));
 }
 
 /// Pops what was pushed, last first, into new temporaries; returns (pushed value, temporary).
@@ -240,10 +240,6 @@ fn factor(a: &Expression, popped: &[(VariableReference, VariableReference)]) -> 
     }
 }
 
-fn runtime(cg: &mut CallGraph, id: &str, routine: &str, arguments: Vec<ArgumentValue>) -> Statement {
-    inlinable_call(cg, id, routine, arguments)
-}
-
 /// The adjoint of one tangent propagator entry.
 fn transpose(
     cg: &mut CallGraph,
@@ -254,15 +250,15 @@ fn transpose(
     let var = |r: &VariableReference| ArgumentValue::Variable(with_popped(r, popped));
     match entry {
         PropagatorEntry::SetDeriv { target, source } | PropagatorEntry::IncDeriv { target, source } => {
-            out.push(runtime(cg, "inline_IncDeriv", "IncDeriv", vec![var(target), var(source)]));
+            out.push(inlinable_call(cg, "inline_IncDeriv", "IncDeriv", vec![var(target), var(source)]));
         }
         PropagatorEntry::SetNegDeriv { target, source } | PropagatorEntry::DecDeriv { target, source } => {
-            out.push(runtime(cg, "inline_DecDeriv", "DecDeriv", vec![var(target), var(source)]));
+            out.push(inlinable_call(cg, "inline_DecDeriv", "DecDeriv", vec![var(target), var(source)]));
         }
         PropagatorEntry::Sax { terms, y } | PropagatorEntry::Saxpy { terms, y } => {
             for term in terms.iter().rev() {
                 if let Some(a) = factor(&term.a, popped) {
-                    out.push(runtime(cg, "inline_saxpy", "Saxpy", vec![a, var(y), var(&term.x)]));
+                    out.push(inlinable_call(cg, "inline_saxpy", "Saxpy", vec![a, var(y), var(&term.x)]));
                 }
             }
         }
@@ -273,7 +269,7 @@ fn transpose(
         | PropagatorEntry::SetNegDeriv { target: t, .. }
         | PropagatorEntry::Sax { y: t, .. }
         | PropagatorEntry::ZeroDeriv(t) => {
-            out.push(runtime(cg, "inline_zeroderiv", "ZeroDeriv", vec![var(t)]));
+            out.push(inlinable_call(cg, "inline_zeroderiv", "ZeroDeriv", vec![var(t)]));
         }
         PropagatorEntry::IncDeriv { .. } | PropagatorEntry::DecDeriv { .. } | PropagatorEntry::Saxpy { .. } => {}
     }

@@ -217,28 +217,11 @@ fn zero_locals_first(cg: &mut CallGraph, cfg: &ControlFlowGraph, mut graph: Flow
             )
         })
         .collect();
-    let Some(entry) = graph.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)).map(|(id, _)| id)
-    else {
-        return graph;
-    };
     let id = cg.names.intern("_adj_init");
     let annotation = cg.names.intern("_bbp_");
-    let block = graph.vertices.alloc(CfgVertex {
-        id,
-        annotation,
-        kind: CfgVertexKind::BasicBlock(BasicBlock { scope: cfg.body_scope, statements }),
-    });
-    for edge in graph.edges.iter_mut().filter(|e| e.source == entry) {
-        edge.source = block;
-    }
     let edge_id = cg.names.intern(&format!("{}", graph.edges.len() + 1));
-    graph.edges.push(CfgEdge {
-        id: edge_id,
-        annotation: Name::EMPTY,
-        source: entry,
-        target: block,
-        condition_value: None,
-    });
+    let kind = CfgVertexKind::BasicBlock(BasicBlock { scope: cfg.body_scope, statements });
+    graph.insert_after_entry(CfgVertex { id, annotation, kind }, edge_id);
     graph
 }
 

@@ -203,6 +203,11 @@ impl Reversal<'_> {
         Expression::constant(self.cg, ConstantType::Integer, &value.to_string())
     }
 
+    /// `pop_i_s0(target)`.
+    fn pop_integer(&mut self, target: &VariableReference) -> Statement {
+        inlinable_call(self.cg, "inline_pop_i", "pop_i_s0", vec![ArgumentValue::Variable(target.clone())])
+    }
+
     fn push_integer(&mut self, value: ArgumentValue) -> Statement {
         inlinable_call(self.cg, "inline_push_i", "push_i_s0", vec![value])
     }
@@ -418,12 +423,7 @@ impl Reversal<'_> {
                     for &v in invariants.iter().rev() {
                         let temporary = self.counter();
                         let temporary = whole_reference(self.cg, temporary, false);
-                        statements.push(inlinable_call(
-                            self.cg,
-                            "inline_pop_i",
-                            "pop_i_s0",
-                            vec![ArgumentValue::Variable(temporary.clone())],
-                        ));
+                        statements.push(self.pop_integer(&temporary));
                         let variable = whole_reference(self.cg, v, false);
                         self.substitution.push((variable, temporary));
                     }
@@ -457,41 +457,12 @@ impl Reversal<'_> {
                 Region::Loop { body, .. } => {
                     let count = self.counter();
                     let count_ref = whole_reference(self.cg, count, false);
-                    let pop = inlinable_call(
-                        self.cg,
-                        "inline_pop_i",
-                        "pop_i_s0",
-                        vec![ArgumentValue::Variable(count_ref.clone())],
-                    );
+                    let pop = self.pop_integer(&count_ref);
                     let pop = self.block(builder, "_adj_", vec![pop]);
                     builder.edge(self.cg, from, pop, condition);
                     let i = self.counter();
                     let i_ref = whole_reference(self.cg, i, false);
-                    let one = self.integer(1);
-                    let init = assignment(self.cg, "_adj_loop_init", i_ref.clone(), one);
-                    let test = Expression::boolean(
-                        self.cg,
-                        BooleanOp::LessOrEqual,
-                        Expression::variable(i_ref.clone()),
-                        Expression::variable(count_ref),
-                    );
-                    let one = self.integer(1);
-                    let next =
-                        Expression::intrinsic(self.cg, "add_scal_scal", Expression::variable(i_ref.clone()), one);
-                    let update = assignment(self.cg, "_adj_loop_update", i_ref, next);
-                    let header_id = self.fresh_id("_adj_");
-                    let header = builder.vertex(
-                        self.cg,
-                        &header_id,
-                        "",
-                        CfgVertexKind::ForLoop(Box::new(ForLoop {
-                            initialization: Some(init),
-                            condition: Some(test),
-                            update: Some(update),
-                            reversal: LoopReversal::Anonymous,
-                            line: 0,
-                        })),
-                    );
+                    let header = self.counted_loop(builder, &i_ref, &count_ref);
                     builder.edge(self.cg, pop, header, None);
                     let (last, cond) = self.adjoint_sequence(builder, body, header, Some(1));
                     let end_id = self.fresh_id("_adj_");
@@ -525,12 +496,7 @@ impl Reversal<'_> {
                 Region::Branch { arms, .. } => {
                     let arm_number = self.counter();
                     let arm_ref = whole_reference(self.cg, arm_number, false);
-                    let pop = inlinable_call(
-                        self.cg,
-                        "inline_pop_i",
-                        "pop_i_s0",
-                        vec![ArgumentValue::Variable(arm_ref.clone())],
-                    );
+                    let pop = self.pop_integer(&arm_ref);
                     let pop = self.block(builder, "_adj_", vec![pop]);
                     builder.edge(self.cg, from, pop, condition);
                     let header_id = self.fresh_id("_adj_");
@@ -604,8 +570,7 @@ impl Reversal<'_> {
         let current = self.counter();
         let current_ref = whole_reference(self.cg, current, false);
         let pop = |r: &mut Self, builder: &mut FlowGraphBuilder| {
-            let call =
-                inlinable_call(r.cg, "inline_pop_i", "pop_i_s0", vec![ArgumentValue::Variable(current_ref.clone())]);
+            let call = r.pop_integer(&current_ref);
             r.block(builder, "_adj_", vec![call])
         };
         let first_pop = pop(self, &mut builder);
