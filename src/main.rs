@@ -91,6 +91,15 @@ struct AdjointArgs {
     /// TypeChange converted, as JSON
     #[arg(long, value_name = "FILE")]
     stats: Option<Destination>,
+    /// What the forward sweep tapes for each sequence: its Jacobian factors, the values its
+    /// partials read that may be overwritten (the reverse sweep computes the partials again),
+    /// or per sequence whichever pushes fewer words
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "best")]
+    tape: xaifbooster::passes::adjoint::TapeStrategy,
+    /// Tape every subscript and value as if anything could overwrite it (no to-be-recorded
+    /// analysis), as the original engine does
+    #[arg(long)]
+    no_tbr: bool,
     #[command(flatten)]
     original: PreaccumulationSwitches,
 }
@@ -874,7 +883,9 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         Err(reported) => return Ok(Err(reported)),
     };
     let preaccumulation = if args.statement_level { Preaccumulation::Statement } else { Preaccumulation::BasicBlock };
-    let config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
+    let mut config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
+    config.adjoint.tape = args.tape;
+    config.adjoint.record_everything = args.no_tbr;
     let started = Instant::now();
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,

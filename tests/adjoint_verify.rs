@@ -61,9 +61,15 @@ fn check_corpus(preaccumulation: Preaccumulation) {
     let mut longer: Vec<String> = Vec::new();
     let inputs = common::corpus_files("adm.in.xaif");
     assert!(inputs.len() >= 178, "only {} adjoint inputs", inputs.len());
+    // For debugging: XAIF_EXAMPLE=name runs one example, XAIF_DUMP=dir keeps our outputs.
+    let only = std::env::var("XAIF_EXAMPLE").ok();
+    let dump = std::env::var_os("XAIF_DUMP");
     for input in &inputs {
         let dir = input.parent().expect("example folder");
         let example = dir.file_name().expect("name").to_string_lossy().into_owned();
+        if only.as_ref().is_some_and(|only| *only != example) {
+            continue;
+        }
         let bytes = std::fs::read(input).expect("input");
         let Ok(read) = xaif::read(&bytes, &example, &ReadOptions::default()) else { continue };
         let mut cg = read.call_graph;
@@ -79,6 +85,9 @@ fn check_corpus(preaccumulation: Preaccumulation) {
                 continue;
             }
         };
+        if let Some(dump) = &dump {
+            std::fs::write(Path::new(dump).join(format!("{example}.xaif")), &ours).expect("dump");
+        }
         for (template, reference) in [(Template::Joint, "adm-joint.ref.xaif"), (Template::Split, "adm-split.ref.xaif")]
         {
             let kind = if template == Template::Joint { "joint" } else { "split" };

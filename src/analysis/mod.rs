@@ -1,1 +1,6 @@
-//! Data-flow analyses over the call graph (activity, TBR, linearity).
+//! Data-flow analyses over the call graph (activity, TBR, linearity). Each returns side tables
+//! keyed by IR ids; none adds fields to the IR.
+
+pub mod dataflow;
+pub mod effects;
+pub mod tbr;

@@ -26,6 +26,7 @@ pub fn adjoint_block(
     scope: ScopeId,
     statements: &[Statement],
     pushes: &[Vec<Pushed>],
+    recompute: &[Vec<Statement>],
 ) -> Vec<Statement> {
     let mut out = Vec::with_capacity(statements.len() * 2);
     // Derivative temporaries of array shape are allocated first (those passed to calls are
@@ -51,8 +52,10 @@ pub fn adjoint_block(
             out.push(statement.clone());
         }
     }
-    for (statement, pushed) in statements.iter().zip(pushes).rev() {
+    for ((statement, pushed), again) in statements.iter().zip(pushes).zip(recompute).rev() {
         let popped = pop(cg, temporaries, scope, pushed, &mut out);
+        // A sequence taped by its values computes its partials and Jacobian here.
+        out.extend(again.iter().cloned());
         match statement {
             Statement::DerivativePropagator(propagator) => {
                 for entry in propagator.entries.iter().rev() {
@@ -163,13 +166,18 @@ fn pop(
     let mut popped: Vec<(VariableReference, VariableReference)> = Vec::with_capacity(pushed.len());
     let mut count: Option<VariableReference> = None;
     for p in pushed.iter().rev() {
-        let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
-            s.active = false;
-            s.ty = if p.integer { SymbolType::Integer } else { SymbolType::Real };
-            s.shape = shape_of_rank(p.rank);
-            s.dimensions = p.dimensions.clone();
-        });
-        let temporary = whole_reference(cg, symbol, false);
+        let temporary = match &p.into {
+            Some(into) => into.clone(),
+            None => {
+                let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
+                    s.active = false;
+                    s.ty = if p.integer { SymbolType::Integer } else { SymbolType::Real };
+                    s.shape = shape_of_rank(p.rank);
+                    s.dimensions = p.dimensions.clone();
+                });
+                whole_reference(cg, symbol, false)
+            }
+        };
         let (id, routine) = match (p.integer, p.rank) {
             (true, _) => ("inline_pop_i", "pop_i_s0"),
             (false, 0) => ("inline_pop", "pop_s0"),

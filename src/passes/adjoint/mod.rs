@@ -23,6 +23,10 @@ pub mod tape;
 
 use la_arena::ArenaMap;
 
+pub use tape::TapeStrategy;
+
+use crate::analysis::tbr::Recording;
+
 use crate::ir::build::Temporaries;
 use crate::ir::*;
 use crate::passes::type_change::FormalUse;
@@ -42,6 +46,11 @@ pub struct AdjointConfig {
     /// Zero the adjoints of active locals where the reverse sweep begins (`-D`), for runtimes
     /// without default initialization.
     pub initialize_derivatives: bool,
+    /// What a sequence tapes for its transposed propagator (`--tape`).
+    pub tape: TapeStrategy,
+    /// Tape every subscript and value as if anything could overwrite it (no to-be-recorded
+    /// analysis): the original engine's behaviour, for comparison.
+    pub record_everything: bool,
 }
 
 /// Pushes the forward sweeps contain, counted in the code (not at run time).
@@ -50,10 +59,31 @@ pub struct AdjointStats {
     pub routines: usize,
     /// `push_s0` of Jacobian factors.
     pub factor_pushes: usize,
+    /// `push_s0`/`push_i_s0` of values the reverse sweep computes partials from.
+    pub value_pushes: usize,
     /// `push_i_s0` of subscript values.
     pub index_pushes: usize,
     /// `push_i_s0` of loop counts and branch arms.
     pub control_pushes: usize,
+    /// The strategy asked for, and what each would push per sequence, summed over all
+    /// sequences (static words, before loops multiply them).
+    pub tape: TapeSummary,
+}
+
+/// Static tape words of the sequences' factors or values, per strategy, and the choices made.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TapeSummary {
+    pub strategy: TapeStrategy,
+    pub sequences: usize,
+    /// Sequences whose partials can be computed again in the reverse sweep.
+    pub recomputable: usize,
+    pub taped_by_values: usize,
+    /// Words if every sequence tapes its factors.
+    pub words_factors: usize,
+    /// Words if every recomputable sequence tapes its values (the others their factors).
+    pub words_values: usize,
+    /// Words of the choices made.
+    pub words_chosen: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,11 +108,15 @@ pub fn adjoint(
     config: &AdjointConfig,
 ) -> Result<AdjointStats, AdjointError> {
     let mut stats = AdjointStats::default();
+    stats.tape.strategy = config.tape;
+    // What may be overwritten between the forward and the reverse sweep, for every routine,
+    // before any of them is turned into a replacement list.
+    let recording = Recording::of(cg);
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     for routine in routines {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
         let name = cg.symbol_name(cfg.symbol).to_owned();
-        let list = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &mut stats)
+        let list = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
             .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
         cg.routines[routine] = Routine::ReplacementList(list);
         stats.routines += 1;
@@ -100,6 +134,7 @@ fn reverse_routine(
     originals: &ArenaMap<RoutineId, FlowGraph>,
     formal_uses: &ArenaMap<RoutineId, Vec<FormalUse>>,
     config: &AdjointConfig,
+    recording: &Recording,
     stats: &mut AdjointStats,
 ) -> Result<ReplacementList, AdjointError> {
     // The routine's graph is moved out (its slot holds an empty graph until the replacement
@@ -123,15 +158,40 @@ fn reverse_routine(
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
             let restored = address.restored.get(&id).map(Vec::as_slice).unwrap_or(&[]);
-            let taped = tape::tape_block(cg, temporaries, block.scope, &block.statements, restored)?;
+            let context = tape::TapeContext {
+                strategy: config.tape,
+                recording: if config.record_everything { None } else { recording.routines.get(routine) },
+                effects: &recording.effects,
+                block: id,
+                restored,
+            };
+            let taped = tape::tape_block(cg, temporaries, block.scope, &block.statements, &context)?;
             for pushed in taped.pushes.iter().flatten() {
-                if pushed.integer {
+                if pushed.into.is_some() {
+                    stats.value_pushes += 1;
+                } else if pushed.integer {
                     stats.index_pushes += 1;
                 } else {
                     stats.factor_pushes += 1;
                 }
             }
-            let reverse = block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes);
+            for choice in &taped.choices {
+                let summary = &mut stats.tape;
+                summary.sequences += 1;
+                summary.recomputable += usize::from(choice.values.is_some());
+                summary.taped_by_values += usize::from(choice.chose_values);
+                summary.words_factors += choice.factors;
+                summary.words_values += choice.values.unwrap_or(choice.factors);
+                summary.words_chosen += if choice.chose_values { choice.values.unwrap_or(0) } else { choice.factors };
+            }
+            let reverse = block::adjoint_block(
+                cg,
+                temporaries,
+                block.scope,
+                &block.statements,
+                &taped.pushes,
+                &taped.recompute,
+            );
             blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
         }
         let mut reversal =

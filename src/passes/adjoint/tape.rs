@@ -8,6 +8,11 @@
 //!
 //! Each statement's pushes are recorded, in push order, for the block adjoint to pop.
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::analysis::dataflow::SymbolSet;
+use crate::analysis::effects::Effects;
+use crate::analysis::tbr::{BlockWrites, RoutineRecording};
 use crate::ir::build::{Temporaries, assignment, inlinable_call, whole_reference};
 use crate::ir::*;
 
@@ -26,18 +31,61 @@ pub struct Pushed {
     pub dimensions: Vec<DimensionBounds>,
     /// This integer is the element count of the array factor pushed just before.
     pub size_of_previous: bool,
+    /// The temporary the adjoint pops it into, when the recomputed partials already read that
+    /// temporary (values strategy); otherwise the adjoint makes one.
+    pub into: Option<VariableReference>,
 }
 
 impl Pushed {
     fn integer(value: VariableReference) -> Pushed {
-        Pushed { value, integer: true, rank: 0, dimensions: Vec::new(), size_of_previous: false }
+        Pushed { value, integer: true, rank: 0, dimensions: Vec::new(), size_of_previous: false, into: None }
     }
+}
+
+/// What the forward sweep tapes for a sequence's transposed propagator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TapeStrategy {
+    /// Every Jacobian factor that is not a constant (the original engine's way).
+    Factors,
+    /// The values the partials read that may be overwritten before the reverse sweep (by the
+    /// to-be-recorded analysis); the reverse sweep computes the partials and the Jacobian
+    /// again. Sequences where that is impossible keep their factors.
+    Values,
+    /// Per sequence, whichever of the two pushes fewer words (factors on a tie).
+    #[default]
+    Best,
+}
+
+/// The cost of one sequence under each strategy, and the choice made.
+#[derive(Clone, Copy, Debug)]
+pub struct SequenceChoice {
+    /// Words pushed for its factors.
+    pub factors: usize,
+    /// Words pushed for its values, if its partials can be recomputed.
+    pub values: Option<usize>,
+    pub chose_values: bool,
+}
+
+/// Where a block sits and what the analyses know there, for deciding what it must tape.
+pub struct TapeContext<'a> {
+    pub strategy: TapeStrategy,
+    /// The routine's to-be-recorded facts; `None` tapes every subscript (no analysis).
+    pub recording: Option<&'a RoutineRecording>,
+    pub effects: &'a Effects,
+    pub block: CfgVertexId,
+    /// The variables the reversal restores in this block (explicit loop nests).
+    pub restored: &'a [SymbolId],
 }
 
 /// A block's forward sweep and, per statement of the tangent block, what it pushed.
 pub struct TapedBlock {
     pub taping: Vec<Statement>,
     pub pushes: Vec<Vec<Pushed>>,
+    /// Per statement: what the adjoint computes again before the statement's transpose (the
+    /// partials and Jacobian of a sequence taped by values).
+    pub recompute: Vec<Vec<Statement>>,
+    pub choices: Vec<SequenceChoice>,
 }
 
 /// The forward sweep of one basic block of tangent code.
@@ -46,36 +94,97 @@ pub fn tape_block(
     temporaries: &mut Temporaries,
     scope: ScopeId,
     statements: &[Statement],
-    restored: &[SymbolId],
+    context: &TapeContext<'_>,
 ) -> Result<TapedBlock, AdjointError> {
+    let writes = BlockWrites::of(context.effects, statements);
+    // Whether the value of `symbol` read at statement `k` must be taped.
+    let record = |cg: &CallGraph, k: usize, symbol: SymbolId| match context.recording {
+        Some(recording) => recording.must_record(cg, context.block, &writes, k, symbol, context.restored),
+        None => !context.restored.contains(&symbol),
+    };
+
+    // First the choice for every sequence: its values are pushed where its partials were.
+    let mut plans: FxHashMap<usize, ValuesPlan> = FxHashMap::default();
+    let mut choices = Vec::new();
+    let mut sequence_start = 0;
+    for (p, statement) in statements.iter().enumerate() {
+        match statement {
+            Statement::DerivativePropagator(propagator) => {
+                let factors = factor_cost(cg, propagator);
+                let plan = match (context.strategy, factors) {
+                    (TapeStrategy::Factors, _) | (_, None) | (_, Some(0)) => None,
+                    _ => plan_values(cg, context.effects, statements, sequence_start, p, propagator, &record),
+                };
+                let factors = factors.unwrap_or(0);
+                let values = plan.as_ref().map(|plan| plan.pushes.len());
+                let chose_values = match context.strategy {
+                    TapeStrategy::Factors => false,
+                    TapeStrategy::Values => values.is_some(),
+                    TapeStrategy::Best => values.is_some_and(|v| v < factors),
+                };
+                choices.push(SequenceChoice { factors, values, chose_values });
+                if chose_values && let Some(plan) = plan {
+                    plans.insert(p, plan);
+                }
+                sequence_start = p + 1;
+            }
+            Statement::SubroutineCall(_) => sequence_start = p + 1,
+            _ => {}
+        }
+    }
+    let mut recompute: Vec<Vec<Statement>> = vec![Vec::new(); statements.len()];
+    let mut before: FxHashMap<usize, Vec<Pushed>> = FxHashMap::default();
+    let mut removed: FxHashSet<usize> = FxHashSet::default();
+    let mut value_pushes: FxHashMap<usize, Vec<Pushed>> = FxHashMap::default();
+    for (&p, plan) in &plans {
+        let (pushed, code) = materialize(cg, temporaries, scope, statements, plan);
+        for (k, push) in plan.pushes.iter().zip(&pushed) {
+            before.entry(k.position).or_default().push(push.clone());
+        }
+        removed.extend(plan.removable.iter().copied());
+        recompute[p] = code;
+        value_pushes.insert(p, pushed);
+    }
+
     let mut taping = Vec::with_capacity(statements.len() + 4);
     let mut pushes = Vec::with_capacity(statements.len());
-    for statement in statements {
+    for (k, statement) in statements.iter().enumerate() {
+        if let Some(early) = before.get(&k) {
+            emit_pushes(cg, early, &mut taping);
+        }
         let mut pushed = Vec::new();
         match statement {
             Statement::DerivativePropagator(propagator) => {
-                for entry in &propagator.entries {
-                    if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
-                        for term in terms {
-                            factor_pushes(cg, temporaries, scope, &term.a, &mut taping, &mut pushed)?;
+                let by_values = value_pushes.remove(&k);
+                let mut own = Vec::new();
+                if by_values.is_none() {
+                    for entry in &propagator.entries {
+                        if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
+                            for term in terms {
+                                factor_pushes(cg, temporaries, scope, &term.a, &mut taping, &mut own)?;
+                            }
                         }
                     }
                 }
                 for entry in &propagator.entries {
                     for reference in entry_references(entry) {
-                        subscript_pushes(cg, reference, restored, &mut pushed);
+                        subscript_pushes(cg, reference, &mut |s| record(cg, k, s), &mut own);
                     }
                 }
-                emit_pushes(cg, &pushed, &mut taping);
+                emit_pushes(cg, &own, &mut taping);
+                // The values were pushed earlier, where the partials read them: first on the
+                // tape, last off it.
+                pushed = by_values.unwrap_or_default();
+                pushed.extend(own);
             }
             Statement::SubroutineCall(call) => {
                 for argument in &call.arguments {
                     if let ArgumentValue::Variable(reference) = &argument.value {
-                        subscript_pushes(cg, reference, restored, &mut pushed);
+                        subscript_pushes(cg, reference, &mut |s| record(cg, k, s), &mut pushed);
                         // A temporary allocated to match a section is allocated again before
                         // the reverse call: the section's subscripts are taped with the call's.
                         if let Some(like) = allocation_of(cg, statements, reference) {
-                            subscript_pushes(cg, like, restored, &mut pushed);
+                            subscript_pushes(cg, like, &mut |s| record(cg, k, s), &mut pushed);
                         }
                     }
                 }
@@ -113,11 +222,312 @@ pub fn tape_block(
                     )));
                 }
             }
+            Statement::Assignment(_) if removed.contains(&k) => {}
             Statement::Assignment(_) | Statement::Marker(_) => taping.push(statement.clone()),
         }
         pushes.push(pushed);
     }
-    Ok(TapedBlock { taping, pushes })
+    Ok(TapedBlock { taping, pushes, recompute, choices })
+}
+
+/// The words a propagator's factors take on the tape, if all are scalars (constants take
+/// none); `None` for array factors, which only the factor strategy tapes.
+fn factor_cost(cg: &CallGraph, propagator: &DerivativePropagator) -> Option<usize> {
+    let mut seen: Vec<&VariableReference> = Vec::new();
+    for entry in &propagator.entries {
+        let (PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. }) = entry else { continue };
+        for term in terms {
+            let root = term.a.root()?;
+            match &term.a.vertices[root] {
+                ExprVertex::Constant(_) => {}
+                ExprVertex::Variable(v) if term.a.vertices.len() == 1 => {
+                    if v.effective_rank(cg) > 0 {
+                        return None;
+                    }
+                    if !seen.iter().any(|s| s.same_place(v)) {
+                        seen.push(v);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+    Some(seen.len())
+}
+
+/// One value a sequence's partials read that the forward sweep must tape: pushed before
+/// statement `position`.
+#[derive(Clone, Debug)]
+struct ValuePush {
+    position: usize,
+    value: VariableReference,
+    integer: bool,
+}
+
+/// How a sequence taped by values is computed again in the reverse sweep.
+#[derive(Debug)]
+struct ValuesPlan {
+    /// The statements (partials, Jacobian accumulation) that compute its factors, ascending.
+    slice: Vec<usize>,
+    /// Those the forward sweep no longer needs.
+    removable: Vec<usize>,
+    pushes: Vec<ValuePush>,
+    /// Per slice statement: (vertex of its right-hand side, index into `pushes`) for each
+    /// operand read from the tape.
+    taped_operands: Vec<Vec<(ExprVertexId, usize)>>,
+}
+
+/// A scalar temporary read or written whole: what the tangent pass computes partials and
+/// Jacobian entries into.
+fn scalar_temporary(cg: &CallGraph, reference: &VariableReference) -> Option<SymbolId> {
+    let base = reference.base_symbol()?;
+    (cg.symbols[base].temp && reference.vertices.len() == 1 && cg.symbols[base].shape == Shape::Scalar)
+        .then_some(base)
+}
+
+/// Plans the values strategy for the propagator at `p`, whose sequence starts at `start`;
+/// `None` where the partials cannot be computed again (array temporaries, calls, reads of
+/// derivatives).
+fn plan_values(
+    cg: &CallGraph,
+    effects: &Effects,
+    statements: &[Statement],
+    start: usize,
+    p: usize,
+    propagator: &DerivativePropagator,
+    record: &dyn Fn(&CallGraph, usize, SymbolId) -> bool,
+) -> Option<ValuesPlan> {
+    // The factor temporaries, then (backwards) the statements defining what is needed.
+    let mut needed: Vec<SymbolId> = Vec::new();
+    for entry in &propagator.entries {
+        let (PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. }) = entry else { continue };
+        for term in terms {
+            let root = term.a.root()?;
+            if let ExprVertex::Variable(v) = &term.a.vertices[root] {
+                let temporary = scalar_temporary(cg, v)?;
+                if !needed.contains(&temporary) {
+                    needed.push(temporary);
+                }
+            }
+        }
+    }
+    let mut slice = Vec::new();
+    let mut written = SymbolSet::default();
+    for j in (start..p).rev() {
+        let statement = &statements[j];
+        match statement {
+            Statement::Assignment(a) if !a.lhs.deriv => {
+                let Some(target) = scalar_temporary(cg, &a.lhs) else { continue };
+                let Some(at) = needed.iter().position(|&s| s == target) else { continue };
+                needed.swap_remove(at);
+                slice.push(j);
+                for (_, vertex) in a.rhs.vertices.iter() {
+                    match vertex {
+                        ExprVertex::Variable(r) => {
+                            if r.deriv {
+                                return None;
+                            }
+                            if let Some(t) = scalar_temporary(cg, r)
+                                && !needed.contains(&t)
+                            {
+                                needed.push(t);
+                            }
+                        }
+                        ExprVertex::Constant(_) | ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_) => {}
+                        ExprVertex::FunctionCall(_) => return None,
+                    }
+                }
+            }
+            _ => {
+                // Anything else that writes a needed temporary hides how it was computed.
+                written.symbols.clear();
+                effects.statement_writes(statement, &mut written);
+                if needed.iter().any(|s| written.symbols.contains(s)) {
+                    return None;
+                }
+            }
+        }
+    }
+    slice.reverse();
+
+    // Reads of other statements (outside the slice): a slice statement they read stays in the
+    // forward sweep too.
+    let in_slice = |j: usize| slice.binary_search(&j).is_ok();
+    let mut read_elsewhere: FxHashSet<SymbolId> = FxHashSet::default();
+    let mut reads = Vec::new();
+    for (j, statement) in statements.iter().enumerate() {
+        if in_slice(j) {
+            continue;
+        }
+        reads.clear();
+        if j == p {
+            // The propagator itself reads the factors: those go; its subscripts stay.
+            for entry in propagator.entries.iter() {
+                for r in entry_references(entry) {
+                    r.symbols_read(&mut reads);
+                }
+            }
+        } else {
+            statement_reads(statement, &mut reads);
+        }
+        read_elsewhere.extend(reads.iter().copied());
+    }
+    // A slice statement stays in the forward sweep if a statement that stays reads it.
+    let mut removable: Vec<usize> = slice.clone();
+    loop {
+        let before = removable.len();
+        removable.retain(|&j| match &statements[j] {
+            Statement::Assignment(a) => a.lhs.base_symbol().is_some_and(|t| !read_elsewhere.contains(&t)),
+            _ => false,
+        });
+        if removable.len() == before {
+            break;
+        }
+        for &j in &slice {
+            if removable.binary_search(&j).is_err() {
+                reads.clear();
+                statement_reads(&statements[j], &mut reads);
+                read_elsewhere.extend(reads.iter().copied());
+            }
+        }
+    }
+    // The operands the slice reads from outside itself: read again where the reverse sweep
+    // sees the same value, taped otherwise.
+    let mut defined: Vec<SymbolId> = Vec::new();
+    let mut pushes: Vec<ValuePush> = Vec::new();
+    let mut taped_operands = Vec::with_capacity(slice.len());
+    let mut symbols = Vec::new();
+    for &j in &slice {
+        let Statement::Assignment(a) = &statements[j] else { return None };
+        let mut taped = Vec::new();
+        for (vertex, v) in a.rhs.vertices.iter() {
+            let ExprVertex::Variable(r) = v else { continue };
+            if scalar_temporary(cg, r).is_some_and(|t| defined.contains(&t)) {
+                continue;
+            }
+            symbols.clear();
+            r.symbols_read(&mut symbols);
+            if !symbols.iter().any(|&s| record(cg, j, s)) {
+                continue;
+            }
+            let base = r.base_symbol()?;
+            if r.effective_rank(cg) > 0 {
+                return None;
+            }
+            let integer = match cg.symbols[base].ty {
+                SymbolType::Real => false,
+                SymbolType::Integer => true,
+                _ => return None,
+            };
+            // One push serves every read of the same place with the same value.
+            let same = pushes.iter().rposition(|q| {
+                q.value.same_place(r) && !written_between(effects, statements, q.position, j, &symbols)
+            });
+            let index = match same {
+                Some(index) => index,
+                None => {
+                    pushes.push(ValuePush { position: j, value: r.clone(), integer });
+                    pushes.len() - 1
+                }
+            };
+            taped.push((vertex, index));
+        }
+        if let Some(t) = scalar_temporary(cg, &a.lhs) {
+            defined.push(t);
+        }
+        taped_operands.push(taped);
+    }
+    Some(ValuesPlan { slice, removable, pushes, taped_operands })
+}
+
+/// Whether a statement from `from` up to (not including) `to` may write one of `symbols`.
+fn written_between(effects: &Effects, statements: &[Statement], from: usize, to: usize, symbols: &[SymbolId]) -> bool {
+    let mut written = SymbolSet::default();
+    statements[from..to].iter().any(|s| {
+        written.symbols.clear();
+        effects.statement_writes(s, &mut written);
+        written.all_persistent || symbols.iter().any(|x| written.symbols.contains(x))
+    })
+}
+
+/// The symbols a statement reads (values and subscripts).
+fn statement_reads(statement: &Statement, out: &mut Vec<SymbolId>) {
+    match statement {
+        Statement::Assignment(a) => {
+            out.extend(a.rhs.variables_read());
+            a.lhs.symbols_read(out);
+        }
+        Statement::SubroutineCall(call) => {
+            for argument in &call.arguments {
+                if let ArgumentValue::Variable(r) = &argument.value {
+                    r.symbols_read(out);
+                }
+            }
+        }
+        Statement::InlinableSubroutineCall(call) => {
+            for argument in &call.arguments {
+                if let ArgumentValue::Variable(r) = &argument.value {
+                    r.symbols_read(out);
+                }
+            }
+        }
+        Statement::DerivativePropagator(propagator) => {
+            for entry in &propagator.entries {
+                for r in entry_references(entry) {
+                    r.symbols_read(out);
+                }
+                if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
+                    for term in terms {
+                        out.extend(term.a.variables_read());
+                    }
+                }
+            }
+        }
+        Statement::Marker(_) => {}
+    }
+}
+
+/// The pushes of a plan (each popped into a new temporary) and the slice rewritten to read
+/// those temporaries.
+fn materialize(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    scope: ScopeId,
+    statements: &[Statement],
+    plan: &ValuesPlan,
+) -> (Vec<Pushed>, Vec<Statement>) {
+    let mut pushed = Vec::with_capacity(plan.pushes.len());
+    for push in &plan.pushes {
+        let symbol = temporaries.fresh(cg, scope, "Symbol", |s| {
+            s.active = false;
+            s.ty = if push.integer { SymbolType::Integer } else { SymbolType::Real };
+        });
+        let into = whole_reference(cg, symbol, false);
+        let mut value = push.value.clone();
+        value.deriv = false;
+        pushed.push(Pushed {
+            value,
+            integer: push.integer,
+            rank: 0,
+            dimensions: Vec::new(),
+            size_of_previous: false,
+            into: Some(into),
+        });
+    }
+    let mut code = Vec::with_capacity(plan.slice.len());
+    for (&j, taped) in plan.slice.iter().zip(&plan.taped_operands) {
+        let Statement::Assignment(a) = &statements[j] else { continue };
+        let mut a = a.clone();
+        for &(vertex, index) in taped {
+            if let (ExprVertex::Variable(r), Some(into)) = (&mut a.rhs.vertices[vertex], &pushed[index].into) {
+                let id = r.id;
+                *r = into.clone();
+                r.id = id;
+            }
+        }
+        code.push(Statement::Assignment(a));
+    }
+    (pushed, code)
 }
 
 /// The array `oad_AllocateMatching(t, like)` in `statements` gives the storage of the whole
@@ -214,7 +624,7 @@ fn factor_pushes(
         )));
     }
     let needs_size = rank > 0 && dimensions.is_empty();
-    pushed.push(Pushed { value: value.clone(), integer: false, rank, dimensions, size_of_previous: false });
+    pushed.push(Pushed { value: value.clone(), integer: false, rank, dimensions, size_of_previous: false, into: None });
     if needs_size {
         let count = temporaries.fresh(cg, scope, "Symbol", |s| {
             s.ty = SymbolType::Integer;
@@ -232,7 +642,12 @@ fn factor_pushes(
 
 /// Every variable in a subscript of `reference` (not its own subscripts: its value covers them),
 /// but those the reversal of an explicit loop restores.
-fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, restored: &[SymbolId], pushed: &mut Vec<Pushed>) {
+fn subscript_pushes(
+    cg: &CallGraph,
+    reference: &VariableReference,
+    record: &mut dyn FnMut(SymbolId) -> bool,
+    pushed: &mut Vec<Pushed>,
+) {
     for vertex in &reference.vertices {
         let VarRefVertex::ArrayElement(access) = vertex else { continue };
         for triplet in &access.indices {
@@ -241,7 +656,7 @@ fn subscript_pushes(cg: &CallGraph, reference: &VariableReference, restored: &[S
                     let ExprVertex::Variable(index) = v else { continue };
                     let integer = index.base_symbol().is_some_and(|s| cg.symbols[s].ty == SymbolType::Integer);
                     let plain = index.array_access().is_none();
-                    if plain && index.base_symbol().is_some_and(|s| restored.contains(&s)) {
+                    if plain && index.base_symbol().is_some_and(|s| !record(s)) {
                         continue;
                     }
                     if integer && !pushed.iter().any(|p| p.value.same_place(index)) {

@@ -1,0 +1,231 @@
+//! To-be-recorded analysis for an adjoint that recomputes partials in its reverse sweep: a
+//! value read at some point of the forward sweep must be recorded (pushed) if anything may
+//! overwrite it between that point and the moment the reverse sweep reads it again; otherwise
+//! the reverse sweep can read the variable itself. (The paper's Req/Kill equations ask the
+//! same question from the other end: a variable required by the adjoint and killed later.)
+//!
+//! Between a read and its adjoint lie, in a split reversal (the stricter template, which our
+//! output must serve as well as the joint one):
+//! - the rest of the block and every vertex reachable after it in the routine (a backward
+//!   data-flow problem over the control flow graph: "written from here to Exit");
+//! - everything the callers run after the call returns, up to the end of the forward sweep
+//!   (a top-down problem over the call graph: a formal is overwritten when its actual is, a
+//!   global when any caller's continuation writes it);
+//! - the end of the activation: locals and temporaries are fresh in the adjoint's own
+//!   activation, so they are always recorded — except what the reversal itself restores
+//!   (the loop variables and quasi-constants of explicit loop nests, see `adjoint::address`).
+//!
+//! Formals that may alias each other or a global (some call passes the same variable twice,
+//! or a global) are treated as overwritten whenever anything is.
+
+use la_arena::ArenaMap;
+use rustc_hash::FxHashMap;
+
+use crate::ir::*;
+
+use super::dataflow::{Direction, Lattice, SymbolSet, bottom_up_order, solve};
+use super::effects::{Effects, Frame};
+
+/// The recording facts of one routine.
+pub struct RoutineRecording {
+    pub frame: Frame,
+    /// Per vertex: what may be written after it ends, up to the routine's Exit.
+    pub after: ArenaMap<CfgVertexId, SymbolSet>,
+    /// Formals and globals that may be overwritten after the routine returns, before its
+    /// adjoint runs.
+    pub outside: SymbolSet,
+    /// Some call passes the routine aliased arguments.
+    pub aliased: bool,
+}
+
+/// The recording facts of every routine with a body.
+pub struct Recording {
+    pub effects: Effects,
+    pub routines: ArenaMap<RoutineId, RoutineRecording>,
+}
+
+impl Recording {
+    pub fn of(cg: &CallGraph) -> Recording {
+        let effects = Effects::of(cg);
+        let order = bottom_up_order(cg);
+        let mut routines: ArenaMap<RoutineId, RoutineRecording> = ArenaMap::default();
+        for &r in &order {
+            let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
+            let writes: Vec<SymbolSet> = cfg
+                .graph
+                .vertices
+                .iter()
+                .map(|(_, v)| {
+                    let mut w = SymbolSet::default();
+                    effects.vertex_writes(cg, v, &mut w);
+                    w
+                })
+                .collect();
+            let solution = solve(&cfg.graph, Direction::Backward, &SymbolSet::default(), &SymbolSet::default(), |v, later| {
+                let mut fact = later.clone();
+                fact.join(&writes[v.into_raw().into_u32() as usize]);
+                fact
+            });
+            routines.insert(
+                r,
+                RoutineRecording {
+                    frame: Frame::of(cg, cfg),
+                    after: solution.before,
+                    outside: SymbolSet::default(),
+                    aliased: false,
+                },
+            );
+        }
+        let mut recording = Recording { effects, routines };
+        recording.contexts(cg, &order);
+        recording
+    }
+
+    /// The top-down part: callers first, repeated until nothing changes (recursion).
+    fn contexts(&mut self, cg: &CallGraph, order: &[RoutineId]) {
+        loop {
+            let mut changed = false;
+            for &caller in order.iter().rev() {
+                let Routine::ControlFlowGraph(cfg) = &cg.routines[caller] else { continue };
+                let mut updates: Vec<(RoutineId, SymbolSet, bool)> = Vec::new();
+                {
+                    let facts = &self.routines[caller];
+                    for (vertex_id, vertex) in cfg.graph.vertices.iter() {
+                        let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
+                        for (k, statement) in block.statements.iter().enumerate() {
+                            let Statement::SubroutineCall(call) = statement else { continue };
+                            let Some(callee) = self.effects.callee(call) else { continue };
+                            let Routine::ControlFlowGraph(callee_cfg) = &cg.routines[callee] else { continue };
+                            // What the caller may write after this call returns.
+                            let mut later = facts.after[vertex_id].clone();
+                            for s in &block.statements[k + 1..] {
+                                self.effects.statement_writes(s, &mut later);
+                            }
+                            later.join(&facts.outside);
+                            if facts.aliased {
+                                later.all_persistent = true;
+                            }
+                            let (outside, aliased) = callee_context(cg, &facts.frame, facts.aliased, call, callee_cfg, &later);
+                            updates.push((callee, outside, aliased));
+                        }
+                    }
+                }
+                for (callee, outside, aliased) in updates {
+                    let facts = &mut self.routines[callee];
+                    changed |= facts.outside.join(&outside);
+                    if aliased && !facts.aliased {
+                        facts.aliased = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+    }
+}
+
+/// What one call site contributes to its callee's context: the callee's formals and globals
+/// the caller may overwrite after it returns, and whether the call aliases arguments.
+fn callee_context(
+    cg: &CallGraph,
+    caller: &Frame,
+    caller_aliased: bool,
+    call: &SubroutineCall,
+    callee: &ControlFlowGraph,
+    later: &SymbolSet,
+) -> (SymbolSet, bool) {
+    let mut outside = SymbolSet { all_persistent: later.all_persistent, ..SymbolSet::default() };
+    let mut aliased = false;
+    let formal_at: FxHashMap<u32, SymbolId> = callee.arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
+    let mut bases: Vec<SymbolId> = Vec::new();
+    for argument in &call.arguments {
+        let ArgumentValue::Variable(reference) = &argument.value else { continue };
+        let Some(base) = reference.base_symbol() else { continue };
+        let Some(&formal) = formal_at.get(&argument.position) else { continue };
+        if bases.contains(&base) {
+            aliased = true;
+        }
+        bases.push(base);
+        let is_formal = caller.formals.contains_key(&base);
+        let local = caller.is_local(cg, base);
+        if !local && !is_formal {
+            // A global passed by reference may alias the callee's own use of it.
+            aliased = true;
+        }
+        if is_formal && caller_aliased {
+            aliased = true;
+        }
+        // A local of the caller is gone (fresh) when the caller's adjoint activation calls
+        // the callee's adjoint; anything else is overwritten if the caller's continuation
+        // may write it.
+        if local || later.contains(base, true) {
+            outside.insert(formal);
+        }
+    }
+    for &s in &later.symbols {
+        if !caller.formals.contains_key(&s) && !caller.is_local(cg, s) {
+            outside.insert(s);
+        }
+    }
+    (outside, aliased)
+}
+
+/// The last statement of a block that may write each symbol: answers "is it written at or
+/// after position k" in constant time.
+pub struct BlockWrites {
+    last: FxHashMap<SymbolId, usize>,
+    /// The last statement that may write any global (a call of unknown effect).
+    last_unknown: Option<usize>,
+}
+
+impl BlockWrites {
+    pub fn of(effects: &Effects, statements: &[Statement]) -> BlockWrites {
+        let mut last = FxHashMap::default();
+        let mut last_unknown = None;
+        let mut written = SymbolSet::default();
+        for (k, statement) in statements.iter().enumerate() {
+            written.symbols.clear();
+            written.all_persistent = false;
+            effects.statement_writes(statement, &mut written);
+            for &s in &written.symbols {
+                last.insert(s, k);
+            }
+            if written.all_persistent {
+                last_unknown = Some(k);
+            }
+        }
+        BlockWrites { last, last_unknown }
+    }
+
+    fn written_from(&self, symbol: SymbolId, persistent: bool, k: usize) -> bool {
+        self.last.get(&symbol).is_some_and(|&p| p >= k) || (persistent && self.last_unknown.is_some_and(|p| p >= k))
+    }
+}
+
+impl RoutineRecording {
+    /// Whether the value `symbol` has when statement `k` of `block` starts may be overwritten
+    /// before the reverse sweep of that statement; `restored` are the variables the reversal
+    /// restores in this block.
+    pub fn must_record(
+        &self,
+        cg: &CallGraph,
+        block: CfgVertexId,
+        writes: &BlockWrites,
+        k: usize,
+        symbol: SymbolId,
+        restored: &[SymbolId],
+    ) -> bool {
+        if restored.contains(&symbol) {
+            return false;
+        }
+        if self.frame.is_local(cg, symbol) {
+            return true;
+        }
+        writes.written_from(symbol, true, k)
+            || self.after.get(block).is_none_or(|after| after.contains(symbol, true))
+            || self.aliased
+            || self.outside.contains(symbol, true)
+    }
+}
