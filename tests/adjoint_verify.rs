@@ -342,3 +342,78 @@ fn initialize_derivatives_zeroes_active_locals_where_the_reverse_sweep_begins() 
         }
     }
 }
+
+/// The tape strategies over the corpus (split template, joint output): each verifies wherever
+/// the factor strategy does, and `best` pushes at most 0.6 of the reference adjoints' words per
+/// reverse sweep in total. Run with `--nocapture` for the per-example table.
+#[test]
+fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
+    use xaifbooster::passes::adjoint::TapeStrategy;
+    let strategies = [TapeStrategy::Factors, TapeStrategy::Values, TapeStrategy::Best];
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    // Totals over the examples where the reference and all our strategies verify.
+    let (mut reference_total, mut totals) = (0u64, [0u64; 3]);
+    let (mut untaped_reference, mut untaped) = (0u64, [0u64; 3]);
+    for input in &common::corpus_files("adm.in.xaif") {
+        let dir = input.parent().expect("example folder");
+        let example = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let bytes = std::fs::read(input).expect("input");
+        let Ok(read) = xaif::read(&bytes, &example, &ReadOptions::default()) else { continue };
+        let mut words = [None; 3];
+        for (k, strategy) in strategies.into_iter().enumerate() {
+            let mut cg = read.call_graph.clone();
+            let config = Config {
+                adjoint: AdjointConfig { all_intents_inout: true, tape: strategy, ..AdjointConfig::default() },
+                ..Config::default()
+            };
+            let Ok(_) = xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config) else { continue };
+            let ours = report(dir, &xaif::write(&cg, &WriteOptions::default()), Template::Split);
+            match ours.status {
+                Status::Ok => words[k] = Some(ours.tape.total()),
+                Status::Mismatch(why) => problems.push(format!("{example} ({strategy:?}): {why}")),
+                Status::Unsupported(_) => {}
+            }
+        }
+        if words[0].is_some() && words.iter().any(Option::is_none) {
+            problems.push(format!("{example}: verifies with factors but not with every strategy: {words:?}"));
+        }
+        let theirs = std::fs::read(dir.join("adm-split.ref.xaif")).ok().map(|b| report(dir, &b, Template::Split));
+        let reference = theirs.filter(|r| matches!(r.status, Status::Ok)).map(|r| r.tape.total());
+        if let (Some(r), [Some(f), Some(v), Some(b)]) = (reference, words) {
+            reference_total += r;
+            totals[0] += f;
+            totals[1] += v;
+            totals[2] += b;
+            rows.push(format!("{example:<32} {r:>9} {f:>9} {v:>9} {b:>9}"));
+        } else if let [Some(f), Some(v), Some(b)] = words {
+            untaped[0] += f;
+            untaped[1] += v;
+            untaped[2] += b;
+            untaped_reference += 1;
+            rows.push(format!("{example:<32} {:>9} {f:>9} {v:>9} {b:>9}", "-"));
+        }
+    }
+    eprintln!("{:<32} {:>9} {:>9} {:>9} {:>9}", "example", "reference", "factors", "values", "best");
+    for row in &rows {
+        eprintln!("{row}");
+    }
+    eprintln!(
+        "{:<32} {reference_total:>9} {:>9} {:>9} {:>9}",
+        "total (reference verifies)", totals[0], totals[1], totals[2]
+    );
+    eprintln!(
+        "{:<32} {:>9} {:>9} {:>9} {:>9}",
+        format!("total ({untaped_reference} others)"),
+        "-",
+        untaped[0],
+        untaped[1],
+        untaped[2]
+    );
+    let ratio = totals[2] as f64 / reference_total as f64;
+    eprintln!("best / reference = {ratio:.3}");
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(rows.len() >= 160, "only {} examples verify with every strategy", rows.len());
+    assert!(totals[2] <= totals[0] && totals[2] <= totals[1], "best is not the least: {totals:?}");
+    assert!(ratio <= 0.6, "best tapes {ratio:.3} of the reference's words");
+}

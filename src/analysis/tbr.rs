@@ -204,10 +204,49 @@ impl BlockWrites {
     }
 }
 
+/// What the reverse sweep does to see a value the forward sweep read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// Read the variable itself: nothing overwrites it in between.
+    Direct,
+    /// A local nothing overwrites before the routine returns: pushed once at the end of the
+    /// forward sweep and popped back where the reverse sweep begins (its activation's locals
+    /// are fresh in a split reversal).
+    AtExit,
+    /// Push it where it is read.
+    Tape,
+}
+
 impl RoutineRecording {
-    /// Whether the value `symbol` has when statement `k` of `block` starts may be overwritten
-    /// before the reverse sweep of that statement; `restored` are the variables the reversal
-    /// restores in this block.
+    /// How the reverse sweep of statement `k` of `block` sees the value `symbol` has where that
+    /// statement starts; `restored` are the variables the reversal restores in this block.
+    pub fn record(
+        &self,
+        cg: &CallGraph,
+        block: CfgVertexId,
+        writes: &BlockWrites,
+        k: usize,
+        symbol: SymbolId,
+        restored: &[SymbolId],
+    ) -> Record {
+        if restored.contains(&symbol) {
+            return Record::Direct;
+        }
+        let overwritten_here = writes.written_from(symbol, true, k)
+            || self.after.get(block).is_none_or(|after| after.contains(symbol, true));
+        if self.frame.is_local(cg, symbol) {
+            let s = &cg.symbols[symbol];
+            let scalar = s.shape == Shape::Scalar && matches!(s.ty, SymbolType::Real | SymbolType::Integer);
+            return if scalar && !s.pointer && !overwritten_here { Record::AtExit } else { Record::Tape };
+        }
+        if overwritten_here || self.aliased || self.outside.contains(symbol, true) {
+            Record::Tape
+        } else {
+            Record::Direct
+        }
+    }
+
+    /// Whether the value must be pushed where it is read (see [`Self::record`]).
     pub fn must_record(
         &self,
         cg: &CallGraph,
@@ -217,15 +256,6 @@ impl RoutineRecording {
         symbol: SymbolId,
         restored: &[SymbolId],
     ) -> bool {
-        if restored.contains(&symbol) {
-            return false;
-        }
-        if self.frame.is_local(cg, symbol) {
-            return true;
-        }
-        writes.written_from(symbol, true, k)
-            || self.after.get(block).is_none_or(|after| after.contains(symbol, true))
-            || self.aliased
-            || self.outside.contains(symbol, true)
+        self.record(cg, block, writes, k, symbol, restored) == Record::Tape
     }
 }

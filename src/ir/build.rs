@@ -431,6 +431,18 @@ impl CallGraph {
 }
 
 impl FlowGraph {
+    /// Puts `block` between Exit and everything that led to it; `edge_id` names the new edge
+    /// into Exit. Returns the block's vertex, or `None` for a graph without Exit (unchanged).
+    pub fn insert_before_exit(&mut self, block: CfgVertex, edge_id: Name) -> Option<CfgVertexId> {
+        let exit = self.vertices.iter().find(|(_, v)| matches!(v.kind, CfgVertexKind::Exit)).map(|(id, _)| id)?;
+        let block = self.vertices.alloc(block);
+        for edge in self.edges.iter_mut().filter(|e| e.target == exit) {
+            edge.target = block;
+        }
+        self.edges.push(CfgEdge { id: edge_id, annotation: Name::EMPTY, source: block, target: exit, condition_value: None });
+        Some(block)
+    }
+
     /// Puts `block` between Entry and what Entry led to; `edge_id` names the new Entry edge.
     /// Returns the block's vertex, or `None` for a graph without Entry (left unchanged).
     pub fn insert_after_entry(&mut self, block: CfgVertex, edge_id: Name) -> Option<CfgVertexId> {

@@ -54,8 +54,19 @@ pub fn adjoint_block(
     }
     for ((statement, pushed), again) in statements.iter().zip(pushes).zip(recompute).rev() {
         let popped = pop(cg, temporaries, scope, pushed, &mut out);
-        // A sequence taped by its values computes its partials and Jacobian here.
-        out.extend(again.iter().cloned());
+        // A sequence taped by its values computes its partials and Jacobian here, with the
+        // subscripts its propagator popped.
+        for statement in again {
+            let mut statement = statement.clone();
+            if let Statement::Assignment(a) = &mut statement {
+                for (_, vertex) in a.rhs.vertices.iter_mut() {
+                    if let ExprVertex::Variable(reference) = vertex {
+                        substitute_subscripts(reference, &popped);
+                    }
+                }
+            }
+            out.push(statement);
+        }
         match statement {
             Statement::DerivativePropagator(propagator) => {
                 for entry in propagator.entries.iter().rev() {

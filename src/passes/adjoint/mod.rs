@@ -65,6 +65,9 @@ pub struct AdjointStats {
     pub index_pushes: usize,
     /// `push_i_s0` of loop counts and branch arms.
     pub control_pushes: usize,
+    /// Locals pushed once at the end of a forward sweep (read by the reverse sweep where
+    /// nothing overwrote them).
+    pub exit_pushes: usize,
     /// The strategy asked for, and what each would push per sequence, summed over all
     /// sequences (static words, before loops multiply them).
     pub tape: TapeSummary,
@@ -155,6 +158,7 @@ fn reverse_routine(
             Err(_) => address::AddressPlan::default(),
         };
         let mut blocks = vec![None; cfg.graph.vertices.len()];
+        let mut at_exit: Vec<SymbolId> = Vec::new();
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
             let restored = address.restored.get(&id).map(Vec::as_slice).unwrap_or(&[]);
@@ -175,6 +179,7 @@ fn reverse_routine(
                     stats.factor_pushes += 1;
                 }
             }
+            at_exit.extend(taped.at_exit.iter().copied());
             for choice in &taped.choices {
                 let summary = &mut stats.tape;
                 summary.sequences += 1;
@@ -196,7 +201,7 @@ fn reverse_routine(
         }
         let mut reversal =
             Reversal { cg, temporaries, graph: &cfg.graph, scope, blocks, fresh: 0, address, substitution: Vec::new() };
-        match structure {
+        let (taping, adjoint, structured) = match structure {
             Ok((entry, regions, exit)) => {
                 let taping = reversal.taping(entry, &regions, exit);
                 let adjoint = reversal.adjoint(&regions);
@@ -213,7 +218,12 @@ fn reverse_routine(
                         + 1;
                 (taping, adjoint, false)
             }
-        }
+        };
+        at_exit.sort_unstable();
+        at_exit.dedup();
+        stats.exit_pushes += at_exit.len();
+        let (taping, adjoint) = restore_at_exit(cg, scope, &at_exit, taping, adjoint);
+        (taping, adjoint, structured)
     } else {
         (FlowGraph::default(), FlowGraph::default(), true)
     };
@@ -259,6 +269,46 @@ fn reverse_routine(
         arguments,
         replacements: replacements.into_iter().map(|(_, r)| r).collect(),
     })
+}
+
+/// Locals the reverse sweep reads where the forward sweep left them: pushed in a block right
+/// before the taping graph's Exit, popped back in a block right after the adjoint graph's Entry.
+fn restore_at_exit(
+    cg: &mut CallGraph,
+    scope: ScopeId,
+    locals: &[SymbolId],
+    mut taping: FlowGraph,
+    mut adjoint: FlowGraph,
+) -> (FlowGraph, FlowGraph) {
+    if locals.is_empty() {
+        return (taping, adjoint);
+    }
+    let call = |cg: &mut CallGraph, symbol: SymbolId, push: bool| {
+        let integer = cg.symbols[symbol].ty == SymbolType::Integer;
+        let reference = crate::ir::build::whole_reference(cg, symbol, false);
+        let (id, routine) = match (push, integer) {
+            (true, true) => ("inline_push_i", "push_i_s0"),
+            (true, false) => ("inline_push", "push_s0"),
+            (false, true) => ("inline_pop_i", "pop_i_s0"),
+            (false, false) => ("inline_pop", "pop_s0"),
+        };
+        crate::ir::build::inlinable_call(cg, id, routine, vec![ArgumentValue::Variable(reference)])
+    };
+    let pushes: Vec<Statement> = locals.iter().map(|&s| call(cg, s, true)).collect();
+    let pops: Vec<Statement> = locals.iter().rev().map(|&s| call(cg, s, false)).collect();
+    let annotation = cg.names.intern("_bbp_");
+    let block = |cg: &mut CallGraph, id: &str, statements| CfgVertex {
+        id: cg.names.intern(id),
+        annotation,
+        kind: CfgVertexKind::BasicBlock(BasicBlock { scope, statements }),
+    };
+    let vertex = block(cg, "_tape_locals", pushes);
+    let edge = cg.names.intern(&format!("{}", taping.edges.len() + 1));
+    taping.insert_before_exit(vertex, edge);
+    let vertex = block(cg, "_restore_locals", pops);
+    let edge = cg.names.intern(&format!("{}", adjoint.edges.len() + 1));
+    adjoint.insert_after_entry(vertex, edge);
+    (taping, adjoint)
 }
 
 /// The adjoint graph with a block right after Entry that zeroes the adjoint of every active

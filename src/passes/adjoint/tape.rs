@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::analysis::dataflow::SymbolSet;
 use crate::analysis::effects::Effects;
-use crate::analysis::tbr::{BlockWrites, RoutineRecording};
+use crate::analysis::tbr::{BlockWrites, Record, RoutineRecording};
 use crate::ir::build::{Temporaries, assignment, inlinable_call, whole_reference};
 use crate::ir::*;
 
@@ -86,6 +86,9 @@ pub struct TapedBlock {
     /// partials and Jacobian of a sequence taped by values).
     pub recompute: Vec<Vec<Statement>>,
     pub choices: Vec<SequenceChoice>,
+    /// Locals the reverse sweep reads directly that are restored where it begins (pushed at
+    /// the end of the forward sweep).
+    pub at_exit: Vec<SymbolId>,
 }
 
 /// The forward sweep of one basic block of tangent code.
@@ -99,9 +102,12 @@ pub fn tape_block(
     let writes = BlockWrites::of(context.effects, statements);
     // Whether the value of `symbol` read at statement `k` must be taped.
     let record = |cg: &CallGraph, k: usize, symbol: SymbolId| match context.recording {
-        Some(recording) => recording.must_record(cg, context.block, &writes, k, symbol, context.restored),
-        None => !context.restored.contains(&symbol),
+        Some(recording) => recording.record(cg, context.block, &writes, k, symbol, context.restored),
+        None if context.restored.contains(&symbol) => Record::Direct,
+        None => Record::Tape,
     };
+    // Locals read where nothing overwrites them later: restored once, at the routine's end.
+    let mut at_exit: Vec<SymbolId> = Vec::new();
 
     // First the choice for every sequence: its values are pushed where its partials were.
     let mut plans: FxHashMap<usize, ValuesPlan> = FxHashMap::default();
@@ -124,6 +130,7 @@ pub fn tape_block(
                 };
                 choices.push(SequenceChoice { factors, values, chose_values });
                 if chose_values && let Some(plan) = plan {
+                    at_exit.extend(plan.at_exit.iter().copied());
                     plans.insert(p, plan);
                 }
                 sequence_start = p + 1;
@@ -168,7 +175,7 @@ pub fn tape_block(
                 }
                 for entry in &propagator.entries {
                     for reference in entry_references(entry) {
-                        subscript_pushes(cg, reference, &mut |s| record(cg, k, s), &mut own);
+                        subscript_pushes(cg, reference, &mut |s| taped(record(cg, k, s), s, &mut at_exit), &mut own);
                     }
                 }
                 emit_pushes(cg, &own, &mut taping);
@@ -180,11 +187,12 @@ pub fn tape_block(
             Statement::SubroutineCall(call) => {
                 for argument in &call.arguments {
                     if let ArgumentValue::Variable(reference) = &argument.value {
-                        subscript_pushes(cg, reference, &mut |s| record(cg, k, s), &mut pushed);
+                        let mut record = |s| taped(record(cg, k, s), s, &mut at_exit);
+                        subscript_pushes(cg, reference, &mut record, &mut pushed);
                         // A temporary allocated to match a section is allocated again before
                         // the reverse call: the section's subscripts are taped with the call's.
                         if let Some(like) = allocation_of(cg, statements, reference) {
-                            subscript_pushes(cg, like, &mut |s| record(cg, k, s), &mut pushed);
+                            subscript_pushes(cg, like, &mut record, &mut pushed);
                         }
                     }
                 }
@@ -227,7 +235,22 @@ pub fn tape_block(
         }
         pushes.push(pushed);
     }
-    Ok(TapedBlock { taping, pushes, recompute, choices })
+    at_exit.sort_unstable();
+    at_exit.dedup();
+    Ok(TapedBlock { taping, pushes, recompute, choices, at_exit })
+}
+
+/// Whether a subscript value must be pushed where it is read; a local restored at the end is
+/// noted in `at_exit`.
+fn taped(record: Record, symbol: SymbolId, at_exit: &mut Vec<SymbolId>) -> bool {
+    match record {
+        Record::Tape => true,
+        Record::AtExit => {
+            at_exit.push(symbol);
+            false
+        }
+        Record::Direct => false,
+    }
 }
 
 /// The words a propagator's factors take on the tape, if all are scalars (constants take
@@ -272,6 +295,8 @@ struct ValuesPlan {
     /// Those the forward sweep no longer needs.
     removable: Vec<usize>,
     pushes: Vec<ValuePush>,
+    /// Locals the recomputation reads directly, to be restored at the routine's end.
+    at_exit: Vec<SymbolId>,
     /// Per slice statement: (vertex of its right-hand side, index into `pushes`) for each
     /// operand read from the tape.
     taped_operands: Vec<Vec<(ExprVertexId, usize)>>,
@@ -295,8 +320,17 @@ fn plan_values(
     start: usize,
     p: usize,
     propagator: &DerivativePropagator,
-    record: &dyn Fn(&CallGraph, usize, SymbolId) -> bool,
+    record: &dyn Fn(&CallGraph, usize, SymbolId) -> Record,
 ) -> Option<ValuesPlan> {
+    // The subscripts the propagator pushes anyway (popped before the recomputation).
+    let mut indices: Vec<SymbolId> = Vec::new();
+    for entry in &propagator.entries {
+        for reference in entry_references(entry) {
+            let mut found = Vec::new();
+            subscript_pushes(cg, reference, &mut |s| record(cg, p, s) == Record::Tape, &mut found);
+            indices.extend(found.iter().filter_map(|f| f.value.base_symbol()));
+        }
+    }
     // The factor temporaries, then (backwards) the statements defining what is needed.
     let mut needed: Vec<SymbolId> = Vec::new();
     for entry in &propagator.entries {
@@ -395,6 +429,7 @@ fn plan_values(
     // sees the same value, taped otherwise.
     let mut defined: Vec<SymbolId> = Vec::new();
     let mut pushes: Vec<ValuePush> = Vec::new();
+    let mut at_exit: Vec<SymbolId> = Vec::new();
     let mut taped_operands = Vec::with_capacity(slice.len());
     let mut symbols = Vec::new();
     for &j in &slice {
@@ -407,10 +442,19 @@ fn plan_values(
             }
             symbols.clear();
             r.symbols_read(&mut symbols);
-            if !symbols.iter().any(|&s| record(cg, j, s)) {
+            let base = r.base_symbol()?;
+            let records: Vec<Record> = symbols.iter().map(|&s| record(cg, j, s)).collect();
+            let taped_symbols: Vec<SymbolId> =
+                symbols.iter().zip(&records).filter(|(_, r)| **r == Record::Tape).map(|(&s, _)| s).collect();
+            // Read directly where nothing it depends on changes, or where only subscripts do
+            // that the propagator pushes anyway (the reverse sweep reads their popped values).
+            let shared = !taped_symbols.contains(&base)
+                && taped_symbols.iter().all(|s| indices.contains(s))
+                && !written_between(effects, statements, j, p, &taped_symbols);
+            if taped_symbols.is_empty() || shared {
+                at_exit.extend(symbols.iter().zip(&records).filter(|(_, r)| **r == Record::AtExit).map(|(&s, _)| s));
                 continue;
             }
-            let base = r.base_symbol()?;
             if r.effective_rank(cg) > 0 {
                 return None;
             }
@@ -437,7 +481,7 @@ fn plan_values(
         }
         taped_operands.push(taped);
     }
-    Some(ValuesPlan { slice, removable, pushes, taped_operands })
+    Some(ValuesPlan { slice, removable, pushes, at_exit, taped_operands })
 }
 
 /// Whether a statement from `from` up to (not including) `to` may write one of `symbols`.
