@@ -19,7 +19,7 @@
 //! or a global) are treated as overwritten whenever anything is.
 
 use la_arena::ArenaMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::*;
 
@@ -36,12 +36,17 @@ pub struct RoutineRecording {
     pub outside: SymbolSet,
     /// Some call passes the routine aliased arguments.
     pub aliased: bool,
+    /// The calls it makes to routines with a body: callee and (position, variable) of each
+    /// variable argument.
+    pub calls: Vec<(RoutineId, Vec<(u32, SymbolId)>)>,
 }
 
 /// The recording facts of every routine with a body.
 pub struct Recording {
     pub effects: Effects,
     pub routines: ArenaMap<RoutineId, RoutineRecording>,
+    /// (caller, callee, local actual) of every call that passes a restorable local.
+    pub local_actuals: Vec<(RoutineId, RoutineId, LocalActual)>,
 }
 
 impl Recording {
@@ -73,10 +78,24 @@ impl Recording {
                     after: solution.before,
                     outside: SymbolSet::default(),
                     aliased: false,
+                    calls: super::dataflow::calls(&cfg.graph)
+                        .filter_map(|call| {
+                            let callee = effects.callee(call)?;
+                            let arguments = call
+                                .arguments
+                                .iter()
+                                .filter_map(|a| match &a.value {
+                                    ArgumentValue::Variable(r) => Some((a.position, r.base_symbol()?)),
+                                    ArgumentValue::Constant(_) => None,
+                                })
+                                .collect();
+                            Some((callee, arguments))
+                        })
+                        .collect(),
                 },
             );
         }
-        let mut recording = Recording { effects, routines };
+        let mut recording = Recording { effects, routines, local_actuals: Vec::new() };
         recording.contexts(cg, &order);
         recording
     }
@@ -85,6 +104,7 @@ impl Recording {
     fn contexts(&mut self, cg: &CallGraph, order: &[RoutineId]) {
         loop {
             let mut changed = false;
+            let mut local_actuals = Vec::new();
             for &caller in order.iter().rev() {
                 let Routine::ControlFlowGraph(cfg) = &cg.routines[caller] else { continue };
                 let mut updates: Vec<(RoutineId, SymbolSet, bool)> = Vec::new();
@@ -105,7 +125,19 @@ impl Recording {
                             if facts.aliased {
                                 later.all_persistent = true;
                             }
-                            let (outside, aliased) = callee_context(cg, &facts.frame, facts.aliased, call, callee_cfg, &later);
+                            let mut candidates = Vec::new();
+                            let (outside, aliased) = callee_context(
+                                cg,
+                                &facts.frame,
+                                facts.aliased,
+                                call,
+                                callee_cfg,
+                                &later,
+                                &mut candidates,
+                            );
+                            for candidate in candidates {
+                                local_actuals.push((caller, callee, candidate));
+                            }
                             updates.push((callee, outside, aliased));
                         }
                     }
@@ -120,10 +152,77 @@ impl Recording {
                 }
             }
             if !changed {
+                local_actuals.sort_unstable_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
+                local_actuals.dedup_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
+                self.local_actuals = local_actuals;
                 return;
             }
         }
     }
+
+    /// The locals each routine must restore where its reverse sweep begins because a callee's
+    /// reverse sweep reads the formal they were passed to where it stands, given the non-local
+    /// symbols each routine's reverse sweep reads where they stand (`direct`). A formal read
+    /// so by a callee counts as read so by its caller, up the call chain.
+    pub fn locals_callers_restore(
+        &self,
+        cg: &CallGraph,
+        direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    ) -> ArenaMap<RoutineId, Vec<SymbolId>> {
+        let mut restores: ArenaMap<RoutineId, Vec<SymbolId>> = ArenaMap::default();
+        // (The routines may be replacement lists by now: their formals are the same.)
+        let formal_at = |routine: RoutineId, position: u32| -> Option<SymbolId> {
+            let arguments = match &cg.routines[routine] {
+                Routine::ControlFlowGraph(cfg) => &cfg.arguments,
+                Routine::ReplacementList(list) => &list.arguments,
+            };
+            arguments.iter().flatten().find(|a| a.position == position).map(|a| a.symbol)
+        };
+        // Formals passed on: read where they stand if the callee reads its formal so.
+        loop {
+            let mut changed = false;
+            for (caller, facts) in self.routines.iter() {
+                for (callee, arguments) in &facts.calls {
+                    let callee = *callee;
+                    for &(position, base) in arguments {
+                        if !facts.frame.formals.contains_key(&base) {
+                            continue;
+                        }
+                        let read = formal_at(callee, position)
+                            .is_some_and(|f| direct.get(callee).is_some_and(|d| d.contains(&f)));
+                        if read {
+                            if direct.get(caller).is_none() {
+                                direct.insert(caller, FxHashSet::default());
+                            }
+                            changed |= direct[caller].insert(base);
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for &(caller, callee, LocalActual { local, position }) in &self.local_actuals {
+            let read = formal_at(callee, position).is_some_and(|f| direct.get(callee).is_some_and(|d| d.contains(&f)));
+            if read {
+                if restores.get(caller).is_none() {
+                    restores.insert(caller, Vec::new());
+                }
+                restores[caller].push(local);
+            }
+        }
+        restores
+    }
+}
+
+/// A local of a caller passed to a callee's formal that the caller's continuation does not
+/// overwrite: the formal is as good as unchanged for the callee's reverse sweep if the caller
+/// restores the local where its own reverse sweep begins.
+#[derive(Clone, Copy, Debug)]
+pub struct LocalActual {
+    pub local: SymbolId,
+    pub position: u32,
 }
 
 /// What one call site contributes to its callee's context: the callee's formals and globals
@@ -135,6 +234,7 @@ fn callee_context(
     call: &SubroutineCall,
     callee: &ControlFlowGraph,
     later: &SymbolSet,
+    candidates: &mut Vec<LocalActual>,
 ) -> (SymbolSet, bool) {
     let mut outside = SymbolSet { all_persistent: later.all_persistent, ..SymbolSet::default() };
     let mut aliased = false;
@@ -158,9 +258,16 @@ fn callee_context(
             aliased = true;
         }
         // A local of the caller is gone (fresh) when the caller's adjoint activation calls
-        // the callee's adjoint; anything else is overwritten if the caller's continuation
-        // may write it.
-        if local || later.contains(base, true) {
+        // the callee's adjoint, unless the caller restores it where its reverse sweep begins
+        // (possible when its continuation leaves it alone: see `LocalActual`); anything else
+        // is overwritten if the caller's continuation may write it.
+        if local {
+            if restorable(cg, base) && !later.contains(base, false) {
+                candidates.push(LocalActual { local: base, position: argument.position });
+            } else {
+                outside.insert(formal);
+            }
+        } else if later.contains(base, true) {
             outside.insert(formal);
         }
     }
@@ -204,6 +311,13 @@ impl BlockWrites {
     }
 }
 
+/// A local the forward sweep can push once at its end and the reverse sweep pop back: a scalar
+/// real or integer.
+pub fn restorable(cg: &CallGraph, symbol: SymbolId) -> bool {
+    let s = &cg.symbols[symbol];
+    s.shape == Shape::Scalar && matches!(s.ty, SymbolType::Real | SymbolType::Integer) && !s.pointer
+}
+
 /// What the reverse sweep does to see a value the forward sweep read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -235,9 +349,7 @@ impl RoutineRecording {
         let overwritten_here = writes.written_from(symbol, true, k)
             || self.after.get(block).is_none_or(|after| after.contains(symbol, true));
         if self.frame.is_local(cg, symbol) {
-            let s = &cg.symbols[symbol];
-            let scalar = s.shape == Shape::Scalar && matches!(s.ty, SymbolType::Real | SymbolType::Integer);
-            return if scalar && !s.pointer && !overwritten_here { Record::AtExit } else { Record::Tape };
+            return if restorable(cg, symbol) && !overwritten_here { Record::AtExit } else { Record::Tape };
         }
         if overwritten_here || self.aliased || self.outside.contains(symbol, true) {
             Record::Tape

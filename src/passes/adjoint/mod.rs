@@ -22,6 +22,7 @@ pub mod reversal;
 pub mod tape;
 
 use la_arena::ArenaMap;
+use rustc_hash::FxHashSet;
 
 pub use tape::TapeStrategy;
 
@@ -116,13 +117,45 @@ pub fn adjoint(
     // before any of them is turned into a replacement list.
     let recording = Recording::of(cg);
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
-    for routine in routines {
+    let mut at_exit: ArenaMap<RoutineId, Vec<SymbolId>> = ArenaMap::default();
+    let mut direct: ArenaMap<RoutineId, FxHashSet<SymbolId>> = ArenaMap::default();
+    for &routine in &routines {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
         let name = cg.symbol_name(cfg.symbol).to_owned();
-        let list = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
+        let reversed = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
             .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
-        cg.routines[routine] = Routine::ReplacementList(list);
+        cg.routines[routine] = Routine::ReplacementList(reversed.list);
+        at_exit.insert(routine, reversed.at_exit);
+        direct.insert(routine, reversed.direct);
         stats.routines += 1;
+    }
+    // Locals restored where each reverse sweep begins: its own, and those a callee's reverse
+    // sweep reads through a formal.
+    let requested = recording.locals_callers_restore(cg, &mut direct);
+    for &routine in &routines {
+        let mut locals = at_exit.remove(routine).unwrap_or_default();
+        locals.extend(requested.get(routine).into_iter().flatten().copied());
+        locals.sort_unstable();
+        locals.dedup();
+        if locals.is_empty() {
+            continue;
+        }
+        stats.exit_pushes += locals.len();
+        let Routine::ReplacementList(list) = &mut cg.routines[routine] else { continue };
+        let scope = list.body_scope;
+        let mut replacements = std::mem::take(&mut list.replacements);
+        for replacement in &mut replacements {
+            let number = cg.names.get(replacement.placeholder).to_owned();
+            let sweep = match number.as_str() {
+                "2" | "10" => Sweep::Taping,
+                "3" | "11" => Sweep::Adjoint,
+                _ => continue,
+            };
+            let graph = std::mem::take(&mut replacement.graph);
+            replacement.graph = restore_at_exit(cg, scope, &locals, graph, sweep);
+        }
+        let Routine::ReplacementList(list) = &mut cg.routines[routine] else { continue };
+        list.replacements = replacements;
     }
     // The original code, two sweeps twice each and checkpoint code: the output is about 7 times
     // the input on the corpus, 4.2 times the tangent code.
@@ -139,7 +172,7 @@ fn reverse_routine(
     config: &AdjointConfig,
     recording: &Recording,
     stats: &mut AdjointStats,
-) -> Result<ReplacementList, AdjointError> {
+) -> Result<Reversed, AdjointError> {
     // The routine's graph is moved out (its slot holds an empty graph until the replacement
     // list takes it): no copy of the tangent code.
     let Routine::ControlFlowGraph(slot) = &mut cg.routines[routine] else {
@@ -151,6 +184,8 @@ fn reverse_routine(
     let original = originals.get(routine).cloned().unwrap_or_else(|| cfg.graph.clone());
     let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));
 
+    let mut at_exit: Vec<SymbolId> = Vec::new();
+    let mut direct: Vec<SymbolId> = Vec::new();
     let (taping, adjoint, structured) = if has_code {
         let structure = reversal::structure(&cfg.graph);
         let address = match &structure {
@@ -158,7 +193,6 @@ fn reverse_routine(
             Err(_) => address::AddressPlan::default(),
         };
         let mut blocks = vec![None; cfg.graph.vertices.len()];
-        let mut at_exit: Vec<SymbolId> = Vec::new();
         for (id, vertex) in cfg.graph.vertices.iter() {
             let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
             let restored = address.restored.get(&id).map(Vec::as_slice).unwrap_or(&[]);
@@ -180,6 +214,7 @@ fn reverse_routine(
                 }
             }
             at_exit.extend(taped.at_exit.iter().copied());
+            direct.extend(taped.direct.iter().copied());
             for choice in &taped.choices {
                 let summary = &mut stats.tape;
                 summary.sequences += 1;
@@ -221,8 +256,8 @@ fn reverse_routine(
         };
         at_exit.sort_unstable();
         at_exit.dedup();
-        stats.exit_pushes += at_exit.len();
-        let (taping, adjoint) = restore_at_exit(cg, scope, &at_exit, taping, adjoint);
+        direct.sort_unstable();
+        direct.dedup();
         (taping, adjoint, structured)
     } else {
         (FlowGraph::default(), FlowGraph::default(), true)
@@ -259,7 +294,7 @@ fn reverse_routine(
             .collect()
     });
     let template_name = cg.names.intern("reverse_subroutine_template");
-    Ok(ReplacementList {
+    let list = ReplacementList {
         id: cfg.id,
         annotation: cfg.annotation,
         symbol: cfg.symbol,
@@ -268,7 +303,23 @@ fn reverse_routine(
         template_name,
         arguments,
         replacements: replacements.into_iter().map(|(_, r)| r).collect(),
-    })
+    };
+    Ok(Reversed { list, at_exit, direct: direct.into_iter().collect() })
+}
+
+/// A routine's replacement list, with what its reverse sweep reads where the forward sweep
+/// left it.
+struct Reversed {
+    list: ReplacementList,
+    /// Locals to push at the end of the forward sweep and pop where the reverse sweep begins.
+    at_exit: Vec<SymbolId>,
+    direct: FxHashSet<SymbolId>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    Taping,
+    Adjoint,
 }
 
 /// Locals the reverse sweep reads where the forward sweep left them: pushed in a block right
@@ -277,38 +328,33 @@ fn restore_at_exit(
     cg: &mut CallGraph,
     scope: ScopeId,
     locals: &[SymbolId],
-    mut taping: FlowGraph,
-    mut adjoint: FlowGraph,
-) -> (FlowGraph, FlowGraph) {
-    if locals.is_empty() {
-        return (taping, adjoint);
-    }
-    let call = |cg: &mut CallGraph, symbol: SymbolId, push: bool| {
+    mut graph: FlowGraph,
+    sweep: Sweep,
+) -> FlowGraph {
+    let call = |cg: &mut CallGraph, symbol: SymbolId| {
         let integer = cg.symbols[symbol].ty == SymbolType::Integer;
         let reference = crate::ir::build::whole_reference(cg, symbol, false);
-        let (id, routine) = match (push, integer) {
-            (true, true) => ("inline_push_i", "push_i_s0"),
-            (true, false) => ("inline_push", "push_s0"),
-            (false, true) => ("inline_pop_i", "pop_i_s0"),
-            (false, false) => ("inline_pop", "pop_s0"),
+        let (id, routine) = match (sweep, integer) {
+            (Sweep::Taping, true) => ("inline_push_i", "push_i_s0"),
+            (Sweep::Taping, false) => ("inline_push", "push_s0"),
+            (Sweep::Adjoint, true) => ("inline_pop_i", "pop_i_s0"),
+            (Sweep::Adjoint, false) => ("inline_pop", "pop_s0"),
         };
         crate::ir::build::inlinable_call(cg, id, routine, vec![ArgumentValue::Variable(reference)])
     };
-    let pushes: Vec<Statement> = locals.iter().map(|&s| call(cg, s, true)).collect();
-    let pops: Vec<Statement> = locals.iter().rev().map(|&s| call(cg, s, false)).collect();
-    let annotation = cg.names.intern("_bbp_");
-    let block = |cg: &mut CallGraph, id: &str, statements| CfgVertex {
-        id: cg.names.intern(id),
-        annotation,
-        kind: CfgVertexKind::BasicBlock(BasicBlock { scope, statements }),
+    let statements: Vec<Statement> = match sweep {
+        Sweep::Taping => locals.iter().map(|&s| call(cg, s)).collect(),
+        Sweep::Adjoint => locals.iter().rev().map(|&s| call(cg, s)).collect(),
     };
-    let vertex = block(cg, "_tape_locals", pushes);
-    let edge = cg.names.intern(&format!("{}", taping.edges.len() + 1));
-    taping.insert_before_exit(vertex, edge);
-    let vertex = block(cg, "_restore_locals", pops);
-    let edge = cg.names.intern(&format!("{}", adjoint.edges.len() + 1));
-    adjoint.insert_after_entry(vertex, edge);
-    (taping, adjoint)
+    let id = cg.names.intern(if sweep == Sweep::Taping { "_tape_locals" } else { "_restore_locals" });
+    let annotation = cg.names.intern("_bbp_");
+    let vertex = CfgVertex { id, annotation, kind: CfgVertexKind::BasicBlock(BasicBlock { scope, statements }) };
+    let edge = cg.names.intern(&format!("{}", graph.edges.len() + 1));
+    match sweep {
+        Sweep::Taping => graph.insert_before_exit(vertex, edge),
+        Sweep::Adjoint => graph.insert_after_entry(vertex, edge),
+    };
+    graph
 }
 
 /// The adjoint graph with a block right after Entry that zeroes the adjoint of every active

@@ -89,6 +89,8 @@ pub struct TapedBlock {
     /// Locals the reverse sweep reads directly that are restored where it begins (pushed at
     /// the end of the forward sweep).
     pub at_exit: Vec<SymbolId>,
+    /// Variables the reverse sweep reads where they stand.
+    pub direct: Vec<SymbolId>,
 }
 
 /// The forward sweep of one basic block of tangent code.
@@ -106,8 +108,10 @@ pub fn tape_block(
         None if context.restored.contains(&symbol) => Record::Direct,
         None => Record::Tape,
     };
-    // Locals read where nothing overwrites them later: restored once, at the routine's end.
+    // Locals read where nothing overwrites them later: restored once, at the routine's end;
+    // and what the reverse sweep reads where it stands.
     let mut at_exit: Vec<SymbolId> = Vec::new();
+    let mut direct: Vec<SymbolId> = Vec::new();
 
     // First the choice for every sequence: its values are pushed where its partials were.
     let mut plans: FxHashMap<usize, ValuesPlan> = FxHashMap::default();
@@ -131,6 +135,7 @@ pub fn tape_block(
                 choices.push(SequenceChoice { factors, values, chose_values });
                 if chose_values && let Some(plan) = plan {
                     at_exit.extend(plan.at_exit.iter().copied());
+                    direct.extend(plan.direct.iter().copied());
                     plans.insert(p, plan);
                 }
                 sequence_start = p + 1;
@@ -175,7 +180,12 @@ pub fn tape_block(
                 }
                 for entry in &propagator.entries {
                     for reference in entry_references(entry) {
-                        subscript_pushes(cg, reference, &mut |s| taped(record(cg, k, s), s, &mut at_exit), &mut own);
+                        subscript_pushes(
+                            cg,
+                            reference,
+                            &mut |s| taped(record(cg, k, s), s, &mut at_exit, &mut direct),
+                            &mut own,
+                        );
                     }
                 }
                 emit_pushes(cg, &own, &mut taping);
@@ -187,7 +197,7 @@ pub fn tape_block(
             Statement::SubroutineCall(call) => {
                 for argument in &call.arguments {
                     if let ArgumentValue::Variable(reference) = &argument.value {
-                        let mut record = |s| taped(record(cg, k, s), s, &mut at_exit);
+                        let mut record = |s| taped(record(cg, k, s), s, &mut at_exit, &mut direct);
                         subscript_pushes(cg, reference, &mut record, &mut pushed);
                         // A temporary allocated to match a section is allocated again before
                         // the reverse call: the section's subscripts are taped with the call's.
@@ -237,19 +247,24 @@ pub fn tape_block(
     }
     at_exit.sort_unstable();
     at_exit.dedup();
-    Ok(TapedBlock { taping, pushes, recompute, choices, at_exit })
+    direct.sort_unstable();
+    direct.dedup();
+    Ok(TapedBlock { taping, pushes, recompute, choices, at_exit, direct })
 }
 
 /// Whether a subscript value must be pushed where it is read; a local restored at the end is
 /// noted in `at_exit`.
-fn taped(record: Record, symbol: SymbolId, at_exit: &mut Vec<SymbolId>) -> bool {
+fn taped(record: Record, symbol: SymbolId, at_exit: &mut Vec<SymbolId>, direct: &mut Vec<SymbolId>) -> bool {
     match record {
         Record::Tape => true,
         Record::AtExit => {
             at_exit.push(symbol);
             false
         }
-        Record::Direct => false,
+        Record::Direct => {
+            direct.push(symbol);
+            false
+        }
     }
 }
 
@@ -297,6 +312,8 @@ struct ValuesPlan {
     pushes: Vec<ValuePush>,
     /// Locals the recomputation reads directly, to be restored at the routine's end.
     at_exit: Vec<SymbolId>,
+    /// Other variables it reads where they stand.
+    direct: Vec<SymbolId>,
     /// Per slice statement: (vertex of its right-hand side, index into `pushes`) for each
     /// operand read from the tape.
     taped_operands: Vec<Vec<(ExprVertexId, usize)>>,
@@ -430,6 +447,7 @@ fn plan_values(
     let mut defined: Vec<SymbolId> = Vec::new();
     let mut pushes: Vec<ValuePush> = Vec::new();
     let mut at_exit: Vec<SymbolId> = Vec::new();
+    let mut direct: Vec<SymbolId> = Vec::new();
     let mut taped_operands = Vec::with_capacity(slice.len());
     let mut symbols = Vec::new();
     for &j in &slice {
@@ -452,7 +470,13 @@ fn plan_values(
                 && taped_symbols.iter().all(|s| indices.contains(s))
                 && !written_between(effects, statements, j, p, &taped_symbols);
             if taped_symbols.is_empty() || shared {
-                at_exit.extend(symbols.iter().zip(&records).filter(|(_, r)| **r == Record::AtExit).map(|(&s, _)| s));
+                for (&s, &r) in symbols.iter().zip(&records) {
+                    match r {
+                        Record::AtExit => at_exit.push(s),
+                        Record::Direct => direct.push(s),
+                        Record::Tape => {}
+                    }
+                }
                 continue;
             }
             if r.effective_rank(cg) > 0 {
@@ -481,7 +505,7 @@ fn plan_values(
         }
         taped_operands.push(taped);
     }
-    Some(ValuesPlan { slice, removable, pushes, at_exit, taped_operands })
+    Some(ValuesPlan { slice, removable, pushes, at_exit, direct, taped_operands })
 }
 
 /// Whether a statement from `from` up to (not including) `to` may write one of `symbols`.
