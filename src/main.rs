@@ -100,6 +100,11 @@ struct AdjointArgs {
     /// analysis), as the original engine does
     #[arg(long)]
     no_tbr: bool,
+    /// Which loops the reverse sweep runs backwards from their bounds instead of counting
+    /// their iterations: every loop whose shape allows it, or only those the front end marked
+    /// `reversal="explicit"` (the original's simple loops)
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "structural")]
+    loop_reversal: xaifbooster::passes::adjoint::address::LoopPolicy,
     #[command(flatten)]
     original: PreaccumulationSwitches,
 }
@@ -886,6 +891,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let mut config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
     config.adjoint.tape = args.tape;
     config.adjoint.record_everything = args.no_tbr;
+    config.adjoint.loops = args.loop_reversal;
     let started = Instant::now();
     let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,

@@ -3,11 +3,15 @@
 //! routine and placeholder (2 taping, 3 adjoint), the control flow vertices of each kind and
 //! the integer pushes and pops (loop counts, branch arms, subscripts). Where the design differs
 //! on purpose, `DELIBERATE` says how and why; every other routine must have the same shape.
+//! Compared under the original's loop policy (`--loop-reversal annotated`): by default every
+//! loop of the right shape is reversed from its bounds, which changes the shapes on purpose.
 
 mod common;
 
 use std::collections::BTreeMap;
 
+use xaifbooster::passes::adjoint::AdjointConfig;
+use xaifbooster::passes::adjoint::address::LoopPolicy;
 use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
@@ -68,7 +72,12 @@ fn taping_and_adjoint_graphs_have_the_stage_outputs_shapes() {
         let example = reference.file_stem().expect("name").to_string_lossy().into_owned();
         let input = std::fs::read(shared.join("xaif/examples").join(format!("{example}.xaif"))).expect("input");
         let mut ours = xaif::read(&input, &example, &ReadOptions::default()).expect("input reads").call_graph;
-        xaifbooster::pipeline::adjoint(&mut ours, Catalogue::builtin(), &Config::default()).expect("adjoint");
+        // The original's loop policy: only loops marked explicit run backwards from bounds.
+        let config = Config {
+            adjoint: AdjointConfig { loops: LoopPolicy::Annotated, ..AdjointConfig::default() },
+            ..Config::default()
+        };
+        xaifbooster::pipeline::adjoint(&mut ours, Catalogue::builtin(), &config).expect("adjoint");
         let ours = String::from_utf8(xaif::write(&ours, &WriteOptions::default())).expect("utf-8");
         let theirs = std::fs::read_to_string(&reference).expect("stage output");
         let (ours, theirs) = (shapes(&ours), shapes(&theirs));

@@ -1,5 +1,5 @@
 //! Address arithmetic for explicit loops (`ForLoop reversal="explicit"`, the original's
-//! "simple loops"): `do i = lo, hi, c` is run backwards in the adjoint sweep from its bounds
+//! "simple loops", and by default every other loop of the same shape): `do i = lo, hi, c` is run backwards in the adjoint sweep from its bounds
 //! instead of a taped iteration count, so the subscripts that use its variable need no tape:
 //! the reversed loop gives `i` the value it had. Subscript variables the loop nest never
 //! assigns (quasi-constants such as sizes) are pushed once after the outermost explicit loop
@@ -29,9 +29,24 @@ pub struct ExplicitLoop {
     pub step: i64,
 }
 
+/// Which loops run backwards from their bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopPolicy {
+    /// Those the front end marked `reversal="explicit"` (the original's "simple loops") and
+    /// that qualify.
+    Annotated,
+    /// Every loop that qualifies: its shape proves the reversed loop visits the same values
+    /// backwards, so the pragma adds nothing (and its iteration count and the subscripts that
+    /// use its variable need no tape).
+    #[default]
+    Structural,
+}
+
 /// What the reversal of one routine does with its explicit loops.
 #[derive(Debug, Default)]
 pub struct AddressPlan {
+    pub policy: LoopPolicy,
     /// By loop header.
     pub loops: FxHashMap<CfgVertexId, ExplicitLoop>,
     /// By header of an outermost qualifying loop: the quasi-constants pushed after it.
@@ -44,8 +59,8 @@ pub struct AddressPlan {
 }
 
 /// Finds the qualifying loops of a routine's regions.
-pub fn plan(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region]) -> AddressPlan {
-    let mut plan = AddressPlan::default();
+pub fn plan(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], policy: LoopPolicy) -> AddressPlan {
+    let mut plan = AddressPlan { policy, ..AddressPlan::default() };
     walk(cg, graph, regions, &[], &mut plan);
     plan
 }
@@ -63,7 +78,7 @@ fn walk(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], enclosing: &[
                 if enclosing.is_empty() {
                     // An outermost candidate: the nest's assignments decide what is constant.
                     let assigned = assigned_in(graph, body);
-                    if let Some(explicit) = explicit_loop(cg, graph, *header, body, &assigned, &[]) {
+                    if let Some(explicit) = explicit_loop(plan.policy, cg, graph, *header, body, &assigned, &[]) {
                         let mut inside = vec![explicit.variable];
                         plan.loops.insert(*header, explicit);
                         nest(cg, graph, body, &assigned, &mut inside, plan);
@@ -102,7 +117,7 @@ fn nest(
             }
             Region::Loop { header, body, .. } => {
                 let loop_assigned = assigned_in(graph, body);
-                if let Some(explicit) = explicit_loop(cg, graph, *header, body, assigned, inside)
+                if let Some(explicit) = explicit_loop(plan.policy, cg, graph, *header, body, assigned, inside)
                     && !loop_assigned.contains(&explicit.variable)
                 {
                     inside.push(explicit.variable);
@@ -221,6 +236,7 @@ fn bound_is_fixed(cg: &CallGraph, e: &Expression, assigned: &Writes, loops: &[Sy
 
 /// The loop at `header` if it qualifies (see the module documentation).
 fn explicit_loop(
+    policy: LoopPolicy,
     cg: &mut CallGraph,
     graph: &FlowGraph,
     header: CfgVertexId,
@@ -229,7 +245,7 @@ fn explicit_loop(
     enclosing: &[SymbolId],
 ) -> Option<ExplicitLoop> {
     let CfgVertexKind::ForLoop(f) = &graph.vertices[header].kind else { return None };
-    if f.reversal != LoopReversal::Explicit || assigned.calls {
+    if (f.reversal != LoopReversal::Explicit && policy == LoopPolicy::Annotated) || assigned.calls {
         return None;
     }
     let init = f.initialization.as_ref()?;

@@ -52,6 +52,8 @@ pub struct AdjointConfig {
     /// Tape every subscript and value as if anything could overwrite it (no to-be-recorded
     /// analysis): the original engine's behaviour, for comparison.
     pub record_everything: bool,
+    /// Which loops the adjoint runs backwards from their bounds (`--loop-reversal`).
+    pub loops: address::LoopPolicy,
 }
 
 /// Pushes the forward sweeps contain, counted in the code (not at run time).
@@ -189,7 +191,7 @@ fn reverse_routine(
     let (taping, adjoint, structured) = if has_code {
         let structure = reversal::structure(&cfg.graph);
         let address = match &structure {
-            Ok((_, regions, _)) => address::plan(cg, &cfg.graph, regions),
+            Ok((_, regions, _)) => address::plan(cg, &cfg.graph, regions, config.loops),
             Err(_) => address::AddressPlan::default(),
         };
         let mut blocks = vec![None; cfg.graph.vertices.len()];
