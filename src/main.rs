@@ -56,6 +56,25 @@ enum Command {
     Run(RunArgs),
     /// Compare the derivatives of a transformed XAIF file with finite differences of the original
     Verify(VerifyArgs),
+    /// Activity, to-be-recorded and linearity analysis of an XAIF file, per routine
+    Analyze(AnalyzeArgs),
+}
+
+#[derive(Args, Debug)]
+struct AnalyzeArgs {
+    /// XAIF file (`-` standard input)
+    file: PathBuf,
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+    /// Independent variables, comma separated (default: the top routines' real formals of
+    /// intent in or inout)
+    #[arg(long, value_delimiter = ',')]
+    independents: Vec<String>,
+    /// Dependent variables, comma separated (default: the top routines' real formals of
+    /// intent out or inout)
+    #[arg(long, value_delimiter = ',')]
+    dependents: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -418,6 +437,7 @@ fn main() -> ExitCode {
         Command::Adjoint(args) => run_adjoint(&args),
         Command::Run(args) => run_run(&args),
         Command::Verify(args) => run_verify(&args),
+        Command::Analyze(args) => run_analyze(&args),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -951,6 +971,26 @@ fn load_program(path: &Path) -> Result<Result<xaifbooster::interp::Program, Stri
             Err(format!("unreadable: {}", error.diagnostic()))
         }
     })
+}
+
+fn run_analyze(args: &AnalyzeArgs) -> Outcome {
+    let (bytes, name) = read_input(&args.file)?;
+    let call_graph = match xaifbooster::xaif::read(&bytes, &name, &xaifbooster::xaif::ReadOptions::default()) {
+        Ok(read) => {
+            print_findings(&read.warnings);
+            read.call_graph
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            return Ok(Err(Reported(1)));
+        }
+    };
+    let catalogue = xaifbooster::xaif::intrinsics::Catalogue::builtin();
+    let report =
+        xaifbooster::analysis::report::analyze(&call_graph, catalogue, &args.independents, &args.dependents)?;
+    let text = if args.json { serde_json::to_string_pretty(&report)? + "\n" } else { report.render() };
+    print_stdout(text)?;
+    Ok(Ok(()))
 }
 
 fn run_run(args: &RunArgs) -> Outcome {

@@ -2,5 +2,8 @@
 //! keyed by IR ids; none adds fields to the IR.
 
 pub mod dataflow;
+pub mod activity;
 pub mod effects;
+pub mod linearity;
+pub mod report;
 pub mod tbr;
