@@ -161,7 +161,7 @@ pub fn analyze(
                     if a.lhs.deriv {
                         continue;
                     }
-                    let mut required = required_by(cg, catalogue, a);
+                    let mut required = required_by(cg, catalogue, a, &|s| activity.is_active(cg, s));
                     let mut recorded: Vec<SymbolId> =
                         required.iter().copied().filter(|&s| facts.must_record(cg, vertex_id, &writes, k, s, &[])).collect();
                     required_all.extend(required.iter().copied());
@@ -231,20 +231,53 @@ fn matches_name(symbol: &str, wanted: &str) -> bool {
     }
 }
 
-/// The variables the adjoint of `a` needs (the paper's Req of one assignment): those in the
-/// operands a nonlinear partial reads, and every subscript variable.
-pub fn required_by(cg: &CallGraph, catalogue: &Catalogue, a: &Assignment) -> Vec<SymbolId> {
+/// The variables the adjoint of `a` needs (the paper's Req of one assignment): nothing if
+/// its target is passive; else those in the operands a nonlinear partial with respect to an
+/// active operand reads, and every subscript variable.
+pub fn required_by(
+    cg: &CallGraph,
+    catalogue: &Catalogue,
+    a: &Assignment,
+    active: &dyn Fn(SymbolId) -> bool,
+) -> Vec<SymbolId> {
     let mut out = Vec::new();
+    if !a.lhs.base_symbol().is_some_and(active) {
+        return out;
+    }
     let e = &a.rhs;
     // Each vertex is collected once however many nonlinear operations sit above it.
     let mut seen = vec![false; e.vertices.len()];
     let table = e.operand_table();
+    // Whether an active variable occurs under each vertex, operands before their users.
+    let index = |v: ExprVertexId| v.into_raw().into_u32() as usize;
+    let mut active_below = vec![false; e.vertices.len()];
+    if let Some(root) = e.root() {
+        let mut stack = vec![(root, false)];
+        let mut done = vec![false; e.vertices.len()];
+        while let Some((v, expanded)) = stack.pop() {
+            if done[index(v)] {
+                continue;
+            }
+            if !expanded {
+                stack.push((v, true));
+                stack.extend(table.of(v).iter().map(|&o| (o, false)));
+                continue;
+            }
+            done[index(v)] = true;
+            let own = matches!(&e.vertices[v], ExprVertex::Variable(r) if r.base_symbol().is_some_and(active));
+            active_below[index(v)] = own || table.of(v).iter().any(|&o| active_below[index(o)]);
+        }
+    }
     for (vertex, v) in e.vertices.iter() {
         match v {
             ExprVertex::Intrinsic(intrinsic) => {
                 let operands = table.of(vertex).to_vec();
                 let definition = catalogue.get(cg.name(intrinsic.name));
                 for k in 0..operands.len() {
+                    // The partial with respect to a passive operand is never needed.
+                    if !active_below[index(operands[k])] {
+                        continue;
+                    }
                     let partial = definition.and_then(|d| d.partials.get(k));
                     let read: Vec<usize> = match partial {
                         Some(p) if p.kind == PartialKind::Nonlinear => {
