@@ -287,6 +287,10 @@ struct TransformArgs {
     /// (for OpenAD runtimes without default initialization)
     #[arg(short = 'D')]
     init_derivatives: bool,
+    /// Make passive the locals our activity analysis proves passive (no independent reaches
+    /// them, or they reach no dependent) though the front end flagged them active
+    #[arg(long)]
+    activity_analysis: bool,
     /// Routines with hand-written wrappers (space separated names): calls of these external
     /// routines go to <prefix>name with their arguments unconverted
     #[arg(short = 'w', value_name = "NAMES")]
@@ -653,6 +657,7 @@ impl TransformArgs {
                 _ => Decorations::Open64,
             },
             initialize_derivatives: self.init_derivatives,
+            activity_analysis: self.activity_analysis,
             type_change: TypeChangeConfig { wrappers: words(&self.wrappers), rename_all: self.rename_all },
             tangent,
             adjoint: AdjointConfig {

@@ -25,6 +25,9 @@ pub struct Config {
     pub decorations: Decorations,
     /// Zero the derivatives of active locals at routine entry (`-D`).
     pub initialize_derivatives: bool,
+    /// Make passive the locals our activity analysis proves passive that the front end
+    /// flagged active (`--activity-analysis`).
+    pub activity_analysis: bool,
     pub type_change: TypeChangeConfig,
     pub tangent: TangentConfig,
     pub adjoint: AdjointConfig,
@@ -105,11 +108,44 @@ pub fn identity(call_graph: &mut CallGraph, config: &Config) -> Passivation {
     force_passive(call_graph, &config.passive, config.decorations)
 }
 
+/// Forced passivation, then (with `activity_analysis`) what activity analysis proves passive
+/// among the locals the front end flagged active. Only locals: a formal or global keeps the
+/// front end's flag, so every call stays type-consistent without new conversions.
+fn passivate(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Passivation {
+    let mut passivation = identity(call_graph, config);
+    if config.activity_analysis {
+        use crate::analysis::{activity, effects::Frame, linearity::Linearity, tbr::Recording};
+        let recording = Recording::of(call_graph);
+        let linearity = Linearity::of(call_graph, catalogue, &recording.effects);
+        let (independents, dependents) = activity::default_seeds(call_graph, &recording.effects);
+        let found = activity::activity(call_graph, &recording.effects, &linearity, independents, dependents);
+        let mut passive = Vec::new();
+        for (_, cfg) in call_graph.cfgs() {
+            let frame = Frame::of(call_graph, cfg);
+            for &s in &call_graph.scopes[cfg.body_scope].symbols {
+                let symbol = &call_graph.symbols[s];
+                if symbol.active
+                    && !symbol.temp
+                    && frame.is_local(call_graph, s)
+                    && activity::differentiable(call_graph, s)
+                    && !found.is_active(call_graph, s)
+                {
+                    passive.push(s);
+                }
+            }
+        }
+        passive.sort_unstable();
+        passive.dedup();
+        passivation.passivated.extend(crate::passes::passivate::passivate_symbols(call_graph, &passive));
+    }
+    passivation
+}
+
 /// Tangent-linear mode: passivation, derivative initialization, TypeChange, then
 /// linearization, flattening, preaccumulation and propagation.
 pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
     let mut temporaries = Temporaries::for_call_graph(call_graph);
-    let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
+    let mut report = Report { passivation: passivate(call_graph, catalogue, config), ..Report::default() };
     if config.initialize_derivatives {
         report.initialized_derivatives = initialize_derivatives(call_graph);
     }
@@ -123,7 +159,7 @@ pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
 /// active locals where each reverse sweep begins.
 pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
     let mut temporaries = Temporaries::default();
-    let mut report = Report { passivation: identity(call_graph, config), ..Report::default() };
+    let mut report = Report { passivation: passivate(call_graph, catalogue, config), ..Report::default() };
     report.type_change = type_change(call_graph, &mut temporaries, &config.type_change)?;
     let mut originals: ArenaMap<RoutineId, FlowGraph> = ArenaMap::default();
     for (id, cfg) in call_graph.cfgs() {

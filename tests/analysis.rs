@@ -128,3 +128,50 @@ fn analyze_runs_on_every_corpus_input() {
     }
     assert!(head["linearity"]["loops"].as_array().is_some_and(|l| !l.is_empty()));
 }
+
+/// `--activity-analysis` passivates the locals the analysis proves passive; wherever that
+/// changes a corpus input, both modes' outputs still verify (the same driver as the
+/// calibration tests), and on the hand-made example it removes q and r.
+#[test]
+fn passivating_by_activity_analysis_keeps_every_output_verifying() {
+    use xaifbooster::interp::Template;
+    use xaifbooster::interp::verify::{Mode, Status, read_program, verify};
+    use xaifbooster::pipeline::Config;
+    let config = Config { activity_analysis: true, ..Config::default() };
+
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis/activity.xaif");
+    let mut cg = xaif::read(&std::fs::read(&path).expect("file"), "activity", &ReadOptions::default()).expect("reads").call_graph;
+    let report = xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config).expect("tangent");
+    assert_eq!(report.passivation.passivated, names(&["Q", "R"]));
+
+    let mut changed = Vec::new();
+    for (input, mode) in [("tlm.in.xaif", Mode::Tangent), ("adm.in.xaif", Mode::Adjoint)] {
+        for file in common::corpus_files(input) {
+            let dir = file.parent().expect("example");
+            let bytes = std::fs::read(&file).expect("input");
+            let Ok(read) = xaif::read(&bytes, "corpus", &ReadOptions::default()) else { continue };
+            let mut cg = read.call_graph;
+            let report = match mode {
+                Mode::Tangent => xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config),
+                Mode::Adjoint => xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config),
+            }
+            .expect("transforms");
+            if report.passivation.passivated.is_empty() {
+                continue;
+            }
+            let output = xaif::write(&cg, &xaif::WriteOptions::default());
+            let original = read_program(&bytes, "original").expect("original lowers");
+            let transformed = read_program(&output, "transformed").expect("output lowers");
+            let result = verify(&original, &transformed, &common::verify_config(dir, &original, mode, Template::Split));
+            let example = dir.file_name().expect("name").to_string_lossy().into_owned();
+            assert!(
+                !matches!(result.status, Status::Mismatch(_)),
+                "{example} ({mode:?}) with {:?} passive: {:?}",
+                report.passivation.passivated,
+                result.status
+            );
+            changed.push(format!("{example} ({mode:?}): {:?} {}", report.passivation.passivated, result.status.word()));
+        }
+    }
+    eprintln!("passivated by activity analysis: {changed:#?}");
+}

@@ -68,6 +68,33 @@ pub fn force_passive(cg: &mut CallGraph, names: &[String], decorations: Decorati
     result
 }
 
+/// Makes the given symbols passive (the symbols and every reference to them); returns the
+/// names of those that were active. For what an analysis proves passive.
+pub fn passivate_symbols(cg: &mut CallGraph, symbols: &[SymbolId]) -> Vec<String> {
+    let mut passive = vec![false; cg.symbols.len()];
+    let mut names = Vec::new();
+    for &id in symbols {
+        let symbol = &mut cg.symbols[id];
+        if symbol.active {
+            symbol.active = false;
+            passive[id.into_raw().into_u32() as usize] = true;
+            names.push(cg.names.get(symbol.name).to_owned());
+        }
+    }
+    if names.is_empty() {
+        return names;
+    }
+    cg.for_each_reference_mut(&mut |reference| {
+        if let Some(base) = reference.base_symbol()
+            && passive[base.into_raw().into_u32() as usize]
+        {
+            reference.active = ActiveUse::False;
+            reference.deriv = false;
+        }
+    });
+    names
+}
+
 /// `X_23` → `X`, `foo__3` → `foo`; a name without the decoration stays as it is.
 fn strip_decoration(name: &str) -> &str {
     let without_digits = name.trim_end_matches(|c: char| c.is_ascii_digit());
