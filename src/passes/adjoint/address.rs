@@ -84,6 +84,7 @@ fn walk(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], enclosing: &[
                         nest(cg, graph, body, &assigned, &mut inside, plan);
                         let mut invariants = Vec::new();
                         collect_invariants(cg, graph, body, &assigned, &inside, &mut invariants);
+                        condition_invariants(cg, graph, body, &assigned, &inside, &mut invariants);
                         bound_variables(&plan.loops[header], cg, &assigned, &inside, &mut invariants);
                         let mut restored = invariants.clone();
                         restored.push(plan.loops[header].variable);
@@ -145,7 +146,7 @@ fn mark_restored(cg: &CallGraph, graph: &FlowGraph, regions: &[Region], restored
                 };
                 if let Some(condition) = condition
                     && condition.vertices.iter().all(|(_, v)| match v {
-                        ExprVertex::Variable(r) => plain_integer(cg, r).is_some_and(|s| restored.contains(&s)),
+                        ExprVertex::Variable(r) => plain_scalar(cg, r).is_some_and(|s| restored.contains(&s)),
                         ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::Intrinsic(_) => true,
                         ExprVertex::FunctionCall(_) => false,
                     })
@@ -382,6 +383,59 @@ fn collect_invariants(
             Region::Loop { body, .. } => collect_invariants(cg, graph, body, assigned, loops, out),
         }
     }
+}
+
+/// Quasi-constant scalars (integers, logicals, strings) that branch conditions inside the nest
+/// read join the invariants: pushed once after the nest, they let the adjoint evaluate those
+/// conditions again instead of taping the arm of every execution.
+fn condition_invariants(
+    cg: &CallGraph,
+    graph: &FlowGraph,
+    regions: &[Region],
+    assigned: &Writes,
+    loops: &[SymbolId],
+    out: &mut Vec<SymbolId>,
+) {
+    for region in regions {
+        match region {
+            Region::Block(_) => {}
+            Region::Branch { header, arms, .. } => {
+                if let CfgVertexKind::Branch(c) | CfgVertexKind::If(c) = &graph.vertices[*header].kind
+                    && let Some(condition) = &c.condition
+                {
+                    let candidates: Vec<Option<SymbolId>> = condition
+                        .vertices
+                        .iter()
+                        .filter_map(|(_, v)| match v {
+                            ExprVertex::Variable(r) => Some(plain_scalar(cg, r)),
+                            _ => None,
+                        })
+                        .collect();
+                    // Only where every variable of the condition is then known in the adjoint.
+                    let usable = candidates.iter().all(|c| {
+                        c.is_some_and(|s| loops.contains(&s) || !assigned.contains(&s))
+                    });
+                    if usable {
+                        for s in candidates.into_iter().flatten() {
+                            if !loops.contains(&s) && !out.contains(&s) {
+                                out.push(s);
+                            }
+                        }
+                    }
+                }
+                arms.iter().for_each(|(_, arm)| condition_invariants(cg, graph, arm, assigned, loops, out));
+            }
+            Region::Loop { body, .. } => condition_invariants(cg, graph, body, assigned, loops, out),
+        }
+    }
+}
+
+/// A plain scalar the tapes can hold whole: integer, logical or string (`i`, `flag`, `name`).
+fn plain_scalar(cg: &CallGraph, reference: &VariableReference) -> Option<SymbolId> {
+    let base = reference.base_symbol()?;
+    let symbol = &cg.symbols[base];
+    let kind = matches!(symbol.ty, SymbolType::Integer | SymbolType::Bool | SymbolType::Char | SymbolType::String);
+    (reference.array_access().is_none() && kind && symbol.shape == Shape::Scalar).then_some(base)
 }
 
 /// Quasi-constant integers the loop's bounds read join the invariants.

@@ -208,6 +208,38 @@ impl Reversal<'_> {
         inlinable_call(self.cg, "inline_pop_i", "pop_i_s0", vec![ArgumentValue::Variable(target.clone())])
     }
 
+    /// A passive temporary of `like`'s type (an integer counter for integers).
+    fn like(&mut self, like: SymbolId) -> SymbolId {
+        let model = self.cg.symbols[like].clone();
+        if model.ty == SymbolType::Integer {
+            return self.counter();
+        }
+        self.temporaries.fresh(self.cg, self.scope, "Symbol", |s| {
+            s.ty = model.ty;
+            s.fe_type = model.fe_type;
+            s.active = false;
+        })
+    }
+
+    /// The push of a scalar of `symbol`'s type: integers, logicals and strings have tapes of
+    /// their own.
+    fn push_scalar(&mut self, symbol: SymbolId, value: ArgumentValue) -> Statement {
+        match self.cg.symbols[symbol].ty {
+            SymbolType::Bool => inlinable_call(self.cg, "inline_push_b", "push_b", vec![value]),
+            SymbolType::Char | SymbolType::String => inlinable_call(self.cg, "inline_push_s", "push_s", vec![value]),
+            _ => self.push_integer(value),
+        }
+    }
+
+    fn pop_scalar(&mut self, symbol: SymbolId, target: &VariableReference) -> Statement {
+        let target = ArgumentValue::Variable(target.clone());
+        match self.cg.symbols[symbol].ty {
+            SymbolType::Bool => inlinable_call(self.cg, "inline_pop_b", "pop_b", vec![target]),
+            SymbolType::Char | SymbolType::String => inlinable_call(self.cg, "inline_pop_s", "pop_s", vec![target]),
+            _ => inlinable_call(self.cg, "inline_pop_i", "pop_i_s0", vec![target]),
+        }
+    }
+
     fn push_integer(&mut self, value: ArgumentValue) -> Statement {
         inlinable_call(self.cg, "inline_push_i", "push_i_s0", vec![value])
     }
@@ -318,7 +350,7 @@ impl Reversal<'_> {
                         .iter()
                         .map(|&v| {
                             let r = whole_reference(self.cg, v, false);
-                            self.push_integer(ArgumentValue::Variable(r))
+                            self.push_scalar(v, ArgumentValue::Variable(r))
                         })
                         .collect();
                     let after = self.block(builder, "_aug_", pushes);
@@ -409,7 +441,17 @@ impl Reversal<'_> {
                     {
                         for statement in &mut block.statements {
                             crate::ir::visit::statement_references_mut(statement, &mut |r| {
-                                substitute_subscripts(r, &self.substitution)
+                                substitute_subscripts(r, &self.substitution);
+                                // A quasi-constant read as a value (by partials computed again
+                                // here) reads its popped copy too.
+                                if !r.deriv
+                                    && r.vertices.len() == 1
+                                    && let Some((_, copy)) = self.substitution.iter().find(|(v, _)| v.same_place(r))
+                                {
+                                    let id = r.id;
+                                    *r = copy.clone();
+                                    r.id = id;
+                                }
                             });
                         }
                     }
@@ -421,9 +463,9 @@ impl Reversal<'_> {
                     let mut statements = Vec::new();
                     let invariants = self.address.invariants.get(header).cloned().unwrap_or_default();
                     for &v in invariants.iter().rev() {
-                        let temporary = self.counter();
+                        let temporary = self.like(v);
                         let temporary = whole_reference(self.cg, temporary, false);
-                        statements.push(self.pop_integer(&temporary));
+                        statements.push(self.pop_scalar(v, &temporary));
                         let variable = whole_reference(self.cg, v, false);
                         self.substitution.push((variable, temporary));
                     }
