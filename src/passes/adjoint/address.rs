@@ -7,7 +7,8 @@
 //!
 //! A loop qualifies when its initialization is `i = lo`, its update `i = i ± c` (constant c),
 //! its condition compares `i` with a bound (`<=`, `<` counting up, `>=`, `>` counting down),
-//! its body neither assigns `i` nor calls a subroutine (which might), and its bounds read only
+//! its body neither assigns `i` nor calls a subroutine that may (by the callees' kill summaries),
+//! and its bounds read only
 //! constants, quasi-constants, variables of enclosing qualifying loops, and array shapes
 //! (`lbound`, `ubound`, `size`). Any other loop is reversed by counting.
 
@@ -17,6 +18,8 @@ use crate::ir::build::{assignment, whole_reference};
 use crate::ir::*;
 
 use super::reversal::Region;
+use crate::analysis::dataflow::SymbolSet;
+use crate::analysis::effects::Effects;
 
 /// How one qualifying loop runs: `i = lo, lo + step, …` for `count` iterations.
 #[derive(Clone, Debug)]
@@ -47,6 +50,8 @@ pub enum LoopPolicy {
 #[derive(Debug, Default)]
 pub struct AddressPlan {
     pub policy: LoopPolicy,
+    /// By block: what its subroutine calls may write (all of it if unknown).
+    pub call_writes: FxHashMap<CfgVertexId, SymbolSet>,
     /// By loop header.
     pub loops: FxHashMap<CfgVertexId, ExplicitLoop>,
     /// By header of an outermost qualifying loop: the quasi-constants pushed after it.
@@ -59,8 +64,33 @@ pub struct AddressPlan {
 }
 
 /// Finds the qualifying loops of a routine's regions.
-pub fn plan(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], policy: LoopPolicy) -> AddressPlan {
+pub fn plan(
+    cg: &mut CallGraph,
+    graph: &FlowGraph,
+    regions: &[Region],
+    policy: LoopPolicy,
+    effects: Option<&Effects>,
+) -> AddressPlan {
     let mut plan = AddressPlan { policy, ..AddressPlan::default() };
+    // What the calls of each block may write: a loop whose calls leave its variable and bounds
+    // alone still runs backwards from its bounds.
+    for (id, vertex) in graph.vertices.iter() {
+        let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
+        let mut written = SymbolSet::default();
+        let mut any = false;
+        for statement in &block.statements {
+            if let Statement::SubroutineCall(_) = statement {
+                any = true;
+                match effects {
+                    Some(effects) => effects.statement_writes(statement, &mut written),
+                    None => written.all_persistent = true,
+                }
+            }
+        }
+        if any {
+            plan.call_writes.insert(id, written);
+        }
+    }
     walk(cg, graph, regions, &[], &mut plan);
     plan
 }
@@ -77,8 +107,8 @@ fn walk(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], enclosing: &[
             Region::Loop { header, body, .. } => {
                 if enclosing.is_empty() {
                     // An outermost candidate: the nest's assignments decide what is constant.
-                    let assigned = assigned_in(graph, body);
-                    if let Some(explicit) = explicit_loop(plan.policy, cg, graph, *header, body, &assigned, &[]) {
+                    let assigned = assigned_in(graph, body, &plan.call_writes);
+                    if let Some(explicit) = explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, &assigned, &[]) {
                         let mut inside = vec![explicit.variable];
                         plan.loops.insert(*header, explicit);
                         nest(cg, graph, body, &assigned, &mut inside, plan);
@@ -117,8 +147,8 @@ fn nest(
                 }
             }
             Region::Loop { header, body, .. } => {
-                let loop_assigned = assigned_in(graph, body);
-                if let Some(explicit) = explicit_loop(plan.policy, cg, graph, *header, body, assigned, inside)
+                let loop_assigned = assigned_in(graph, body, &plan.call_writes);
+                if let Some(explicit) = explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, assigned, inside)
                     && !loop_assigned.contains(&explicit.variable)
                 {
                     inside.push(explicit.variable);
@@ -180,8 +210,8 @@ impl Writes {
     }
 }
 
-fn assigned_in(graph: &FlowGraph, regions: &[Region]) -> Writes {
-    fn go(graph: &FlowGraph, regions: &[Region], out: &mut Writes) {
+fn assigned_in(graph: &FlowGraph, regions: &[Region], call_writes: &FxHashMap<CfgVertexId, SymbolSet>) -> Writes {
+    fn go(graph: &FlowGraph, regions: &[Region], call_writes: &FxHashMap<CfgVertexId, SymbolSet>, out: &mut Writes) {
         for region in regions {
             match region {
                 Region::Block(v) => {
@@ -189,26 +219,32 @@ fn assigned_in(graph: &FlowGraph, regions: &[Region]) -> Writes {
                         for statement in &block.statements {
                             match statement {
                                 Statement::Assignment(a) => out.symbols.extend(a.lhs.base_symbol()),
-                                Statement::SubroutineCall(_) => out.calls = true,
+                                Statement::SubroutineCall(_) => match call_writes.get(v) {
+                                    Some(written) => {
+                                        out.symbols.extend(written.symbols.iter().copied());
+                                        out.calls |= written.all_persistent;
+                                    }
+                                    None => out.calls = true,
+                                },
                                 _ => {}
                             }
                         }
                     }
                 }
-                Region::Branch { arms, .. } => arms.iter().for_each(|(_, arm)| go(graph, arm, out)),
+                Region::Branch { arms, .. } => arms.iter().for_each(|(_, arm)| go(graph, arm, call_writes, out)),
                 Region::Loop { header, body, .. } => {
                     if let CfgVertexKind::ForLoop(f) = &graph.vertices[*header].kind {
                         for a in f.initialization.iter().chain(&f.update) {
                             out.symbols.extend(a.lhs.base_symbol());
                         }
                     }
-                    go(graph, body, out);
+                    go(graph, body, call_writes, out);
                 }
             }
         }
     }
     let mut out = Writes::default();
-    go(graph, regions, &mut out);
+    go(graph, regions, call_writes, &mut out);
     out
 }
 
@@ -238,6 +274,7 @@ fn bound_is_fixed(cg: &CallGraph, e: &Expression, assigned: &Writes, loops: &[Sy
 /// The loop at `header` if it qualifies (see the module documentation).
 fn explicit_loop(
     policy: LoopPolicy,
+    call_writes: &FxHashMap<CfgVertexId, SymbolSet>,
     cg: &mut CallGraph,
     graph: &FlowGraph,
     header: CfgVertexId,
@@ -251,7 +288,7 @@ fn explicit_loop(
     }
     let init = f.initialization.as_ref()?;
     let variable = plain_integer(cg, &init.lhs)?;
-    if assigned_in(graph, body).contains(&variable) {
+    if assigned_in(graph, body, call_writes).contains(&variable) {
         return None;
     }
     // Update: i = i ± c or c + i.

@@ -191,7 +191,7 @@ fn reverse_routine(
     let (taping, adjoint, structured) = if has_code {
         let structure = reversal::structure(&cfg.graph);
         let address = match &structure {
-            Ok((_, regions, _)) => address::plan(cg, &cfg.graph, regions, config.loops),
+            Ok((_, regions, _)) => address::plan(cg, &cfg.graph, regions, config.loops, Some(&recording.effects)),
             Err(_) => address::AddressPlan::default(),
         };
         let mut blocks = vec![None; cfg.graph.vertices.len()];
