@@ -112,15 +112,19 @@ impl Recording {
                     let facts = &self.routines[caller];
                     for (vertex_id, vertex) in cfg.graph.vertices.iter() {
                         let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
-                        for (k, statement) in block.statements.iter().enumerate() {
-                            let Statement::SubroutineCall(call) = statement else { continue };
+                        // Backwards through the block: what is written after each statement.
+                        let mut rest_of_block = SymbolSet::default();
+                        for statement in block.statements.iter().rev() {
+                            let Statement::SubroutineCall(call) = statement else {
+                                self.effects.statement_writes(statement, &mut rest_of_block);
+                                continue;
+                            };
+                            let mut later = facts.after[vertex_id].clone();
+                            later.join(&rest_of_block);
+                            self.effects.statement_writes(statement, &mut rest_of_block);
                             let Some(callee) = self.effects.callee(call) else { continue };
                             let Routine::ControlFlowGraph(callee_cfg) = &cg.routines[callee] else { continue };
                             // What the caller may write after this call returns.
-                            let mut later = facts.after[vertex_id].clone();
-                            for s in &block.statements[k + 1..] {
-                                self.effects.statement_writes(s, &mut later);
-                            }
                             later.join(&facts.outside);
                             if facts.aliased {
                                 later.all_persistent = true;

@@ -102,6 +102,7 @@ pub fn tape_block(
     context: &TapeContext<'_>,
 ) -> Result<TapedBlock, AdjointError> {
     let writes = BlockWrites::of(context.effects, statements);
+    let index = (context.strategy != TapeStrategy::Factors).then(|| BlockIndex::of(cg, context.effects, statements));
     // Whether the value of `symbol` read at statement `k` must be taped.
     let record = |cg: &CallGraph, k: usize, symbol: SymbolId| match context.recording {
         Some(recording) => recording.record(cg, context.block, &writes, k, symbol, context.restored),
@@ -123,7 +124,9 @@ pub fn tape_block(
                 let factors = factor_cost(cg, propagator);
                 let plan = match (context.strategy, factors) {
                     (TapeStrategy::Factors, _) | (_, None) | (_, Some(0)) => None,
-                    _ => plan_values(cg, context.effects, statements, sequence_start, p, propagator, &record),
+                    _ => index.as_ref().and_then(|index| {
+                        plan_values(cg, context.effects, index, statements, sequence_start, p, propagator, &record)
+                    }),
                 };
                 let factors = factors.unwrap_or(0);
                 let values = plan.as_ref().map(|plan| plan.pushes.len());
@@ -330,9 +333,11 @@ fn scalar_temporary(cg: &CallGraph, reference: &VariableReference) -> Option<Sym
 /// Plans the values strategy for the propagator at `p`, whose sequence starts at `start`;
 /// `None` where the partials cannot be computed again (array temporaries, calls, reads of
 /// derivatives).
+#[allow(clippy::too_many_arguments)]
 fn plan_values(
     cg: &CallGraph,
     effects: &Effects,
+    index: &BlockIndex,
     statements: &[Statement],
     start: usize,
     p: usize,
@@ -401,51 +406,36 @@ fn plan_values(
     }
     slice.reverse();
 
-    // Reads of other statements (outside the slice): a slice statement they read stays in the
-    // forward sweep too.
-    let in_slice = |j: usize| slice.binary_search(&j).is_ok();
-    let mut read_elsewhere: FxHashSet<SymbolId> = FxHashSet::default();
-    let mut reads = Vec::new();
-    for (j, statement) in statements.iter().enumerate() {
-        if in_slice(j) {
-            continue;
+    // A slice statement stays in the forward sweep if a statement that stays reads it: one
+    // outside the slice (the propagator's factors aside), or a slice statement that stays.
+    let mut own_subscripts = Vec::new();
+    for entry in &propagator.entries {
+        for r in entry_references(entry) {
+            r.symbols_read(&mut own_subscripts);
         }
-        reads.clear();
-        if j == p {
-            // The propagator itself reads the factors: those go; its subscripts stay.
-            for entry in propagator.entries.iter() {
-                for r in entry_references(entry) {
-                    r.symbols_read(&mut reads);
-                }
-            }
-        } else {
-            statement_reads(statement, &mut reads);
-        }
-        read_elsewhere.extend(reads.iter().copied());
     }
-    // A slice statement stays in the forward sweep if a statement that stays reads it.
     let mut removable: Vec<usize> = slice.clone();
     loop {
-        let before = removable.len();
-        removable.retain(|&j| match &statements[j] {
-            Statement::Assignment(a) => a.lhs.base_symbol().is_some_and(|t| !read_elsewhere.contains(&t)),
-            _ => false,
+        let staying_before = removable.len();
+        let candidates = removable.clone();
+        removable.retain(|&j| {
+            let Statement::Assignment(a) = &statements[j] else { return false };
+            let Some(t) = a.lhs.base_symbol() else { return false };
+            !own_subscripts.contains(&t)
+                && index.readers.get(&t).is_none_or(|readers| {
+                    readers.iter().all(|&r| r == p || candidates.binary_search(&r).is_ok())
+                })
         });
-        if removable.len() == before {
+        if removable.len() == staying_before {
             break;
-        }
-        for &j in &slice {
-            if removable.binary_search(&j).is_err() {
-                reads.clear();
-                statement_reads(&statements[j], &mut reads);
-                read_elsewhere.extend(reads.iter().copied());
-            }
         }
     }
     // The operands the slice reads from outside itself: read again where the reverse sweep
     // sees the same value, taped otherwise.
     let mut defined: Vec<SymbolId> = Vec::new();
     let mut pushes: Vec<ValuePush> = Vec::new();
+    // Earlier pushes by base symbol: the candidates for sharing one.
+    let mut pushed_bases: FxHashMap<SymbolId, Vec<usize>> = FxHashMap::default();
     let mut at_exit: Vec<SymbolId> = Vec::new();
     let mut direct: Vec<SymbolId> = Vec::new();
     let mut taped_operands = Vec::with_capacity(slice.len());
@@ -468,7 +458,7 @@ fn plan_values(
             // that the propagator pushes anyway (the reverse sweep reads their popped values).
             let shared = !taped_symbols.contains(&base)
                 && taped_symbols.iter().all(|s| indices.contains(s))
-                && !written_between(effects, statements, j, p, &taped_symbols);
+                && !index.written_between(j, p, &taped_symbols);
             if taped_symbols.is_empty() || shared {
                 for (&s, &r) in symbols.iter().zip(&records) {
                     match r {
@@ -488,17 +478,19 @@ fn plan_values(
                 _ => return None,
             };
             // One push serves every read of the same place with the same value.
-            let same = pushes.iter().rposition(|q| {
-                q.value.same_place(r) && !written_between(effects, statements, q.position, j, &symbols)
+            let candidates = pushed_bases.entry(base).or_default();
+            let same = candidates.iter().rev().copied().find(|&q: &usize| {
+                pushes[q].value.same_place(r) && !index.written_between(pushes[q].position, j, &symbols)
             });
-            let index = match same {
-                Some(index) => index,
+            let slot = match same {
+                Some(slot) => slot,
                 None => {
                     pushes.push(ValuePush { position: j, value: r.clone(), integer });
+                    candidates.push(pushes.len() - 1);
                     pushes.len() - 1
                 }
             };
-            taped.push((vertex, index));
+            taped.push((vertex, slot));
         }
         if let Some(t) = scalar_temporary(cg, &a.lhs) {
             defined.push(t);
@@ -508,14 +500,55 @@ fn plan_values(
     Some(ValuesPlan { slice, removable, pushes, at_exit, direct, taped_operands })
 }
 
-/// Whether a statement from `from` up to (not including) `to` may write one of `symbols`.
-fn written_between(effects: &Effects, statements: &[Statement], from: usize, to: usize, symbols: &[SymbolId]) -> bool {
-    let mut written = SymbolSet::default();
-    statements[from..to].iter().any(|s| {
-        written.symbols.clear();
-        effects.statement_writes(s, &mut written);
-        written.all_persistent || symbols.iter().any(|x| written.symbols.contains(x))
-    })
+/// Who reads each scalar temporary and where each symbol may be written, per block: what
+/// planning the values strategy asks, answered without rescanning the block per sequence.
+struct BlockIndex {
+    /// Scalar temporary → the statements reading it, ascending.
+    readers: FxHashMap<SymbolId, Vec<usize>>,
+    /// Symbol → the statements that may write it, ascending.
+    writes: FxHashMap<SymbolId, Vec<usize>>,
+    /// The statements that may write any global (calls of unknown effect), ascending.
+    unknown: Vec<usize>,
+}
+
+impl BlockIndex {
+    fn of(cg: &CallGraph, effects: &Effects, statements: &[Statement]) -> BlockIndex {
+        let mut index =
+            BlockIndex { readers: FxHashMap::default(), writes: FxHashMap::default(), unknown: Vec::new() };
+        let mut reads = Vec::new();
+        let mut written = SymbolSet::default();
+        for (k, statement) in statements.iter().enumerate() {
+            reads.clear();
+            statement_reads(statement, &mut reads);
+            for &s in &reads {
+                if cg.symbols[s].temp && cg.symbols[s].shape == Shape::Scalar {
+                    let readers = index.readers.entry(s).or_default();
+                    if readers.last() != Some(&k) {
+                        readers.push(k);
+                    }
+                }
+            }
+            written.symbols.clear();
+            written.all_persistent = false;
+            effects.statement_writes(statement, &mut written);
+            for &s in &written.symbols {
+                index.writes.entry(s).or_default().push(k);
+            }
+            if written.all_persistent {
+                index.unknown.push(k);
+            }
+        }
+        index
+    }
+
+    /// Whether a statement from `from` up to (not including) `to` may write one of `symbols`.
+    fn written_between(&self, from: usize, to: usize, symbols: &[SymbolId]) -> bool {
+        let within = |positions: &[usize]| {
+            let first = positions.partition_point(|&k| k < from);
+            positions.get(first).is_some_and(|&k| k < to)
+        };
+        within(&self.unknown) || symbols.iter().any(|s| self.writes.get(s).is_some_and(|w| within(w)))
+    }
 }
 
 /// The symbols a statement reads (values and subscripts).
