@@ -4,11 +4,10 @@
 //! (`tlm.in.xaif`, `adm.in.xaif`), so outputs cannot be named after the input file alone.
 //! They mirror the inputs' paths below `--out-dir` instead:
 //!
-//! - a file found under a directory given on the command line keeps its path relative to that
-//!   directory (`corpus/ConsFold/tlm.in.xaif` under `corpus` → `OUT/ConsFold/…`);
-//! - files named one by one (arguments or `--list`) keep their path relative to the deepest
-//!   directory holding all of them, so `corpus/*/tlm.in.xaif` names its outputs as the
-//!   directory `corpus` would;
+//! - every input keeps its path relative to the deepest directory holding everything given
+//!   (arguments and `--list` entries; a directory counts as itself, a file as its parent):
+//!   `batch tangent corpus`, `batch tangent corpus/*` and `batch tangent corpus/*/tlm.in.xaif`
+//!   all write `corpus/ConsFold/tlm.in.xaif` to `OUT/ConsFold/tlm.out.xaif`;
 //! - the file name loses `.xaif` and a trailing `.in`, and gains `.out.xaif`
 //!   (`tlm.in.xaif` → `tlm.out.xaif`, `head.xaif` → `head.out.xaif`).
 //!
@@ -132,31 +131,29 @@ pub fn collect(sources: &Sources, mode: Mode, out_dir: &Path) -> Result<Vec<Job>
     // The output directory's own contents are never inputs (a second run over `.` with
     // `--out-dir ./out` must not transform the first run's outputs).
     let skip = std::fs::canonicalize(out_dir).ok();
-    let mut found: Vec<(PathBuf, PathBuf)> = Vec::new(); // (input, relative output path)
-    let mut named: Vec<PathBuf> = Vec::new();
+    // Every input is named relative to the deepest directory holding everything given: a
+    // directory counts as itself, a file as its parent.
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut anchors: Vec<PathBuf> = Vec::new();
     for path in &sources.paths {
         if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-            let base = absolute(path);
-            let mut files = Vec::new();
-            walk(path, &patterns, skip.as_deref(), &mut files)?;
-            for file in files {
-                let relative =
-                    absolute(&file).strip_prefix(&base).map(Path::to_path_buf).unwrap_or_else(|_| file.clone());
-                found.push((file, relative));
-            }
+            anchors.push(absolute(path));
+            walk(path, &patterns, skip.as_deref(), &mut found)?;
         } else {
             // Also a missing file: it is reported as failed, with the others transformed.
-            named.push(path.clone());
+            anchors.push(absolute(path).parent().map(Path::to_path_buf).unwrap_or_default());
+            found.push(path.clone());
         }
     }
-    if !named.is_empty() {
-        let absolutes: Vec<PathBuf> = named.iter().map(|p| absolute(p)).collect();
-        let base = common_directory(&absolutes);
-        for (file, abs) in named.into_iter().zip(absolutes) {
+    let base = common_directory(&anchors);
+    let found: Vec<(PathBuf, PathBuf)> = found
+        .into_iter()
+        .map(|file| {
+            let abs = absolute(&file);
             let relative = abs.strip_prefix(&base).map(Path::to_path_buf).unwrap_or_else(|_| relative_part(&abs));
-            found.push((file, relative));
-        }
-    }
+            (file, relative)
+        })
+        .collect();
     if found.is_empty() {
         return Err(BatchError::NoInputs { patterns: patterns.join(" ") });
     }
@@ -258,11 +255,11 @@ fn absolute(path: &Path) -> PathBuf {
     clean
 }
 
-/// The deepest directory holding every one of these absolute file paths.
-fn common_directory(files: &[PathBuf]) -> PathBuf {
+/// The deepest directory holding every one of these absolute directories (their common prefix).
+fn common_directory(dirs: &[PathBuf]) -> PathBuf {
     let mut common: Option<PathBuf> = None;
-    for file in files {
-        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    for dir in dirs {
+        let dir = dir.clone();
         common = Some(match common {
             None => dir,
             Some(current) => {
@@ -624,10 +621,10 @@ mod tests {
     }
 
     #[test]
-    fn named_files_are_relative_to_their_common_directory() {
-        let files = [PathBuf::from("/c/a/x/tlm.in.xaif"), PathBuf::from("/c/a/y/tlm.in.xaif")];
-        assert_eq!(common_directory(&files), PathBuf::from("/c/a"));
-        assert_eq!(common_directory(&files[..1]), PathBuf::from("/c/a/x"));
+    fn inputs_are_relative_to_the_common_directory() {
+        let dirs = [PathBuf::from("/c/a/x"), PathBuf::from("/c/a/y"), PathBuf::from("/c/a/yz")];
+        assert_eq!(common_directory(&dirs), PathBuf::from("/c/a"));
+        assert_eq!(common_directory(&dirs[..1]), PathBuf::from("/c/a/x"));
         assert_eq!(parse_list("a\n\n# note\nb/c.xaif\r\n"), [PathBuf::from("a"), PathBuf::from("b/c.xaif")]);
     }
 }
