@@ -1241,9 +1241,8 @@ fn run_batch(args: &BatchArgs) -> Outcome {
     if args.verify && mode == batch::Mode::Identity {
         usage("--verify needs derivatives: use it with tangent or adjoint".into());
     }
-    let stdout_users = [args.report == Some(Destination::Stdout), args.list.as_deref() == Some(Path::new("-"))];
-    if stdout_users[1] && args.inputs.iter().any(|p| p.as_os_str() == "-") {
-        usage("standard input cannot be both --list - and an input".into());
+    if args.inputs.iter().any(|p| p.as_os_str() == "-") {
+        usage("batch reads named files; give their names on standard input with --list -".into());
     }
     let mut notes = Vec::new();
     if mode != batch::Mode::Adjoint {
