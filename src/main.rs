@@ -1186,6 +1186,15 @@ struct BatchArgs {
     /// Restore checkpoints in store order (adjoint)
     #[arg(short = 'f')]
     file_order: bool,
+    /// What the forward sweep tapes for each sequence, as for `adjoint`
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "best")]
+    tape: xaifbooster::passes::adjoint::TapeStrategy,
+    /// No to-be-recorded analysis, as for `adjoint`
+    #[arg(long)]
+    no_tbr: bool,
+    /// Which loops the reverse sweep runs backwards from their bounds, as for `adjoint`
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "structural")]
+    loop_reversal: xaifbooster::passes::adjoint::address::LoopPolicy,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -1246,9 +1255,12 @@ fn run_batch(args: &BatchArgs) -> Outcome {
     }
     let mut notes = Vec::new();
     if mode != batch::Mode::Adjoint {
-        for (given, switch) in
-            [(args.all_intents_inout, "-I"), (args.checkpoint_constant_formals, "-P"), (args.file_order, "-f")]
-        {
+        for (given, switch) in [
+            (args.all_intents_inout, "-I"),
+            (args.checkpoint_constant_formals, "-P"),
+            (args.file_order, "-f"),
+            (args.no_tbr, "--no-tbr"),
+        ] {
             if given {
                 notes.push(format!("{switch} matters only to the adjoint mode: no effect"));
             }
@@ -1318,6 +1330,9 @@ fn run_batch(args: &BatchArgs) -> Outcome {
             all_intents_inout: args.all_intents_inout,
             checkpoint_constant_formals: args.checkpoint_constant_formals,
             file_order_restore: args.file_order,
+            tape: args.tape,
+            record_everything: args.no_tbr,
+            loops: args.loop_reversal,
             ..Default::default()
         },
     };

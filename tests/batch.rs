@@ -243,7 +243,12 @@ fn verify_runs_on_each_output_and_is_recorded() {
         assert_eq!(file["verify"]["status"], "OK", "{file}");
         assert!(file["verify"]["detail"].as_str().expect("detail").starts_with("verify: OK"));
         assert!(file["verify"]["tape_words"].as_u64().is_some());
-        assert!(file["output"].as_str().expect("output").ends_with("adm.out.xaif"));
+        let output = PathBuf::from(file["output"].as_str().expect("output"));
+        assert!(output.ends_with("adm.out.xaif"));
+        // The same bytes as the single-file command with the same switch.
+        let single = dir.path().join("single.xaif");
+        xaifbooster().args(["adjoint", "-I", "-i", input, "-o", path(&single)]).assert().success();
+        assert_eq!(fs::read(&output).expect("written"), fs::read(&single).expect("single"), "{input}");
     }
     // Without derivatives there is nothing to verify.
     xaifbooster().args(["batch", "identity", "--verify", path(&corpus), "--out-dir", path(&out)]).assert().code(2);

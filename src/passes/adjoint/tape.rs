@@ -323,8 +323,7 @@ struct ValuesPlan {
 /// Jacobian entries into.
 fn scalar_temporary(cg: &CallGraph, reference: &VariableReference) -> Option<SymbolId> {
     let base = reference.base_symbol()?;
-    (cg.symbols[base].temp && reference.vertices.len() == 1 && cg.symbols[base].shape == Shape::Scalar)
-        .then_some(base)
+    (cg.symbols[base].temp && reference.vertices.len() == 1 && cg.symbols[base].shape == Shape::Scalar).then_some(base)
 }
 
 /// Plans the values strategy for the propagator at `p`, whose sequence starts at `start`;
@@ -488,9 +487,9 @@ fn plan_values(
                 _ => return None,
             };
             // One push serves every read of the same place with the same value.
-            let same = pushes.iter().rposition(|q| {
-                q.value.same_place(r) && !written_between(effects, statements, q.position, j, &symbols)
-            });
+            let same = pushes
+                .iter()
+                .rposition(|q| q.value.same_place(r) && !written_between(effects, statements, q.position, j, &symbols));
             let index = match same {
                 Some(index) => index,
                 None => {
