@@ -1277,8 +1277,11 @@ fn run_batch(args: &BatchArgs) -> Outcome {
         }
     }
 
-    // Everything that can fail for the whole batch fails before any file is transformed.
-    let report_output = args.report.as_ref().map(output::prepare).transpose()?;
+    // Everything that can fail for the whole batch fails before any file is transformed; the
+    // output directory is made before the report is prepared, which may go into it.
+    if std::fs::metadata(&args.out_dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(batch::BatchError::OutDir { path: args.out_dir.clone() }.into());
+    }
     let mut catalogue = match &args.catalogue {
         Some(path) => {
             let (bytes, name) = read_input(path)?;
@@ -1296,15 +1299,14 @@ fn run_batch(args: &BatchArgs) -> Outcome {
         let text = String::from_utf8(bytes).with_context(|| format!("{name}: not UTF-8 text"))?;
         paths.extend(batch::parse_list(&text));
     }
-    if std::fs::metadata(&args.out_dir).is_ok_and(|m| !m.is_dir()) {
-        return Err(batch::BatchError::OutDir { path: args.out_dir.clone() }.into());
-    }
     let sources = Sources { paths, patterns: args.name.clone() };
     let mut jobs = batch::collect(&sources, mode, &args.out_dir)?;
     let total_inputs = jobs.len();
     if let Some(shard) = args.shard {
         jobs = batch::shard(jobs, shard);
     }
+    std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let report_output = args.report.as_ref().map(output::prepare).transpose()?;
 
     let words = |list: &Option<String>| -> Vec<String> {
         list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()

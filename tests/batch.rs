@@ -97,6 +97,10 @@ fn a_batch_reports_every_file_and_keeps_going_after_a_failure() {
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("6 files, 5 ok, 1 failed"), "{stderr}");
     assert!(stderr.contains("broken/tlm.in.xaif:"), "the failure is shown in the summary: {stderr}");
+    // Not a terminal: one progress line per file instead of a bar.
+    let progress: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[') && l.contains("/6] ")).collect();
+    assert_eq!(progress.len(), 6, "{stderr}");
+    assert_eq!(progress.iter().filter(|l| l.contains("] FAILED ")).count(), 1, "{stderr}");
 
     let report = report(&report_file);
     assert_eq!(report["mode"], "tangent");
@@ -227,7 +231,8 @@ fn verify_runs_on_each_output_and_is_recorded() {
     let dir = tempfile::tempdir().expect("temp dir");
     let corpus = small_corpus(dir.path(), &["ConsFold", "DoubleArrayIndex", "speelpenning"]);
     let out = dir.path().join("out");
-    let report_file = dir.path().join("report.json");
+    // The report may go into the output directory, which does not exist yet.
+    let report_file = out.join("report.json");
     let assert = xaifbooster()
         .args(["batch", "adjoint", "-I", "--verify", path(&corpus), "--out-dir", path(&out)])
         .args(["--report", path(&report_file)])
