@@ -1001,8 +1001,7 @@ fn run_analyze(args: &AnalyzeArgs) -> Outcome {
         }
     };
     let catalogue = xaifbooster::xaif::intrinsics::Catalogue::builtin();
-    let report =
-        xaifbooster::analysis::report::analyze(&call_graph, catalogue, &args.independents, &args.dependents)?;
+    let report = xaifbooster::analysis::report::analyze(&call_graph, catalogue, &args.independents, &args.dependents)?;
     let text = if args.json { serde_json::to_string_pretty(&report)? + "\n" } else { report.render() };
     print_stdout(text)?;
     Ok(Ok(()))
@@ -1165,6 +1164,10 @@ struct BatchArgs {
     /// Zero the derivatives of active local variables at routine entry (tangent, adjoint)
     #[arg(short = 'D')]
     init_derivatives: bool,
+    /// Make passive the locals activity analysis proves passive (tangent, adjoint), as for the
+    /// single-file commands
+    #[arg(long)]
+    activity_analysis: bool,
     /// Routines with hand-written wrappers (space separated names)
     #[arg(short = 'w', value_name = "NAMES")]
     wrappers: Option<String>,
@@ -1267,9 +1270,13 @@ fn run_batch(args: &BatchArgs) -> Outcome {
         }
     }
     if mode == batch::Mode::Identity
-        && (args.init_derivatives || args.wrappers.is_some() || args.rename_all || args.statement_level)
+        && (args.init_derivatives
+            || args.activity_analysis
+            || args.wrappers.is_some()
+            || args.rename_all
+            || args.statement_level)
     {
-        notes.push("-D, -w, -r and -S act in tangent and adjoint only: no effect".into());
+        notes.push("-D, --activity-analysis, -w, -r and -S act in tangent and adjoint only: no effect".into());
     }
     if !args.quiet {
         for note in &notes {
@@ -1318,6 +1325,7 @@ fn run_batch(args: &BatchArgs) -> Outcome {
             _ => Decorations::Open64,
         },
         initialize_derivatives: args.init_derivatives,
+        activity_analysis: args.activity_analysis,
         type_change: TypeChangeConfig { wrappers: words(&args.wrappers), rename_all: args.rename_all },
         tangent: TangentConfig {
             preaccumulation: if args.statement_level {
