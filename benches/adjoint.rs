@@ -17,10 +17,8 @@ fn transform(bytes: &[u8]) -> usize {
 fn transform_with(bytes: &[u8], tape: TapeStrategy) -> usize {
     let Ok(read) = xaif::read(bytes, "bench", &ReadOptions::default()) else { return 0 };
     let mut cg = read.call_graph;
-    let config = Config {
-        adjoint: AdjointConfig { all_intents_inout: true, tape, ..Default::default() },
-        ..Config::default()
-    };
+    let config =
+        Config { adjoint: AdjointConfig { all_intents_inout: true, tape, ..Default::default() }, ..Config::default() };
     xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
     xaif::write(&cg, &WriteOptions::default()).len()
 }

@@ -58,6 +58,13 @@ enum Command {
     Verify(VerifyArgs),
     /// Activity, to-be-recorded and linearity analysis of an XAIF file, per routine
     Analyze(AnalyzeArgs),
+    /// Transform many files (or directories of them) on every core, with a progress display
+    /// and a JSON report; outputs mirror the inputs' paths under --out-dir
+    Batch(BatchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on standard output: `xaifbooster man | man -l -`
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -442,6 +449,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run_run(&args),
         Command::Verify(args) => run_verify(&args),
         Command::Analyze(args) => run_analyze(&args),
+        Command::Batch(args) => run_batch(&args),
+        Command::Completions(args) => run_completions(&args),
+        Command::Man => run_man(),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -991,8 +1001,7 @@ fn run_analyze(args: &AnalyzeArgs) -> Outcome {
         }
     };
     let catalogue = xaifbooster::xaif::intrinsics::Catalogue::builtin();
-    let report =
-        xaifbooster::analysis::report::analyze(&call_graph, catalogue, &args.independents, &args.dependents)?;
+    let report = xaifbooster::analysis::report::analyze(&call_graph, catalogue, &args.independents, &args.dependents)?;
     let text = if args.json { serde_json::to_string_pretty(&report)? + "\n" } else { report.render() };
     print_stdout(text)?;
     Ok(Ok(()))
@@ -1087,6 +1096,398 @@ fn run_verify(args: &VerifyArgs) -> Outcome {
     };
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
+}
+
+#[derive(Args, Debug)]
+struct BatchArgs {
+    /// What to do to every input
+    #[arg(value_enum)]
+    mode: BatchModeArg,
+    /// Input files and directories; a directory is searched, recursively, for the files --name
+    /// matches
+    #[arg(value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// A file listing inputs (files or directories), one a line; `#` comments and blank lines
+    /// skipped; `-` standard input
+    #[arg(long, value_name = "FILE")]
+    list: Option<PathBuf>,
+    /// Where outputs go: each input's path relative to the directory given (or, for files named
+    /// one by one, to their common directory), `.in.xaif`/`.xaif` becoming `.out.xaif`
+    #[arg(long, value_name = "DIR", required = true)]
+    out_dir: PathBuf,
+    /// File names a directory's files must match (`*`, `?`); repeatable [default: tlm.in.xaif
+    /// for tangent, adm.in.xaif for adjoint, *.xaif for identity]
+    #[arg(long, value_name = "PATTERN")]
+    name: Vec<String>,
+    /// Write the JSON report here (`-` standard output): per file its status, located error,
+    /// time, sizes, operation counts and pushes (and the verifier's verdict)
+    #[arg(long, value_name = "FILE")]
+    report: Option<Destination>,
+    /// Verify each output's derivatives against finite differences of its input, as `verify`
+    /// does without driver flags (tangent and adjoint)
+    #[arg(long)]
+    verify: bool,
+    /// Reversal template the verifier runs adjoint outputs with
+    #[arg(long, value_parser = ["joint", "split"], default_value = "joint")]
+    template: String,
+    /// Relative tolerance of the verifier
+    #[arg(long, default_value_t = 1e-5)]
+    rtol: f64,
+    /// Only the K-th of N slices of the inputs (sorted by path, every N-th from the K-th): for
+    /// job arrays and machines sharing a corpus
+    #[arg(long, value_name = "K/N")]
+    shard: Option<xaifbooster::cli::batch::Shard>,
+    /// Threads [default: one per core]; the outputs are the same for any number
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
+    /// No progress display and no notes (the summary and failures are still printed)
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// Inlinable intrinsics catalogue (default: the catalogue built into the binary)
+    #[arg(short = 'c', value_name = "FILE")]
+    catalogue: Option<PathBuf>,
+    /// Non-inlinable intrinsics catalogue
+    #[arg(short = 'N', value_name = "FILE")]
+    noninlinable_catalogue: Option<PathBuf>,
+    /// Schema directory: the outputs' schemaLocation becomes DIR/<schema file>
+    #[arg(short = 's', value_name = "DIR")]
+    schema_dir: Option<String>,
+    /// Strict input checking, as for the single-file commands
+    #[arg(long)]
+    strict: bool,
+    /// Force these variables passive (space separated names), as for the single-file commands
+    #[arg(short = 'p', value_name = "NAMES")]
+    passive: Option<String>,
+    /// Name decoration style of the front end (OPEN64_STYLE or NO_STYLE), for -p
+    #[arg(short = 'F', value_name = "STYLE", value_parser = ["OPEN64_STYLE", "NO_STYLE"])]
+    decoration_style: Option<String>,
+    /// Zero the derivatives of active local variables at routine entry (tangent, adjoint)
+    #[arg(short = 'D')]
+    init_derivatives: bool,
+    /// Make passive the locals activity analysis proves passive (tangent, adjoint), as for the
+    /// single-file commands
+    #[arg(long)]
+    activity_analysis: bool,
+    /// Routines with hand-written wrappers (space separated names)
+    #[arg(short = 'w', value_name = "NAMES")]
+    wrappers: Option<String>,
+    /// Rename every routine with a body to <prefix>name, and the calls to it
+    #[arg(short = 'r')]
+    rename_all: bool,
+    /// Statement-level preaccumulation (tangent, adjoint)
+    #[arg(short = 'S')]
+    statement_level: bool,
+    /// How elimination sequences are chosen (tangent)
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
+    elimination: EliminationArg,
+    /// Every formal argument intent(inout) (adjoint)
+    #[arg(short = 'I')]
+    all_intents_inout: bool,
+    /// Checkpoint formals only ever passed constants (adjoint)
+    #[arg(short = 'P')]
+    checkpoint_constant_formals: bool,
+    /// Restore checkpoints in store order (adjoint)
+    #[arg(short = 'f')]
+    file_order: bool,
+    /// What the forward sweep tapes for each sequence, as for `adjoint`
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "best")]
+    tape: xaifbooster::passes::adjoint::TapeStrategy,
+    /// No to-be-recorded analysis, as for `adjoint`
+    #[arg(long)]
+    no_tbr: bool,
+    /// Which loops the reverse sweep runs backwards from their bounds, as for `adjoint`
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "structural")]
+    loop_reversal: xaifbooster::passes::adjoint::address::LoopPolicy,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BatchModeArg {
+    Identity,
+    Tangent,
+    Adjoint,
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+fn elimination_method(arg: EliminationArg) -> Method {
+    match arg {
+        EliminationArg::Forward => Method::Forward,
+        EliminationArg::Reverse => Method::Reverse,
+        EliminationArg::Markowitz => Method::Markowitz,
+        EliminationArg::MarkowitzForward => Method::MarkowitzForward,
+        EliminationArg::Sibling => Method::Sibling,
+        EliminationArg::Edge => Method::Edge,
+        EliminationArg::ForwardEdge => Method::ForwardEdge,
+        EliminationArg::ReverseEdge => Method::ReverseEdge,
+        EliminationArg::Face => Method::Face,
+        EliminationArg::Best => Method::Best,
+        EliminationArg::Exact => Method::Exact,
+        EliminationArg::Greedy => Method::Greedy,
+    }
+}
+
+fn run_batch(args: &BatchArgs) -> Outcome {
+    use std::io::IsTerminal;
+    use xaifbooster::cli::batch::{self, FileStatus, Settings, Sources, VerifySettings};
+    use xaifbooster::interp::Template;
+    use xaifbooster::passes::adjoint::AdjointConfig;
+    use xaifbooster::passes::passivate::Decorations;
+    use xaifbooster::passes::type_change::TypeChangeConfig;
+
+    let mode = match args.mode {
+        BatchModeArg::Identity => batch::Mode::Identity,
+        BatchModeArg::Tangent => batch::Mode::Tangent,
+        BatchModeArg::Adjoint => batch::Mode::Adjoint,
+    };
+    let usage = |message: String| -> ! {
+        let mut command = Cli::command();
+        command.build();
+        let command = command.find_subcommand_mut("batch").expect("a subcommand of ours");
+        command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+    };
+    if args.verify && mode == batch::Mode::Identity {
+        usage("--verify needs derivatives: use it with tangent or adjoint".into());
+    }
+    if args.inputs.iter().any(|p| p.as_os_str() == "-") {
+        usage("batch reads named files; give their names on standard input with --list -".into());
+    }
+    let mut notes = Vec::new();
+    if mode != batch::Mode::Adjoint {
+        for (given, switch) in [
+            (args.all_intents_inout, "-I"),
+            (args.checkpoint_constant_formals, "-P"),
+            (args.file_order, "-f"),
+            (args.no_tbr, "--no-tbr"),
+        ] {
+            if given {
+                notes.push(format!("{switch} matters only to the adjoint mode: no effect"));
+            }
+        }
+    }
+    if mode == batch::Mode::Identity
+        && (args.init_derivatives
+            || args.activity_analysis
+            || args.wrappers.is_some()
+            || args.rename_all
+            || args.statement_level)
+    {
+        notes.push("-D, --activity-analysis, -w, -r and -S act in tangent and adjoint only: no effect".into());
+    }
+    if !args.quiet {
+        for note in &notes {
+            let _ = writeln!(std::io::stderr(), "xaifbooster: note: {note}");
+        }
+    }
+
+    // Everything that can fail for the whole batch fails before any file is transformed; the
+    // output directory is made before the report is prepared, which may go into it.
+    if std::fs::metadata(&args.out_dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(batch::BatchError::OutDir { path: args.out_dir.clone() }.into());
+    }
+    let mut catalogue = match &args.catalogue {
+        Some(path) => {
+            let (bytes, name) = read_input(path)?;
+            Catalogue::parse(&bytes, &name).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        None => Catalogue::builtin().clone(),
+    };
+    if let Some(path) = &args.noninlinable_catalogue {
+        let (bytes, name) = read_input(path)?;
+        catalogue.merge_noninlinable(&bytes, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let mut paths = args.inputs.clone();
+    if let Some(list) = &args.list {
+        let (bytes, name) = read_input(list)?;
+        let text = String::from_utf8(bytes).with_context(|| format!("{name}: not UTF-8 text"))?;
+        paths.extend(batch::parse_list(&text));
+    }
+    let sources = Sources { paths, patterns: args.name.clone() };
+    let mut jobs = batch::collect(&sources, mode, &args.out_dir)?;
+    let total_inputs = jobs.len();
+    if let Some(shard) = args.shard {
+        jobs = batch::shard(jobs, shard);
+    }
+    std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let report_output = args.report.as_ref().map(output::prepare).transpose()?;
+
+    let words = |list: &Option<String>| -> Vec<String> {
+        list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+    };
+    let pipeline = xaifbooster::pipeline::Config {
+        passive: words(&args.passive),
+        decorations: match args.decoration_style.as_deref() {
+            Some("NO_STYLE") => Decorations::None,
+            _ => Decorations::Open64,
+        },
+        initialize_derivatives: args.init_derivatives,
+        activity_analysis: args.activity_analysis,
+        type_change: TypeChangeConfig { wrappers: words(&args.wrappers), rename_all: args.rename_all },
+        tangent: TangentConfig {
+            preaccumulation: if args.statement_level {
+                Preaccumulation::Statement
+            } else {
+                Preaccumulation::BasicBlock
+            },
+            elimination: elimination_method(args.elimination),
+            ..TangentConfig::default()
+        },
+        adjoint: AdjointConfig {
+            all_intents_inout: args.all_intents_inout,
+            checkpoint_constant_formals: args.checkpoint_constant_formals,
+            file_order_restore: args.file_order,
+            tape: args.tape,
+            record_everything: args.no_tbr,
+            loops: args.loop_reversal,
+            ..Default::default()
+        },
+    };
+    let settings = Settings {
+        mode,
+        pipeline,
+        catalogue: &catalogue,
+        strict: args.strict,
+        schema_dir: args.schema_dir.clone(),
+        verify: args.verify.then(|| VerifySettings {
+            template: if args.template == "split" { Template::Split } else { Template::Joint },
+            rtol: args.rtol,
+        }),
+    };
+
+    // A bar on a terminal; otherwise one line per file, for logs of cluster jobs.
+    let total = jobs.len() as u64;
+    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} ({eta}) {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let progress = |file: &batch::FileReport| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let failed = file.status == FileStatus::Failed;
+        match &bar {
+            Some(bar) => {
+                if failed {
+                    bar.println(format!("FAILED {}", file.input.display()));
+                }
+                bar.set_message(file.input.display().to_string());
+                bar.inc(1);
+            }
+            None if !args.quiet || failed => {
+                let verdict = file.verify.as_ref().map(|v| format!(" verify {}", v.status)).unwrap_or_default();
+                let status = if failed { "FAILED" } else { "ok" };
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "[{n}/{total}] {status} {} ({:.1} ms){verdict}",
+                    file.input.display(),
+                    file.elapsed_ms
+                );
+            }
+            None => {}
+        }
+    };
+    let report = batch::run(&jobs, &settings, args.jobs.unwrap_or(0), args.shard, &progress)?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    print_batch_summary(&report, total_inputs);
+    if let Some(mut pending) = report_output {
+        pending.stage(report.json().into_bytes())?;
+        pending.commit()?;
+    }
+    Ok(if report.failed() { Err(Reported(1)) } else { Ok(()) })
+}
+
+/// One screen: totals, the verifier's verdicts, and the first failures with their errors.
+fn print_batch_summary(report: &xaifbooster::cli::batch::BatchReport, total_inputs: usize) {
+    use xaifbooster::cli::batch::FileStatus;
+    const SHOWN: usize = 10;
+    let s = &report.summary;
+    let mut text = String::new();
+    let shard =
+        report.shard.map(|sh| format!(" (shard {}/{} of {total_inputs})", sh.index, sh.count)).unwrap_or_default();
+    text.push_str(&format!(
+        "batch {}: {} files{shard}, {} ok, {} failed in {:.2} s on {} threads; {:.1} MB read, {:.1} MB written\n",
+        serde_json::to_value(report.mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        s.files,
+        s.ok,
+        s.failed,
+        s.elapsed_ms / 1e3,
+        report.jobs,
+        s.input_bytes as f64 / 1e6,
+        s.output_bytes as f64 / 1e6,
+    ));
+    if let Some(verdicts) = &s.verified {
+        let parts: Vec<String> = verdicts.iter().map(|(word, n)| format!("{n} {word}")).collect();
+        text.push_str(&format!(
+            "verify: {}\n",
+            if parts.is_empty() { "nothing verified".into() } else { parts.join(", ") }
+        ));
+        let mismatches: Vec<_> =
+            report.files.iter().filter(|f| f.verify.as_ref().is_some_and(|v| v.is_mismatch())).collect();
+        for file in mismatches.iter().take(SHOWN) {
+            let detail = file.verify.as_ref().map(|v| v.detail.as_str()).unwrap_or_default();
+            text.push_str(&format!("  {}: {detail}\n", file.output.display()));
+        }
+    }
+    let failed: Vec<_> = report.files.iter().filter(|f| f.status == FileStatus::Failed).collect();
+    for file in failed.iter().take(SHOWN) {
+        let first = file.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("failed");
+        let more = file.error.as_deref().map_or(0, |e| e.lines().count().saturating_sub(1));
+        let more = if more > 0 { format!(" (and {more} more findings)") } else { String::new() };
+        text.push_str(&format!("  {first}{more}\n"));
+    }
+    if failed.len() > SHOWN {
+        text.push_str(&format!("  … and {} more failed files (see --report)\n", failed.len() - SHOWN));
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+fn run_completions(args: &CompletionsArgs) -> Outcome {
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "xaifbooster", &mut script);
+    print_stdout(String::from_utf8_lossy(&script).into_owned())?;
+    Ok(Ok(()))
+}
+
+fn run_man() -> Outcome {
+    let mut roff = Vec::new();
+    let command = Cli::command();
+    clap_mangen::Man::new(command.clone()).render(&mut roff)?;
+    // Each subcommand's synopsis and switches follow the main page, so one page documents
+    // every switch.
+    for sub in command.get_subcommands() {
+        let sub = sub.clone().bin_name(format!("xaifbooster {}", sub.get_name()));
+        let title = sub.get_name().to_uppercase();
+        let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string()).unwrap_or_default();
+        writeln!(roff, ".SH \"{title}\"\n{}", roff_escape(&about))?;
+        let man = clap_mangen::Man::new(sub);
+        man.render_synopsis_section(&mut roff)?;
+        man.render_options_section(&mut roff)?;
+    }
+    print_stdout(String::from_utf8_lossy(&roff).into_owned())?;
+    Ok(Ok(()))
+}
+
+/// Text for a roff paragraph: a backslash doubled, a leading dot or quote protected.
+fn roff_escape(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let line = line.replace('\\', "\\e");
+            if line.starts_with('.') || line.starts_with('\'') { format!("\\&{line}") } else { line }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

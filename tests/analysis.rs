@@ -140,7 +140,9 @@ fn passivating_by_activity_analysis_keeps_every_output_verifying() {
     let config = Config { activity_analysis: true, ..Config::default() };
 
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis/activity.xaif");
-    let mut cg = xaif::read(&std::fs::read(&path).expect("file"), "activity", &ReadOptions::default()).expect("reads").call_graph;
+    let mut cg = xaif::read(&std::fs::read(&path).expect("file"), "activity", &ReadOptions::default())
+        .expect("reads")
+        .call_graph;
     let report = xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config).expect("tangent");
     assert_eq!(report.passivation.passivated, names(&["Q", "R"]));
 

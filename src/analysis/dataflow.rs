@@ -168,8 +168,7 @@ pub fn bottom_up_order(cg: &CallGraph) -> Vec<RoutineId> {
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     let by_symbol: rustc_hash::FxHashMap<SymbolId, RoutineId> =
         routines.iter().map(|&r| (cg.routines[r].symbol(), r)).collect();
-    let position: rustc_hash::FxHashMap<RoutineId, usize> =
-        routines.iter().enumerate().map(|(k, &r)| (r, k)).collect();
+    let position: rustc_hash::FxHashMap<RoutineId, usize> = routines.iter().enumerate().map(|(k, &r)| (r, k)).collect();
     let mut callees: Vec<Vec<usize>> = vec![Vec::new(); routines.len()];
     for (k, &r) in routines.iter().enumerate() {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
@@ -188,11 +187,15 @@ pub fn bottom_up_order(cg: &CallGraph) -> Vec<RoutineId> {
 
 /// Every subroutine call of a graph, in vertex order.
 pub fn calls(graph: &FlowGraph) -> impl Iterator<Item = &SubroutineCall> {
-    graph.vertices.iter().flat_map(|(_, v)| match &v.kind {
-        CfgVertexKind::BasicBlock(block) => block.statements.as_slice(),
-        _ => &[],
-    }).filter_map(|s| match s {
-        Statement::SubroutineCall(call) => Some(call),
-        _ => None,
-    })
+    graph
+        .vertices
+        .iter()
+        .flat_map(|(_, v)| match &v.kind {
+            CfgVertexKind::BasicBlock(block) => block.statements.as_slice(),
+            _ => &[],
+        })
+        .filter_map(|s| match s {
+            Statement::SubroutineCall(call) => Some(call),
+            _ => None,
+        })
 }

@@ -248,7 +248,8 @@ impl Analysis<'_> {
                 }
                 continue;
             }
-            let of: Vec<&Deps> = table.of(v).iter().map(|&o| memo[index(o)].as_ref().expect("operands first")).collect();
+            let of: Vec<&Deps> =
+                table.of(v).iter().map(|&o| memo[index(o)].as_ref().expect("operands first")).collect();
             let deps = self.vertex_deps(e, v, &of, state);
             memo[index(v)] = Some(deps);
         }
@@ -294,8 +295,9 @@ impl Analysis<'_> {
                         Some(PartialKind::Nonlinear) => {
                             let mut read = Vec::new();
                             arguments_read(&partial.expect("matched").expression, &mut read);
-                            let constant =
-                                read.iter().all(|&a| a != 0 && a != k + 1 && of.get(a - 1).is_some_and(|d| d.is_empty()));
+                            let constant = read
+                                .iter()
+                                .all(|&a| a != 0 && a != k + 1 && of.get(a - 1).is_some_and(|d| d.is_empty()));
                             constant.then_some(Dependence::Linear)
                         }
                         None => None,
@@ -356,10 +358,12 @@ impl Analysis<'_> {
                 for (target, sources) in summary {
                     let written = match *target {
                         Place::Global(g) => Some(g),
-                        Place::Formal(p) => call.arguments.iter().find(|a| a.position == p).and_then(|a| match &a.value {
-                            ArgumentValue::Variable(r) => r.base_symbol(),
-                            ArgumentValue::Constant(_) => None,
-                        }),
+                        Place::Formal(p) => {
+                            call.arguments.iter().find(|a| a.position == p).and_then(|a| match &a.value {
+                                ArgumentValue::Variable(r) => r.base_symbol(),
+                                ArgumentValue::Constant(_) => None,
+                            })
+                        }
                     };
                     let Some(written) = written else { continue };
                     let mut deps = Deps::default();
@@ -509,10 +513,7 @@ pub fn table(cg: &CallGraph, facts: &Dependences) -> BTreeMap<String, BTreeMap<S
         .iter()
         .filter(|(_, deps)| !deps.is_empty())
         .map(|(x, deps)| {
-            (
-                cg.symbol_name(*x).to_owned(),
-                deps.iter().map(|(v, c)| (cg.symbol_name(*v).to_owned(), *c)).collect(),
-            )
+            (cg.symbol_name(*x).to_owned(), deps.iter().map(|(v, c)| (cg.symbol_name(*v).to_owned(), *c)).collect())
         })
         .collect()
 }

@@ -103,14 +103,18 @@ pub fn analyze(
         names.dedup();
         names.join(", ")
     };
-    let seeds = |names: &[String], default: &[SymbolId], option: &'static str| -> Result<Vec<SymbolId>, AnalysisError> {
+    let seeds = |names: &[String],
+                 default: &[SymbolId],
+                 option: &'static str|
+     -> Result<Vec<SymbolId>, AnalysisError> {
         if names.is_empty() {
             return Ok(default.to_vec());
         }
         names
             .iter()
             .map(|name| {
-                let found: Vec<SymbolId> = cg.symbols.iter().filter(|(_, s)| matches_name(cg.name(s.name), name)).map(|(id, _)| id).collect();
+                let found: Vec<SymbolId> =
+                    cg.symbols.iter().filter(|(_, s)| matches_name(cg.name(s.name), name)).map(|(id, _)| id).collect();
                 if found.is_empty() {
                     Err(AnalysisError::UnknownVariable { option, name: name.clone(), known: known() })
                 } else {
@@ -162,8 +166,11 @@ pub fn analyze(
                         continue;
                     }
                     let mut required = required_by(cg, catalogue, a, &|s| activity.is_active(cg, s));
-                    let mut recorded: Vec<SymbolId> =
-                        required.iter().copied().filter(|&s| facts.must_record(cg, vertex_id, &writes, k, s, &[])).collect();
+                    let mut recorded: Vec<SymbolId> = required
+                        .iter()
+                        .copied()
+                        .filter(|&s| facts.must_record(cg, vertex_id, &writes, k, s, &[]))
+                        .collect();
                     required_all.extend(required.iter().copied());
                     recorded_all.extend(recorded.iter().copied());
                     if !required.is_empty() {
@@ -177,7 +184,8 @@ pub fn analyze(
                 }
             }
         }
-        let mut not_recorded: Vec<SymbolId> = required_all.iter().copied().filter(|s| !recorded_all.contains(s)).collect();
+        let mut not_recorded: Vec<SymbolId> =
+            required_all.iter().copied().filter(|s| !recorded_all.contains(s)).collect();
         let routine_linearity = linearity.routines.get(id);
         let linearity_report = LinearityReport {
             statements: routine_linearity.map_or(0, |l| l.statements),
@@ -289,8 +297,11 @@ pub fn required_by(
                         None => (1..=operands.len()).collect(),
                     };
                     for arg in read {
-                        let targets: Vec<ExprVertexId> =
-                            if arg == 0 { operands.clone() } else { operands.get(arg - 1).copied().into_iter().collect() };
+                        let targets: Vec<ExprVertexId> = if arg == 0 {
+                            operands.clone()
+                        } else {
+                            operands.get(arg - 1).copied().into_iter().collect()
+                        };
                         for t in targets {
                             variables_under(e, t, &table, &mut seen, &mut out);
                         }
@@ -361,7 +372,8 @@ impl AnalysisReport {
             let a = &r.activity;
             let _ = writeln!(out, "  activity: active {}", list(&a.active));
             let _ = writeln!(out, "            front end active {}", list(&a.front_end_active));
-            let _ = writeln!(out, "            more precise (front end active, passive here) {}", list(&a.more_precise));
+            let _ =
+                writeln!(out, "            more precise (front end active, passive here) {}", list(&a.more_precise));
             let _ = writeln!(out, "            active here, passive for the front end {}", list(&a.disagreements));
             let t = &r.tbr;
             let _ = writeln!(out, "  tbr: required {}", list(&t.required));
@@ -378,7 +390,11 @@ impl AnalysisReport {
                 );
             }
             let l = &r.linearity;
-            let _ = writeln!(out, "  linearity: {} of {} assignments have constant partials", l.linear_statements, l.statements);
+            let _ = writeln!(
+                out,
+                "  linearity: {} of {} assignments have constant partials",
+                l.linear_statements, l.statements
+            );
             for (x, deps) in &l.dependences {
                 let shown: Vec<String> = deps
                     .iter()

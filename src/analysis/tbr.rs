@@ -66,11 +66,12 @@ impl Recording {
                     w
                 })
                 .collect();
-            let solution = solve(&cfg.graph, Direction::Backward, &SymbolSet::default(), &SymbolSet::default(), |v, later| {
-                let mut fact = later.clone();
-                fact.join(&writes[v.into_raw().into_u32() as usize]);
-                fact
-            });
+            let solution =
+                solve(&cfg.graph, Direction::Backward, &SymbolSet::default(), &SymbolSet::default(), |v, later| {
+                    let mut fact = later.clone();
+                    fact.join(&writes[v.into_raw().into_u32() as usize]);
+                    fact
+                });
             routines.insert(
                 r,
                 RoutineRecording {
@@ -242,7 +243,8 @@ fn callee_context(
 ) -> (SymbolSet, bool) {
     let mut outside = SymbolSet { all_persistent: later.all_persistent, ..SymbolSet::default() };
     let mut aliased = false;
-    let formal_at: FxHashMap<u32, SymbolId> = callee.arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
+    let formal_at: FxHashMap<u32, SymbolId> =
+        callee.arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
     let mut bases: Vec<SymbolId> = Vec::new();
     for argument in &call.arguments {
         let ArgumentValue::Variable(reference) = &argument.value else { continue };

@@ -439,7 +439,13 @@ impl FlowGraph {
         for edge in self.edges.iter_mut().filter(|e| e.target == exit) {
             edge.target = block;
         }
-        self.edges.push(CfgEdge { id: edge_id, annotation: Name::EMPTY, source: block, target: exit, condition_value: None });
+        self.edges.push(CfgEdge {
+            id: edge_id,
+            annotation: Name::EMPTY,
+            source: block,
+            target: exit,
+            condition_value: None,
+        });
         Some(block)
     }
 

@@ -6,7 +6,7 @@
 //! XML spells as strings (`symbol_id` + `scope_id`, `alias`, `du_ud`, `do_chain`, edge endpoints)
 //! is resolved into an index when the document is read, so passes never look names up again.
 //!
-//! Invariants that hold for any `CallGraph` produced by [`crate::xaif::read`]:
+//! Invariants that hold for any `CallGraph` produced by [`crate::xaif::read()`]:
 //! - every `SymbolId`, `ScopeId`, `RoutineId`, alias/du-ud/DO set index points into its arena;
 //! - edge endpoints of every graph (scope, call, control flow, expression, variable reference)
 //!   index vertices of that same graph;

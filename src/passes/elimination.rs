@@ -9,7 +9,7 @@
 //! removes k (openad-overview §2.1). Front-eliminating the edge (i, k) does the same for that
 //! one predecessor only, back-eliminating (k, j) for that one successor (control-flow-reversal
 //! §3.1). Face elimination works on the directed line graph, one product per step
-//! (openad-overview §2.1, see [`face`]). An intermediate left without predecessors or
+//! (openad-overview §2.1, see `elimination/face.rs`). An intermediate left without predecessors or
 //! successors contributes nothing and drops out together with its edges.
 //!
 //! Two cost models: the classic count of label products (every product is a multiplication,

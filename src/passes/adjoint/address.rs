@@ -449,9 +449,8 @@ fn condition_invariants(
                         })
                         .collect();
                     // Only where every variable of the condition is then known in the adjoint.
-                    let usable = candidates.iter().all(|c| {
-                        c.is_some_and(|s| loops.contains(&s) || !assigned.contains(&s))
-                    });
+                    let usable =
+                        candidates.iter().all(|c| c.is_some_and(|s| loops.contains(&s) || !assigned.contains(&s)));
                     if usable {
                         for s in candidates.into_iter().flatten() {
                             if !loops.contains(&s) && !out.contains(&s) {

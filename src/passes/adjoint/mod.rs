@@ -124,8 +124,9 @@ pub fn adjoint(
     for &routine in &routines {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
         let name = cg.symbol_name(cfg.symbol).to_owned();
-        let reversed = reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
-            .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
+        let reversed =
+            reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
+                .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
         cg.routines[routine] = Routine::ReplacementList(reversed.list);
         at_exit.insert(routine, reversed.at_exit);
         direct.insert(routine, reversed.direct);
@@ -226,14 +227,8 @@ fn reverse_routine(
                 summary.words_values += choice.values.unwrap_or(choice.factors);
                 summary.words_chosen += if choice.chose_values { choice.values.unwrap_or(0) } else { choice.factors };
             }
-            let reverse = block::adjoint_block(
-                cg,
-                temporaries,
-                block.scope,
-                &block.statements,
-                &taped.pushes,
-                &taped.recompute,
-            );
+            let reverse =
+                block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes, &taped.recompute);
             blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
         }
         let mut reversal =
