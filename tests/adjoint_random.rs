@@ -36,6 +36,10 @@ proptest! {
                 driver: DriverConfig { template, ..DriverConfig::default() },
             };
             let report = verify(&original, &transformed, &config);
+            // A generated program can leave its domain (a value squared in a loop until it
+            // overflows): the original itself fails there, which says nothing of the
+            // transformation; such a case is discarded, never passed.
+            prop_assume!(!matches!(&report.status, Status::Unsupported(why) if why.starts_with("original program fails")));
             prop_assert!(matches!(report.status, Status::Ok), "{:?}: {}\n{}", template, report.final_line(), source);
         }
     }

@@ -35,6 +35,10 @@ proptest! {
             let transformed = read_program(&transformed, "random tangent").expect("tangent output loads");
             let config = VerifyConfig { mode: Mode::Tangent, rtol: 1e-5, ..VerifyConfig::default() };
             let report = verify(&original, &transformed, &config);
+            // A generated program can leave its domain (a value squared in a loop until it
+            // overflows): the original itself fails there, which says nothing of the
+            // transformation; such a case is discarded, never passed.
+            prop_assume!(!matches!(&report.status, Status::Unsupported(why) if why.starts_with("original program fails")));
             prop_assert!(matches!(report.status, Status::Ok), "{:?}: {}\n{}", preaccumulation, report.final_line(), source);
         }
     }
