@@ -33,6 +33,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod fuzz;
 pub mod interp;
 pub mod ir;
 pub mod passes;

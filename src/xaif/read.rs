@@ -1418,6 +1418,7 @@ impl<'a> Lower<'a> {
         }
         let ids: Vec<CfgVertexId> = builder.graph.vertices.iter().map(|(id, _)| id).collect();
         let mut edge_ids = FxHashMap::default();
+        let mut parallel: FxHashSet<(CfgVertexId, CfgVertexId, Option<i64>)> = FxHashSet::default();
         for (id, annotation, condition_value, edge) in builder.edges {
             if edge_ids.insert(id, ()).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, parent)?;
@@ -1449,6 +1450,18 @@ impl<'a> Lower<'a> {
                     edge.element,
                     format!("an edge may not leave the Exit vertex '{shown}'"),
                 ));
+            }
+            // The same edge twice (source, target and condition) says nothing more and would
+            // make the reversal copy its target twice.
+            if !parallel.insert((source, target, condition_value)) {
+                let dropped = if self.strict { "" } else { " (dropped)" };
+                let message = format!(
+                    "the same edge from '{}' to '{}' as an earlier one{dropped}",
+                    self.cg.names.get(edge.source),
+                    self.cg.names.get(edge.target)
+                );
+                self.lenient(edge.offset, edge.element, message)?;
+                continue;
             }
             builder.graph.edges.push(CfgEdge { id, annotation, source, target, condition_value });
         }

@@ -1,0 +1,11 @@
+//! cargo-fuzz target: the robustness contract of `identity` (see `xaifbooster::fuzz`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use xaifbooster::fuzz::{Target, check};
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(violation) = check(Target::Identity, data) {
+        panic!("contract violated: {violation}");
+    }
+});

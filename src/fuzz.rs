@@ -1,0 +1,149 @@
+//! The robustness contract of every entry point, as one check per entry point: on any input
+//! the engine either succeeds with output that reads back, or refuses with findings located
+//! at `line:column` — never a panic, a hang or an exhausted machine — and what `validate`
+//! accepts no mode refuses except with a located error. Shared by the cargo-fuzz targets
+//! (`fuzz/`, nightly) and the bounded mutation test that CI runs (`tests/mutation.rs`).
+//!
+//! A check returns `Err` with what broke the contract. A panic is not caught here: cargo-fuzz
+//! reports it as a crash, the mutation test catches it with `catch_unwind`.
+
+use crate::interp::verify::{Driver, DriverConfig, Sweep};
+use crate::pipeline::{self, Config, PipelineError};
+use crate::xaif::intrinsics::Catalogue;
+use crate::xaif::validate::{ValidateOptions, validate};
+use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
+
+/// An entry point under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Read,
+    Validate,
+    Identity,
+    Tangent,
+    Adjoint,
+    Run,
+}
+
+impl Target {
+    pub const ALL: [Target; 6] =
+        [Target::Read, Target::Validate, Target::Identity, Target::Tangent, Target::Adjoint, Target::Run];
+}
+
+/// How an input fared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Accepted,
+    Refused,
+}
+
+const FILE: &str = "fuzz.xaif";
+
+/// Runs `target` on `input` and checks the contract.
+pub fn check(target: Target, input: &[u8]) -> Result<Outcome, String> {
+    match target {
+        Target::Read => read(input).map(|r| if r.is_some() { Outcome::Accepted } else { Outcome::Refused }),
+        Target::Validate => check_validate(input),
+        Target::Identity => identity(input),
+        Target::Tangent => transform(input, Mode::Tangent),
+        Target::Adjoint => transform(input, Mode::Adjoint),
+        Target::Run => run(input),
+    }
+}
+
+fn located(d: &Diagnostic) -> bool {
+    d.line >= 1 && d.column >= 1 && !d.message.is_empty()
+}
+
+/// Reads; a refusal must have at least one error and every error located.
+fn read(input: &[u8]) -> Result<Option<crate::ir::CallGraph>, String> {
+    match xaif::read(input, FILE, &ReadOptions::default()) {
+        Ok(read) => Ok(Some(read.call_graph)),
+        Err(error) => {
+            let errors: Vec<&Diagnostic> = error.findings().iter().filter(|d| d.severity == Severity::Error).collect();
+            if errors.is_empty() {
+                return Err("read refused the input without an error".into());
+            }
+            match errors.iter().find(|d| !located(d)) {
+                Some(d) => Err(format!("unlocated read error: {d}")),
+                None => Ok(None),
+            }
+        }
+    }
+}
+
+/// Every finding located; an input without errors must read, and every mode must either
+/// succeed or refuse with a located error.
+fn check_validate(input: &[u8]) -> Result<Outcome, String> {
+    let findings = validate(input, FILE, &ValidateOptions::default());
+    if let Some(d) = findings.iter().find(|d| !located(d)) {
+        return Err(format!("unlocated validate finding: {d}"));
+    }
+    if findings.iter().any(|d| d.severity == Severity::Error) {
+        return Ok(Outcome::Refused);
+    }
+    if read(input)?.is_none() {
+        return Err("validate accepted what read refuses".into());
+    }
+    for target in [Target::Identity, Target::Tangent, Target::Adjoint] {
+        check(target, input).map_err(|e| format!("validate accepted, {target:?}: {e}"))?;
+    }
+    Ok(Outcome::Accepted)
+}
+
+/// Read, write, read again, write again: the second write equals the first.
+fn identity(input: &[u8]) -> Result<Outcome, String> {
+    let Some(mut cg) = read(input)? else { return Ok(Outcome::Refused) };
+    pipeline::identity(&mut cg, &Config::default());
+    let first = xaif::write(&cg, &WriteOptions::default());
+    let again = xaif::read(&first, "written.xaif", &ReadOptions::default())
+        .map_err(|e| format!("identity output does not read back: {}", e.diagnostic()))?;
+    let second = xaif::write(&again.call_graph, &WriteOptions::default());
+    if first != second {
+        return Err("identity is not a fixed point: writing what it wrote differs".into());
+    }
+    Ok(Outcome::Accepted)
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Tangent,
+    Adjoint,
+}
+
+/// A mode's output must read back; its refusal must name the statement at fault.
+fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
+    let Some(mut cg) = read(input)? else { return Ok(Outcome::Refused) };
+    let catalogue = Catalogue::builtin();
+    let config = Config::default();
+    let result = match mode {
+        Mode::Tangent => pipeline::tangent(&mut cg, catalogue, &config),
+        Mode::Adjoint => pipeline::adjoint(&mut cg, catalogue, &config),
+    };
+    match result {
+        Ok(_) => {
+            let output = xaif::write(&cg, &WriteOptions::default());
+            xaif::read(&output, "output.xaif", &ReadOptions::default())
+                .map_err(|e| format!("output does not read back: {}", e.diagnostic()))?;
+            Ok(Outcome::Accepted)
+        }
+        Err(error) => located_failure(input, &error).map(|()| Outcome::Refused),
+    }
+}
+
+fn located_failure(input: &[u8], error: &PipelineError) -> Result<(), String> {
+    let Some((routine, statement)) = error.statement() else {
+        return Err(format!("unlocated refusal: {error}"));
+    };
+    let d = xaif::validate::locate(input, FILE, routine, None, Some(statement), error.to_string());
+    if located(&d) { Ok(()) } else { Err(format!("refusal not found in the input: {d}")) }
+}
+
+/// Lowers and runs the top routine once with small limits: any failure is fine, a panic or
+/// an exhausted machine is not.
+fn run(input: &[u8]) -> Result<Outcome, String> {
+    let Ok(program) = crate::interp::verify::read_program(input, FILE) else { return Ok(Outcome::Refused) };
+    let config = DriverConfig { step_limit: 200_000, max_memory: 64 << 20, ..DriverConfig::default() };
+    let Ok(driver) = Driver::new(&program, &config) else { return Ok(Outcome::Refused) };
+    let x = driver.default_x();
+    Ok(if driver.run(&x, Sweep::Plain).is_ok() { Outcome::Accepted } else { Outcome::Refused })
+}
