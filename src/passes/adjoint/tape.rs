@@ -173,10 +173,11 @@ pub fn tape_block(
                 let by_values = value_pushes.remove(&k);
                 let mut own = Vec::new();
                 if by_values.is_none() {
+                    let mut seen = FxHashSet::default();
                     for entry in &propagator.entries {
                         if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
                             for term in terms {
-                                factor_pushes(cg, temporaries, scope, &term.a, &mut taping, &mut own)?;
+                                factor_pushes(cg, temporaries, scope, &term.a, &mut taping, &mut own, &mut seen)?;
                             }
                         }
                     }
@@ -274,7 +275,9 @@ fn taped(record: Record, symbol: SymbolId, at_exit: &mut Vec<SymbolId>, direct: 
 /// The words a propagator's factors take on the tape, if all are scalars (constants take
 /// none); `None` for array factors, which only the factor strategy tapes.
 fn factor_cost(cg: &CallGraph, propagator: &DerivativePropagator) -> Option<usize> {
-    let mut seen: Vec<&VariableReference> = Vec::new();
+    // Factors are whole temporaries: counted once each by symbol.
+    let mut seen: FxHashSet<SymbolId> = FxHashSet::default();
+    let mut elements: Vec<&VariableReference> = Vec::new();
     for entry in &propagator.entries {
         let (PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. }) = entry else { continue };
         for term in terms {
@@ -285,15 +288,22 @@ fn factor_cost(cg: &CallGraph, propagator: &DerivativePropagator) -> Option<usiz
                     if v.effective_rank(cg) > 0 {
                         return None;
                     }
-                    if !seen.iter().any(|s| s.same_place(v)) {
-                        seen.push(v);
+                    match (v.vertices.len(), v.base_symbol()) {
+                        (1, Some(base)) => {
+                            seen.insert(base);
+                        }
+                        _ => {
+                            if !elements.iter().any(|s| s.same_place(v)) {
+                                elements.push(v);
+                            }
+                        }
                     }
                 }
                 _ => return None,
             }
         }
     }
-    Some(seen.len())
+    Some(seen.len() + elements.len())
 }
 
 /// One value a sequence's partials read that the forward sweep must tape: pushed before
@@ -345,7 +355,7 @@ fn plan_values(
     record: &dyn Fn(&CallGraph, usize, SymbolId) -> Record,
 ) -> Option<ValuesPlan> {
     // The subscripts the propagator pushes anyway (popped before the recomputation).
-    let mut indices: Vec<SymbolId> = Vec::new();
+    let mut indices: FxHashSet<SymbolId> = FxHashSet::default();
     for entry in &propagator.entries {
         for reference in entry_references(entry) {
             let mut found = Vec::new();
@@ -354,16 +364,14 @@ fn plan_values(
         }
     }
     // The factor temporaries, then (backwards) the statements defining what is needed.
-    let mut needed: Vec<SymbolId> = Vec::new();
+    let mut needed: FxHashSet<SymbolId> = FxHashSet::default();
     for entry in &propagator.entries {
         let (PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. }) = entry else { continue };
         for term in terms {
             let root = term.a.root()?;
             if let ExprVertex::Variable(v) = &term.a.vertices[root] {
                 let temporary = scalar_temporary(cg, v)?;
-                if !needed.contains(&temporary) {
-                    needed.push(temporary);
-                }
+                needed.insert(temporary);
             }
         }
     }
@@ -374,8 +382,9 @@ fn plan_values(
         match statement {
             Statement::Assignment(a) if !a.lhs.deriv => {
                 let Some(target) = scalar_temporary(cg, &a.lhs) else { continue };
-                let Some(at) = needed.iter().position(|&s| s == target) else { continue };
-                needed.swap_remove(at);
+                if !needed.remove(&target) {
+                    continue;
+                }
                 slice.push(j);
                 for (_, vertex) in a.rhs.vertices.iter() {
                     match vertex {
@@ -383,10 +392,8 @@ fn plan_values(
                             if r.deriv {
                                 return None;
                             }
-                            if let Some(t) = scalar_temporary(cg, r)
-                                && !needed.contains(&t)
-                            {
-                                needed.push(t);
+                            if let Some(t) = scalar_temporary(cg, r) {
+                                needed.insert(t);
                             }
                         }
                         ExprVertex::Constant(_) | ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_) => {}
@@ -398,7 +405,7 @@ fn plan_values(
                 // Anything else that writes a needed temporary hides how it was computed.
                 written.symbols.clear();
                 effects.statement_writes(statement, &mut written);
-                if needed.iter().any(|s| written.symbols.contains(s)) {
+                if written.symbols.iter().any(|s| needed.contains(s)) {
                     return None;
                 }
             }
@@ -432,7 +439,7 @@ fn plan_values(
     }
     // The operands the slice reads from outside itself: read again where the reverse sweep
     // sees the same value, taped otherwise.
-    let mut defined: Vec<SymbolId> = Vec::new();
+    let mut defined: FxHashSet<SymbolId> = FxHashSet::default();
     let mut pushes: Vec<ValuePush> = Vec::new();
     // Earlier pushes by base symbol: the candidates for sharing one.
     let mut pushed_bases: FxHashMap<SymbolId, Vec<usize>> = FxHashMap::default();
@@ -493,7 +500,7 @@ fn plan_values(
             taped.push((vertex, slot));
         }
         if let Some(t) = scalar_temporary(cg, &a.lhs) {
-            defined.push(t);
+            defined.insert(t);
         }
         taped_operands.push(taped);
     }
@@ -702,6 +709,7 @@ fn factor_pushes(
     factor: &Expression,
     taping: &mut Vec<Statement>,
     pushed: &mut Vec<Pushed>,
+    seen: &mut FxHashSet<SymbolId>,
 ) -> Result<(), AdjointError> {
     let Some(root) = factor.root() else { return Ok(()) };
     let value = match &factor.vertices[root] {
@@ -712,8 +720,18 @@ fn factor_pushes(
             return Err(AdjointError::Unsupported("a propagator factor that is an expression".into()));
         }
     };
-    if pushed.iter().any(|p| p.value.same_place(&value)) {
-        return Ok(());
+    let whole = value.vertices.len() == 1;
+    match value.base_symbol() {
+        Some(base) if whole => {
+            if !seen.insert(base) {
+                return Ok(());
+            }
+        }
+        _ => {
+            if pushed.iter().any(|p| p.value.same_place(&value)) {
+                return Ok(());
+            }
+        }
     }
     let rank = value.effective_rank(cg);
     let declared = value.base_symbol().map(|b| cg.symbols[b].dimensions.clone()).unwrap_or_default();
