@@ -131,10 +131,10 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
 }
 
 fn located_failure(input: &[u8], error: &PipelineError) -> Result<(), String> {
-    let Some((routine, statement)) = error.statement() else {
+    let Some((routine, statement)) = error.location() else {
         return Err(format!("unlocated refusal: {error}"));
     };
-    let d = xaif::validate::locate(input, FILE, routine, None, Some(statement), error.to_string());
+    let d = xaif::validate::locate(input, FILE, routine, None, statement, error.to_string());
     if located(&d) { Ok(()) } else { Err(format!("refusal not found in the input: {d}")) }
 }
 

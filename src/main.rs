@@ -956,10 +956,9 @@ fn schema_location(args: &TransformArgs, file: &str) -> String {
 /// again, on this failure only).
 fn located_failure(args: &TransformArgs, error: &xaifbooster::pipeline::PipelineError) -> String {
     let file = args.input().display().to_string();
-    match (error.statement(), std::fs::read(args.input())) {
+    match (error.location(), std::fs::read(args.input())) {
         (Some((routine, statement)), Ok(input)) => {
-            xaifbooster::xaif::validate::locate(&input, &file, routine, None, Some(statement), error.to_string())
-                .to_string()
+            xaifbooster::xaif::validate::locate(&input, &file, routine, None, statement, error.to_string()).to_string()
         }
         _ => format!("{file}: {error}"),
     }

@@ -92,6 +92,15 @@ impl Report {
 impl PipelineError {
     /// The routine (its symbol's name) and the `statement_id` of the statement the error is
     /// about, by which a caller holding the input locates it.
+    /// The routine at fault and, where known, the input statement: every failure of the
+    /// passes names at least its routine.
+    pub fn location(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            PipelineError::Adjoint(e) => e.location(),
+            _ => self.statement().map(|(routine, statement)| (routine, Some(statement))),
+        }
+    }
+
     pub fn statement(&self) -> Option<(&str, &str)> {
         match self {
             PipelineError::TypeChange(TypeChangeError::NoFormal(e)) => Some((&e.routine, &e.statement)),

@@ -509,10 +509,8 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
     }
     let options = ReadOptions { strict: settings.strict, catalogue: settings.catalogue };
     let mut call_graph = xaif::read(&input, &file, &options).map_err(|e| e.diagnostic().to_string())?.call_graph;
-    let located = |error: PipelineError| match error.statement() {
-        Some((routine, statement)) => {
-            locate(&input, &file, routine, None, Some(statement), error.to_string()).to_string()
-        }
+    let located = |error: PipelineError| match error.location() {
+        Some((routine, statement)) => locate(&input, &file, routine, None, statement, error.to_string()).to_string(),
         None => format!("{file}: {error}"),
     };
     let counts = match settings.mode {

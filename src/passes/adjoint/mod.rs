@@ -96,12 +96,33 @@ pub struct TapeSummary {
 pub enum AdjointError {
     #[error("{0}")]
     Unsupported(String),
+    /// Refused at a statement of the input (its id there).
+    #[error("statement {statement}: {message}")]
+    AtStatement { statement: String, message: String },
     #[error("routine {routine}: {source}")]
     Routine {
         routine: String,
         #[source]
         source: Box<AdjointError>,
     },
+}
+
+impl AdjointError {
+    /// The routine and, where known, the input statement at fault.
+    pub fn location(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            AdjointError::Routine { routine, source } => Some((routine, source.statement())),
+            _ => None,
+        }
+    }
+
+    fn statement(&self) -> Option<&str> {
+        match self {
+            AdjointError::AtStatement { statement, .. } => Some(statement),
+            AdjointError::Routine { source, .. } => source.statement(),
+            AdjointError::Unsupported(_) => None,
+        }
+    }
 }
 
 /// Turns every control flow graph of the call graph, already in tangent form, into a

@@ -238,10 +238,12 @@ pub fn tape_block(
                 // The derivative of a direct action (`b.d = transpose(a.d)`) is the adjoint
                 // sweep's business; the forward sweep computes values only.
                 if transposed_operand(cg, a).is_none() {
-                    return Err(AdjointError::Unsupported(format!(
-                        "statement {}: only transpose among the direct-action intrinsics has an adjoint yet",
-                        cg.name(a.id)
-                    )));
+                    // The tangent pass named it after the input's statement.
+                    let id = cg.name(a.id);
+                    return Err(AdjointError::AtStatement {
+                        statement: id.strip_prefix("_derivative_").unwrap_or(id).to_owned(),
+                        message: "only transpose among the direct-action intrinsics has an adjoint yet".into(),
+                    });
                 }
             }
             Statement::Assignment(_) if removed.contains(&k) => {}
