@@ -125,6 +125,9 @@ fn mutants_of_the_seeds_keep_the_robustness_contract() {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     for n in 0..count {
+        if n > 0 && n % 100_000 == 0 {
+            eprintln!("{n} mutants, {executions} executions, {} findings so far", findings.len());
+        }
         let (name, seed_bytes) = &seeds[rng.below(seeds.len())];
         let mutant = mutate(&mut rng, seed_bytes);
         for (k, target) in Target::ALL.into_iter().enumerate() {
