@@ -5,7 +5,13 @@ array element references, nested loops, branches and calls; alias and du-ud keys
 
     python3 scripts/gen_xaif.py --mb 10 --seed 1 -o big.xaif
 
-Deterministic for a given size and seed. The output validates against the XAIF schema.
+The output is --mb MiB to within one routine (about 40 KB). Keys follow what a real front end
+writes: every variable reference and every assignment left-hand side carries an alias key
+(one alias set per variable) and a du-ud key, none of them key 0 ("nothing known"). The
+original engine loops forever on a left-hand side with key 0; --zero-keys draws keys from
+0 up, as older versions of this script did, for robustness tests.
+
+Deterministic for a given size, seed and switches. The output validates against the XAIF schema.
 """
 import argparse
 import random
@@ -19,8 +25,9 @@ VARIABLES = ["x", "y", "t1", "t2", "t3", "a"]
 class Routine:
     """Writes one subroutine's control flow graph."""
 
-    def __init__(self, rng, index, out, keys):
+    def __init__(self, rng, index, out, keys, zero_keys):
         self.rng, self.index, self.out, self.keys = rng, index, out, keys
+        self.zero_keys = zero_keys
         self.scope = index + 2
         self.vertices, self.edges = 0, []
         self.statement = 0
@@ -37,6 +44,15 @@ class Routine:
         return ('<xaif:%s vertex_id="1"%s><xaif:SymbolReference vertex_id="1" symbol_id="%s" scope_id="%d"/></xaif:%s>'
                 % (tag, extra, name, scope, tag))
 
+    def duud_key(self):
+        return self.rng.randint(0 if self.zero_keys else 1, self.keys)
+
+    def alias_key(self, name):
+        """One alias set per variable, as a front end's alias analysis gives distinct locals."""
+        if self.zero_keys:
+            return self.rng.randint(0, self.keys)
+        return VARIABLES.index(name) + 1
+
     def expression(self, depth):
         """Returns (vertex lines, edge lines) of a random expression graph."""
         vertices, edges = [], []
@@ -48,8 +64,9 @@ class Routine:
                 if self.rng.random() < 0.2:
                     vertices.append('<xaif:Constant vertex_id="%d" type="real" value="%.3f"/>' % (vid, self.rng.uniform(0.5, 2)))
                 else:
-                    ref = self.reference("VariableReference", self.rng.choice(VARIABLES),
-                                         ' du_ud="%d" alias="%d"' % (self.rng.randint(0, self.keys), self.rng.randint(0, self.keys)))
+                    name = self.rng.choice(VARIABLES)
+                    ref = self.reference("VariableReference", name,
+                                         ' du_ud="%d" alias="%d"' % (self.duud_key(), self.alias_key(name)))
                     vertices.append(ref.replace('vertex_id="1"', 'vertex_id="%d"' % vid, 1))
                 return vid
             if choice < 0.5:
@@ -71,7 +88,11 @@ class Routine:
 
     def assignment(self):
         self.statement += 1
-        lhs = self.reference("AssignmentLHS", self.rng.choice(VARIABLES[1:]), ' du_ud="%d"' % self.rng.randint(0, self.keys))
+        name = self.rng.choice(VARIABLES[1:])
+        if self.zero_keys:
+            lhs = self.reference("AssignmentLHS", name, ' du_ud="%d"' % self.duud_key())
+        else:
+            lhs = self.reference("AssignmentLHS", name, ' du_ud="%d" alias="%d"' % (self.duud_key(), self.alias_key(name)))
         lhs = lhs.replace(' vertex_id="1"', "", 1)
         vertices, edges = self.expression(self.rng.randint(1, 4))
         return ('<xaif:Assignment statement_id="r%d_s%d" lineNumber="%d">%s<xaif:AssignmentRHS>%s%s</xaif:AssignmentRHS>'
@@ -159,36 +180,23 @@ class Routine:
         out.append("</xaif:ControlFlowGraph>")
 
 
-def generate(megabytes, seed):
+def generate(megabytes, seed, zero_keys=False):
     rng = random.Random(seed)
     target = int(megabytes * 1024 * 1024)
     keys = 20
-    routines = max(1, target // 40000)
-    head = ['<?xml version="1.0" encoding="UTF-8"?>',
-            '<xaif:CallGraph %s xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="synthetic" '
-            'prefix="OpenAD_">' % NS, "<xaif:ScopeHierarchy>",
-            '<xaif:Scope vertex_id="1"><xaif:SymbolTable>'
-            + "".join('<xaif:Symbol symbol_id="sub%d" kind="subroutine" type="void"/>' % r for r in range(routines))
-            + "</xaif:SymbolTable></xaif:Scope>"]
-    for r in range(routines):
-        head.append('<xaif:Scope vertex_id="%d"><xaif:SymbolTable>' % (r + 2)
-                    + "".join('<xaif:Symbol symbol_id="%s"/>' % v for v in VARIABLES if v != "a")
-                    + '<xaif:Symbol symbol_id="a" shape="vector"><xaif:DimensionBounds lower="1" upper="10"/></xaif:Symbol>'
-                    + '<xaif:Symbol symbol_id="i" type="integer" active="false"/></xaif:SymbolTable></xaif:Scope>')
-        head.append('<xaif:ScopeEdge edge_id="%d" source="%d" target="1"/>' % (r + 1, r + 2))
-    head.append("</xaif:ScopeHierarchy><xaif:AliasSetMap>")
-    head.extend('<xaif:AliasSet key="%d"><xaif:AliasRange from_virtual_address="%d" to_virtual_address="%d"/></xaif:AliasSet>'
-                % (k, k + 1, k + 1) for k in range(keys + 1))
-    head.append("</xaif:AliasSetMap><xaif:DUUDSetMap>")
-    head.extend('<xaif:StmtIdSet key="%d"><xaif:StatementId idRef="r0_s1"/></xaif:StmtIdSet>' % k for k in range(keys + 1))
-    head.append('</xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>')
-    out = list(head)
-    size = sum(len(line) + 1 for line in out)
-    per_routine = max(1, (target - size) // routines)
-    statements = max(2, per_routine // 1300)
-    for r in range(routines):
+    # Routines of about 40 KB each; as many as it takes to reach the target (the head, which
+    # lists every routine's scope, is counted as it grows).
+    nominal = max(1, target // 40000)
+    statements = max(2, (target // nominal) // 1300)
+    bodies, size, routines = [], 0, 0
+    while routines == 0 or size + head_size(routines, keys) < target:
         body = []
-        Routine(rng, r, body, keys).write(statements)
+        Routine(rng, routines, body, keys, zero_keys).write(statements)
+        bodies.append(body)
+        size += sum(len(line) + 1 for line in body)
+        routines += 1
+    out = head(routines, keys)
+    for body in bodies:
         out.extend(body)
     for r in range(1, routines):
         out.append('<xaif:CallGraphEdge edge_id="%d" source="%d" target="%d"/>' % (r, r + 1, r))
@@ -196,11 +204,43 @@ def generate(megabytes, seed):
     return "\n".join(out) + "\n"
 
 
+def head(routines, keys):
+    """Everything before the first control flow graph."""
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<xaif:CallGraph %s xsi:schemaLocation="http://www.mcs.anl.gov/XAIF xaif.xsd" program_name="synthetic" '
+           'prefix="OpenAD_">' % NS, "<xaif:ScopeHierarchy>",
+           '<xaif:Scope vertex_id="1"><xaif:SymbolTable>'
+           + "".join('<xaif:Symbol symbol_id="sub%d" kind="subroutine" type="void"/>' % r for r in range(routines))
+           + "</xaif:SymbolTable></xaif:Scope>"]
+    for r in range(routines):
+        out.append('<xaif:Scope vertex_id="%d"><xaif:SymbolTable>' % (r + 2)
+                   + "".join('<xaif:Symbol symbol_id="%s"/>' % v for v in VARIABLES if v != "a")
+                   + '<xaif:Symbol symbol_id="a" shape="vector"><xaif:DimensionBounds lower="1" upper="10"/></xaif:Symbol>'
+                   + '<xaif:Symbol symbol_id="i" type="integer" active="false"/></xaif:SymbolTable></xaif:Scope>')
+        out.append('<xaif:ScopeEdge edge_id="%d" source="%d" target="1"/>' % (r + 1, r + 2))
+    out.append("</xaif:ScopeHierarchy><xaif:AliasSetMap>")
+    out.extend('<xaif:AliasSet key="%d"><xaif:AliasRange from_virtual_address="%d" to_virtual_address="%d"/></xaif:AliasSet>'
+               % (k, k + 1, k + 1) for k in range(keys + 1))
+    out.append("</xaif:AliasSetMap><xaif:DUUDSetMap>")
+    out.extend('<xaif:StmtIdSet key="%d"><xaif:StatementId idRef="r0_s1"/></xaif:StmtIdSet>' % k for k in range(keys + 1))
+    out.append('</xaif:DUUDSetMap><xaif:DOSetMap><xaif:StmtIdSet key="0"/></xaif:DOSetMap>')
+    return out
+
+
+def head_size(routines, keys):
+    """Bytes of the head and the call graph edges for this many routines."""
+    edges = sum(len('<xaif:CallGraphEdge edge_id="%d" source="%d" target="%d"/>' % (r, r + 1, r)) + 1
+                for r in range(1, routines))
+    return sum(len(line) + 1 for line in head(routines, keys)) + edges + len("</xaif:CallGraph>\n")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=10.0, help="approximate size in MiB")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--zero-keys", action="store_true",
+                        help="draw alias and du-ud keys from 0 (key 0 on left-hand sides), for robustness tests")
     parser.add_argument("-o", "--output", required=True)
     arguments = parser.parse_args()
     with open(arguments.output, "w") as f:
-        f.write(generate(arguments.mb, arguments.seed))
+        f.write(generate(arguments.mb, arguments.seed, arguments.zero_keys))
