@@ -23,6 +23,18 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Runs before mimalloc's own constructor maps its first arena (an early `.init_array` slot):
+/// see [`xaifbooster::cli::memory::disable_transparent_huge_pages`].
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array.00101")]
+static BEFORE_ALLOCATOR: extern "C" fn() = {
+    extern "C" fn before_allocator() {
+        xaifbooster::cli::memory::disable_transparent_huge_pages();
+    }
+    before_allocator
+};
+
 #[derive(Parser)]
 #[command(
     name = "xaifbooster",

@@ -5,4 +5,5 @@
 
 pub mod batch;
 pub mod log;
+pub mod memory;
 pub mod output;
