@@ -38,4 +38,5 @@ pub mod interp;
 pub mod ir;
 pub mod passes;
 pub mod pipeline;
+pub mod streaming;
 pub mod xaif;

@@ -14,6 +14,9 @@ pub struct Temporaries {
     counters: FxHashMap<&'static str, usize>,
     /// Statement ids in use: the document's and those handed out.
     statement_ids: FxHashSet<Name>,
+    /// Statement ids of the document known by their text only: the streaming driver finds
+    /// them in a first scan, before the routines they belong to are read.
+    reserved: FxHashSet<Box<str>>,
 }
 
 impl Temporaries {
@@ -39,7 +42,14 @@ impl Temporaries {
                 }
             }
         }
-        Temporaries { counters: FxHashMap::default(), statement_ids }
+        Temporaries { counters: FxHashMap::default(), statement_ids, reserved: FxHashSet::default() }
+    }
+
+    /// Temporaries for a document read routine by routine: the statement ids they hand out
+    /// avoid `reserved`, the ids of every statement of the document, as [`Self::for_call_graph`]
+    /// does once all of it is read.
+    pub fn with_reserved_statement_ids(reserved: FxHashSet<Box<str>>) -> Temporaries {
+        Temporaries { reserved, ..Temporaries::default() }
     }
 
     /// A statement id for code the engine adds: `base`, or `base_2`, `base_3`, … when that is
@@ -47,7 +57,7 @@ impl Temporaries {
     pub fn statement_id(&mut self, cg: &mut CallGraph, base: &str) -> Name {
         let mut id = cg.names.intern(base);
         let mut k = 2;
-        while !self.statement_ids.insert(id) {
+        while self.reserved.contains(cg.names.get(id)) || !self.statement_ids.insert(id) {
             id = cg.names.intern(&format!("{base}_{k}"));
             k += 1;
         }

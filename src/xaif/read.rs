@@ -82,6 +82,22 @@ type Result<T> = std::result::Result<T, ReadError>;
 
 /// Reads one XAIF document. `file` is only used to locate messages.
 pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutput> {
+    read_with(input, file, options, None)
+}
+
+/// What the streaming driver does with each routine as soon as it is read: the call graph
+/// holds the header (scopes, symbols, maps) and every routine read so far. It returns `false`
+/// to stop reading (the reader then fails at that routine).
+pub type RoutineSink<'s> = dyn FnMut(&mut CallGraph, RoutineId) -> bool + 's;
+
+/// Reads one XAIF document, handing each routine to `sink` as soon as its element closes;
+/// whatever the sink leaves of a routine stays in the call graph (the driver keeps the
+/// routine's head and drops its graph). Findings are those of [`read`].
+pub fn read_streaming(input: &[u8], file: &str, options: &ReadOptions, sink: &mut RoutineSink) -> Result<ReadOutput> {
+    read_with(input, file, options, Some(sink))
+}
+
+fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut RoutineSink>) -> Result<ReadOutput> {
     let input = input.strip_prefix(BYTE_ORDER_MARK).unwrap_or(input);
     let text = std::str::from_utf8(input).map_err(|e| {
         let offset = e.valid_up_to();
@@ -119,6 +135,11 @@ pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutpu
         routine_ids: FxHashMap::default(),
         calls_without_count: 0,
         statements: Vec::new(),
+        // Reborrowed at a coercion site: the sink's own lifetime shrinks to the reader's.
+        sink: match sink {
+            Some(sink) => Some(sink as &mut RoutineSink),
+            None => None,
+        },
     };
     let result = lower.document();
     // Every finding, located through one index (there may be many warnings).
@@ -186,6 +207,8 @@ struct Lower<'a> {
     /// Offsets of the statements of the control flow graph being read that the schema wants
     /// unique ids for, in document order.
     statements: Vec<(usize, &'a str)>,
+    /// The streaming driver's consumer of finished routines.
+    sink: Option<&'a mut RoutineSink<'a>>,
 }
 
 /// A graph edge whose endpoints are resolved when its graph closes.
@@ -759,11 +782,13 @@ impl<'a> Lower<'a> {
                 }
                 "ControlFlowGraph" => {
                     let cfg = self.control_flow_graph(child)?;
-                    self.add_routine(Routine::ControlFlowGraph(cfg.0), cfg.1)?;
+                    let id = self.add_routine(Routine::ControlFlowGraph(cfg.0), cfg.1)?;
+                    self.hand_over(id, cfg.1, "ControlFlowGraph")?;
                 }
                 "ReplacementList" => {
                     let list = self.replacement_list(child)?;
-                    self.add_routine(Routine::ReplacementList(list.0), list.1)?;
+                    let id = self.add_routine(Routine::ReplacementList(list.0), list.1)?;
+                    self.hand_over(id, list.1, "ReplacementList")?;
                 }
                 "CallGraphEdge" => {
                     let [id, annotation, source, target] =
@@ -807,7 +832,17 @@ impl<'a> Lower<'a> {
         Ok(())
     }
 
-    fn add_routine(&mut self, routine: Routine, offset: usize) -> Result<()> {
+    /// Gives a routine just read to the streaming driver, if there is one.
+    fn hand_over(&mut self, routine: RoutineId, offset: usize, element: &str) -> Result<()> {
+        if let Some(sink) = &mut self.sink
+            && !sink(&mut self.cg, routine)
+        {
+            return Err(self.error(offset, element, "reading stopped: the routine could not be transformed"));
+        }
+        Ok(())
+    }
+
+    fn add_routine(&mut self, routine: Routine, offset: usize) -> Result<RoutineId> {
         let id = routine.id();
         if self.routine_ids.contains_key(&id) {
             let element = match routine {
@@ -819,7 +854,7 @@ impl<'a> Lower<'a> {
         }
         let rid = self.cg.routines.alloc(routine);
         self.routine_ids.insert(id, rid);
-        Ok(())
+        Ok(rid)
     }
 
     fn resolve_routine(&self, edge: &PendingEdge<'a>, end: Name, which: &str) -> Result<RoutineId> {

@@ -28,9 +28,39 @@ impl Default for WriteOptions {
 /// Serializes the whole call graph.
 pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
     // Our output is about as long as the input (longer after a transformation).
-    let mut w = Writer { cg, out: Vec::with_capacity((cg.size_hint + cg.size_hint / 4).max(1 << 12)), depth: 1 };
-    w.call_graph(options);
-    w.out
+    let mut out = Vec::with_capacity((cg.size_hint + cg.size_hint / 4).max(1 << 12));
+    write_head(cg, options, &mut out);
+    for (id, _) in cg.routines.iter() {
+        write_routine(cg, id, &mut out);
+    }
+    write_tail(cg, &mut out);
+    out
+}
+
+/// Appends what comes before the routines: the `CallGraph` start tag, the scope hierarchy
+/// with its symbol tables, and the maps. The streaming driver writes it last (transformations
+/// add temporaries to the symbol tables) and puts it in front of the routines.
+pub fn write_head(cg: &CallGraph, options: &WriteOptions, out: &mut Vec<u8>) {
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 1 };
+    w.head(options);
+    *out = w.out;
+}
+
+/// Appends one routine (a control flow graph or a replacement list), as [`write`] does.
+pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2 };
+    match &cg.routines[routine] {
+        Routine::ControlFlowGraph(cfg) => w.control_flow_graph(cfg),
+        Routine::ReplacementList(list) => w.replacement_list(list),
+    }
+    *out = w.out;
+}
+
+/// Appends the call graph edges and the `CallGraph` end tag.
+pub fn write_tail(cg: &CallGraph, out: &mut Vec<u8>) {
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2 };
+    w.tail();
+    *out = w.out;
 }
 
 struct Writer<'a> {
@@ -139,7 +169,7 @@ impl<'a> Writer<'a> {
 
     // ------------------------------------------------------------ document
 
-    fn call_graph(&mut self, options: &WriteOptions) {
+    fn head(&mut self, options: &WriteOptions) {
         let cg = self.cg;
         self.open("CallGraph");
         self.attr("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
@@ -184,13 +214,10 @@ impl<'a> Writer<'a> {
         self.close("AliasSetMap");
         self.stmt_id_set_map("DUUDSetMap", &cg.duud_sets);
         self.stmt_id_set_map("DOSetMap", &cg.do_sets);
+    }
 
-        for (_, routine) in cg.routines.iter() {
-            match routine {
-                Routine::ControlFlowGraph(cfg) => self.control_flow_graph(cfg),
-                Routine::ReplacementList(list) => self.replacement_list(list),
-            }
-        }
+    fn tail(&mut self) {
+        let cg = self.cg;
         for edge in &cg.call_edges {
             self.open("CallGraphEdge");
             self.attr_name("edge_id", edge.id);

@@ -1,0 +1,381 @@
+//! The streaming driver: reads, transforms and writes one routine at a time.
+//!
+//! The whole-document path ([`crate::xaif::read`], [`crate::pipeline`], [`crate::xaif::write`])
+//! holds every routine's graph at once: memory grows with the program. Here the reader hands
+//! each routine to the driver as soon as its element closes; the driver runs the mode's passes
+//! on it, writes it, and drops its graph, keeping only its head (symbol, arguments, side-effect
+//! lists), which callers' TypeChange needs. The header (scopes, symbol tables, maps) is written
+//! last, in front of the routines, because transformations add temporaries to it.
+//!
+//! The output is byte for byte the whole-document path's (`tests/streaming.rs` holds that over
+//! the corpus). What the passes know of other routines comes from the document's head or from
+//! a first scan ([`Prescan`]): every statement id (the engine's invented ids avoid them) and
+//! which routines have a body. A routine waits for the routines it calls that come later in the
+//! document, so TypeChange sees their formals (in identity mode, only where a call's missing
+//! `formalArgCount` is inferred from its callee's); that keeps callers before callees in memory, at
+//! worst the whole document. Where a result would depend on more than that, the driver says so
+//! ([`StreamError::WholeDocument`]) and the caller takes the whole-document path:
+//! - forced passivation (`-p`) — it changes references in every routine after symbols;
+//! - TypeChange's `-r` — it renames every routine with a body before converting any call;
+//! - calls without `formalArgCount` — inferred from a callee possibly read later;
+//! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
+
+use std::collections::VecDeque;
+
+use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::ir::build::Temporaries;
+use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Routine, RoutineId, Statement, SymbolId};
+use crate::passes::init_derivatives::initialize_derivatives;
+use crate::passes::tangent::tangent as tangent_pass;
+use crate::passes::type_change::type_change;
+use crate::pipeline::{Config, PipelineError, Report};
+use crate::xaif::intrinsics::Catalogue;
+use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
+use crate::xaif::write::{WriteOptions, write_head, write_routine, write_tail};
+use crate::xaif::Diagnostic;
+
+/// A streamed run's results.
+#[derive(Debug)]
+pub struct Streamed {
+    pub output: Vec<u8>,
+    pub report: Report,
+    /// The reader's warnings, as [`crate::xaif::read`] gives them.
+    pub warnings: Vec<Diagnostic>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// The document needs the whole-document path, for the reason given.
+    #[error("not streamed: {0}")]
+    WholeDocument(&'static str),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+}
+
+/// The `identity` mode, routine by routine.
+pub fn identity(
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    config: &Config,
+    write: &WriteOptions,
+) -> Result<Streamed, StreamError> {
+    if !config.passive.is_empty() {
+        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+    }
+    let mut driver = Driver::new(None, config, Temporaries::default(), None, input.len() + input.len() / 8);
+    let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
+    let read = read_streaming(input, file, options, &mut sink);
+    driver.finish(read, write)
+}
+
+/// The tangent-linear mode, routine by routine: for each, derivative initialization (`-D`),
+/// TypeChange and the tangent passes, as [`crate::pipeline::tangent`] runs them over all.
+pub fn tangent(
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    catalogue: &Catalogue,
+    config: &Config,
+    write: &WriteOptions,
+) -> Result<Streamed, StreamError> {
+    if !config.passive.is_empty() {
+        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+    }
+    if config.type_change.rename_all {
+        return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));
+    }
+    let prescan = Prescan::of(input)?;
+    let temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
+    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), input.len() * 2);
+    let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
+    let read = read_streaming(input, file, options, &mut sink);
+    driver.finish(read, write)
+}
+
+/// Head, routines, tail.
+fn assemble(cg: &CallGraph, write: &WriteOptions, body: Vec<u8>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_head(cg, write, &mut out);
+    out.reserve_exact(body.len() + 64 * (cg.call_edges.len() + 1));
+    out.extend_from_slice(&body);
+    drop(body);
+    write_tail(cg, &mut out);
+    out
+}
+
+/// Keeps a routine's head and frees its graphs.
+fn drop_graphs(routine: &mut Routine) {
+    match routine {
+        Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
+        Routine::ReplacementList(list) => list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default()),
+    }
+}
+
+/// Routines in, routines out. Without a catalogue it is the identity mode.
+struct Driver<'c> {
+    /// The tangent mode's catalogue.
+    catalogue: Option<&'c Catalogue>,
+    config: &'c Config,
+    temporaries: Temporaries,
+    /// `(symbol name, scope vertex id)` of every routine with a body in the document, when
+    /// TypeChange needs every callee's formals.
+    bodies: Option<FxHashSet<(Box<str>, Box<str>)>>,
+    /// The same, of the routines read so far.
+    read: FxHashSet<(Box<str>, Box<str>)>,
+    /// The formal argument count of each routine read so far (for calls without
+    /// `formalArgCount`, as the reader infers them for a whole document).
+    formal_counts: FxHashMap<SymbolId, u32>,
+    /// Routines read but not transformed yet, in document order, their graphs set aside so
+    /// that the passes, which walk every routine, see only the one being transformed.
+    waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
+    body: Vec<u8>,
+    report: Report,
+    failure: Option<PipelineError>,
+}
+
+impl<'c> Driver<'c> {
+    fn new(
+        catalogue: Option<&'c Catalogue>,
+        config: &'c Config,
+        temporaries: Temporaries,
+        bodies: Option<FxHashSet<(Box<str>, Box<str>)>>,
+        capacity: usize,
+    ) -> Driver<'c> {
+        Driver {
+            catalogue,
+            config,
+            temporaries,
+            bodies,
+            read: FxHashSet::default(),
+            formal_counts: FxHashMap::default(),
+            waiting: VecDeque::new(),
+            body: Vec::with_capacity(capacity),
+            report: Report::default(),
+            failure: None,
+        }
+    }
+
+    /// Transforms what still waits and puts the output together.
+    fn finish(mut self, read: Result<ReadOutput, ReadError>, write: &WriteOptions) -> Result<Streamed, StreamError> {
+        if let Some(failure) = self.failure.take() {
+            return Err(failure.into());
+        }
+        let mut read = read?;
+        self.flush(&mut read.call_graph, true);
+        if let Some(failure) = self.failure.take() {
+            return Err(failure.into());
+        }
+        let output = assemble(&read.call_graph, write, self.body);
+        Ok(Streamed { output, report: self.report, warnings: read.warnings })
+    }
+
+    fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId) -> bool {
+        if let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] {
+            self.read.insert(symbol_key(cg, cfg.symbol));
+            if let Some(arguments) = &cfg.arguments {
+                self.formal_counts.insert(cfg.symbol, arguments.len() as u32);
+            }
+        }
+        let parked = take_graphs(&mut cg.routines[routine]);
+        self.waiting.push_back((routine, parked));
+        self.flush(cg, false);
+        self.failure.is_none()
+    }
+
+    /// Transforms and writes the waiting routines in document order, as far as they are
+    /// ready (all of them at the end of the document).
+    fn flush(&mut self, cg: &mut CallGraph, end: bool) {
+        while let Some((_, parked)) = self.waiting.front() {
+            if !end && !self.callees_read(cg, parked) {
+                return;
+            }
+            let Some((routine, mut parked)) = self.waiting.pop_front() else { return };
+            self.infer_formal_arg_counts(&mut parked);
+            put_graphs(&mut cg.routines[routine], parked);
+            if let Err(error) = self.transform(cg) {
+                self.failure = Some(error);
+                return;
+            }
+            write_routine(cg, routine, &mut self.body);
+            drop_graphs(&mut cg.routines[routine]);
+        }
+    }
+
+    /// Whether every routine this one calls that has a body has been read (in identity mode,
+    /// of the calls whose argument count is inferred).
+    fn callees_read(&self, cg: &CallGraph, graphs: &[FlowGraph]) -> bool {
+        graphs.iter().flat_map(|graph| graph.vertices.iter()).all(|(_, vertex)| {
+            let CfgVertexKind::BasicBlock(block) = &vertex.kind else { return true };
+            block.statements.iter().all(|statement| {
+                let Statement::SubroutineCall(call) = statement else { return true };
+                let Some(symbol) = call.symbol else { return true };
+                if self.bodies.is_none() && call.formal_arg_count != u32::MAX {
+                    return true;
+                }
+                let key = symbol_key(cg, symbol);
+                self.read.contains(&key) || self.bodies.as_ref().is_some_and(|bodies| !bodies.contains(&key))
+            })
+        })
+    }
+
+    /// The reader's inference for calls without `formalArgCount`: the callee's formals where
+    /// its body is known, else the highest argument position.
+    fn infer_formal_arg_counts(&self, graphs: &mut [FlowGraph]) {
+        for (_, vertex) in graphs.iter_mut().flat_map(|graph| graph.vertices.iter_mut()) {
+            let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };
+            for statement in &mut block.statements {
+                let Statement::SubroutineCall(call) = statement else { continue };
+                if call.formal_arg_count != u32::MAX {
+                    continue;
+                }
+                let from_callee = call.symbol.and_then(|s| self.formal_counts.get(&s).copied());
+                let from_positions = call.arguments.iter().map(|a| a.position).max().unwrap_or(0);
+                call.formal_arg_count = from_callee.unwrap_or(from_positions);
+            }
+        }
+    }
+
+    fn transform(&mut self, cg: &mut CallGraph) -> Result<(), PipelineError> {
+        let config = self.config;
+        let Some(catalogue) = self.catalogue else { return Ok(()) };
+        if config.initialize_derivatives {
+            self.report.initialized_derivatives += initialize_derivatives(cg);
+        }
+        let size_hint = cg.size_hint;
+        let type_change = type_change(cg, &mut self.temporaries, &config.type_change)?;
+        let tc = &mut self.report.type_change;
+        tc.conversions += type_change.conversions;
+        tc.external_conversions += type_change.external_conversions;
+        tc.saved_indices += type_change.saved_indices;
+        tc.allocations += type_change.allocations;
+        tc.wrapped_calls += type_change.wrapped_calls;
+        for (id, uses) in type_change.formal_uses.iter() {
+            let merged = tc.formal_uses.entry(id).or_insert_with(|| vec![Default::default(); uses.len()]);
+            for (into, from) in merged.iter_mut().zip(uses) {
+                into.constant_somewhere |= from.constant_somewhere;
+                into.variable_somewhere |= from.variable_somewhere;
+            }
+        }
+        let tangent = tangent_pass(cg, catalogue, &mut self.temporaries, &config.tangent)?;
+        self.report.tangent.sequences.extend(tangent.sequences);
+        // The passes grow the size hint for a whole document's output; one routine at a time
+        // it would grow without bound.
+        cg.size_hint = size_hint;
+        Ok(())
+    }
+}
+
+/// Sets a routine's graphs aside; its head stays for the TypeChange of its callers.
+fn take_graphs(routine: &mut Routine) -> Vec<FlowGraph> {
+    match routine {
+        Routine::ControlFlowGraph(cfg) => vec![std::mem::take(&mut cfg.graph)],
+        Routine::ReplacementList(list) => list.replacements.iter_mut().map(|r| std::mem::take(&mut r.graph)).collect(),
+    }
+}
+
+fn put_graphs(routine: &mut Routine, graphs: Vec<FlowGraph>) {
+    match routine {
+        Routine::ControlFlowGraph(cfg) => {
+            if let Some(graph) = graphs.into_iter().next() {
+                cfg.graph = graph;
+            }
+        }
+        Routine::ReplacementList(list) => {
+            for (replacement, graph) in list.replacements.iter_mut().zip(graphs) {
+                replacement.graph = graph;
+            }
+        }
+    }
+}
+
+fn symbol_key(cg: &CallGraph, symbol: SymbolId) -> (Box<str>, Box<str>) {
+    let scope = cg.symbols[symbol].scope;
+    (cg.symbol_name(symbol).into(), cg.name(cg.scopes[scope].id).into())
+}
+
+/// What the driver needs to know of the whole document before reading it routine by routine,
+/// from one pass of the tokenizer.
+#[derive(Debug, Default)]
+pub struct Prescan {
+    /// Every `statement_id` of the document.
+    pub statement_ids: FxHashSet<Box<str>>,
+    /// `(symbol_id, scope_id)` of every `ControlFlowGraph`.
+    pub bodies: FxHashSet<(Box<str>, Box<str>)>,
+}
+
+impl Prescan {
+    /// Scans `input`. Malformed XML is left to the reader, which reports it located: the scan
+    /// then returns what it found so far.
+    pub fn of(input: &[u8]) -> Result<Prescan, StreamError> {
+        let mut scan = Prescan::default();
+        let mut reader = Reader::from_reader(input);
+        reader.config_mut().check_end_names = false;
+        let mut depth = 0usize;
+        let mut in_routine = FxHashSet::<Box<str>>::default();
+        loop {
+            let (start, empty) = match reader.read_event() {
+                Ok(Event::Start(start)) => (start, false),
+                Ok(Event::Empty(start)) => (start, true),
+                Ok(Event::End(_)) => {
+                    depth = depth.saturating_sub(1);
+                    continue;
+                }
+                Ok(Event::Eof) | Err(_) => break,
+                Ok(_) => continue,
+            };
+            let name = local_name(&start);
+            if depth == 1 && matches!(name, "ControlFlowGraph" | "ReplacementList") {
+                in_routine.clear();
+                if name == "ControlFlowGraph"
+                    && let (Some(symbol), Some(scope)) = (attribute(&start, "symbol_id")?, attribute(&start, "scope_id")?)
+                {
+                    scan.bodies.insert((symbol, scope));
+                }
+            }
+            if matches!(
+                name,
+                "Assignment" | "SubroutineCall" | "Marker" | "InlinableSubroutineCall" | "Initialization" | "Update"
+            ) {
+                if let Some(id) = attribute(&start, "statement_id")? {
+                    if !in_routine.insert(id.clone()) {
+                        return Err(StreamError::WholeDocument("a statement id repeats in a routine"));
+                    }
+                    scan.statement_ids.insert(id);
+                }
+            }
+            if !empty {
+                depth += 1;
+            }
+        }
+        Ok(scan)
+    }
+}
+
+fn local_name<'s>(start: &'s BytesStart) -> &'s str {
+    let name = start.name().into_inner();
+    match name.find(':') {
+        Some(colon) => &name[colon + 1..],
+        None => name,
+    }
+}
+
+/// An attribute's raw value; values the reader would decode or normalize are refused.
+fn attribute(start: &BytesStart, key: &str) -> Result<Option<Box<str>>, StreamError> {
+    for attr in start.attributes().with_checks(false).flatten() {
+        if attr.key.into_inner() != key {
+            continue;
+        }
+        if attr.value.bytes().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
+            return Err(StreamError::WholeDocument("an id needs decoding"));
+        }
+        return Ok(Some(attr.value.as_ref().into()));
+    }
+    Ok(None)
+}
+

@@ -1,0 +1,167 @@
+//! The streaming driver writes what the whole-document path writes, byte for byte, over the
+//! corpus and on synthetic inputs; where it declines a document, it says why.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use xaifbooster::pipeline::{self, Config};
+use xaifbooster::streaming::{self, StreamError};
+use xaifbooster::xaif::intrinsics::Catalogue;
+use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
+
+fn whole_identity(bytes: &[u8]) -> Vec<u8> {
+    let mut cg = xaif::read(bytes, "whole", &ReadOptions::default()).expect("readable").call_graph;
+    pipeline::identity(&mut cg, &Config::default());
+    xaif::write(&cg, &WriteOptions { schema_location: "xaif.xsd".into() })
+}
+
+/// The tangent output and its statistics, or the pipeline's error message.
+fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), String> {
+    let mut cg = xaif::read(bytes, "whole", &ReadOptions::default()).expect("readable").call_graph;
+    let report = pipeline::tangent(&mut cg, Catalogue::builtin(), config).map_err(|e| e.to_string())?;
+    Ok((xaif::write(&cg, &WriteOptions::default()), report.tangent.to_json()))
+}
+
+fn streamed_identity(bytes: &[u8]) -> Result<Vec<u8>, StreamError> {
+    let write = WriteOptions { schema_location: "xaif.xsd".into() };
+    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write).map(|s| s.output)
+}
+
+fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
+    match streaming::tangent(bytes, "streamed", &ReadOptions::default(), Catalogue::builtin(), config, &WriteOptions::default()) {
+        Ok(s) => Ok(Ok((s.output, s.report.tangent.to_json()))),
+        Err(StreamError::WholeDocument(why)) => Err(why),
+        Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
+        Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
+    }
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let line = a[..at].iter().filter(|b| **b == b'\n').count() + 1;
+    format!("first difference at byte {at} (line {line}); lengths {} and {}", a.len(), b.len())
+}
+
+#[test]
+fn identity_streamed_equals_whole_document_over_the_corpus() {
+    let mut files = common::corpus_files("tlm.in.xaif");
+    files.extend(common::corpus_files("adm.in.xaif"));
+    assert!(files.len() > 100, "corpus too small: {}", files.len());
+    let mut failures = Vec::new();
+    for file in &files {
+        let bytes = std::fs::read(file).expect("readable");
+        if xaif::read(&bytes, "whole", &ReadOptions::default()).is_err() {
+            continue;
+        }
+        let whole = whole_identity(&bytes);
+        match streamed_identity(&bytes) {
+            Ok(streamed) if streamed == whole => {}
+            Ok(streamed) => failures.push(format!("{}: {}", common::short_name(file), first_difference(&whole, &streamed))),
+            Err(e) => failures.push(format!("{}: {e}", common::short_name(file))),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), files.len(), failures.join("\n"));
+}
+
+fn tangent_over_corpus(config: &Config) {
+    let files = common::corpus_files("tlm.in.xaif");
+    let mut failures = Vec::new();
+    let mut declined: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut streamed_count = 0;
+    for file in &files {
+        let bytes = std::fs::read(file).expect("readable");
+        if xaif::read(&bytes, "whole", &ReadOptions::default()).is_err() {
+            continue;
+        }
+        let whole = whole_tangent(&bytes, config);
+        match streamed_tangent(&bytes, config) {
+            Err(why) => *declined.entry(why).or_default() += 1,
+            Ok(streamed) => {
+                streamed_count += 1;
+                match (&whole, &streamed) {
+                    (Ok(w), Ok(s)) if w == s => {}
+                    (Ok(w), Ok(s)) if w.0 == s.0 => {
+                        failures.push(format!("{}: statistics differ", common::short_name(file)))
+                    }
+                    (Ok(w), Ok(s)) => {
+                        failures.push(format!("{}: {}", common::short_name(file), first_difference(&w.0, &s.0)))
+                    }
+                    (Err(w), Err(s)) if w == s => {}
+                    _ => failures.push(format!("{}: whole {:?} streamed {:?}", common::short_name(file),
+                        whole.as_ref().err(), streamed.as_ref().err())),
+                }
+            }
+        }
+    }
+    eprintln!("streamed {streamed_count} of {} corpus files; declined: {declined:?}", files.len());
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+    // Most front-end output is streamed; only the documented reasons decline it.
+    assert!(streamed_count * 10 >= files.len() * 8, "only {streamed_count} of {} streamed: {declined:?}", files.len());
+}
+
+#[test]
+fn tangent_streamed_equals_whole_document_over_the_corpus() {
+    tangent_over_corpus(&Config::default());
+}
+
+#[test]
+fn tangent_streamed_equals_whole_document_with_derivative_initialization() {
+    tangent_over_corpus(&Config { initialize_derivatives: true, ..Config::default() });
+}
+
+/// A synthetic document of many routines (callers after their callees) and one where every
+/// caller comes before its callee (routines wait for theirs).
+#[test]
+fn streamed_equals_whole_document_on_synthetic_inputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("synthetic.xaif");
+    let status = std::process::Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen_xaif.py"))
+        .args(["--mb", "0.5", "--seed", "3", "-o"])
+        .arg(&path)
+        .status()
+        .expect("python3 runs the generator");
+    assert!(status.success());
+    let forward = std::fs::read_to_string(&path).expect("generated");
+    let reversed = reverse_routines(&forward);
+    assert_ne!(forward, reversed);
+    for text in [&forward, &reversed] {
+        let bytes = text.as_bytes();
+        assert!(streamed_identity(bytes).expect("streamed") == whole_identity(bytes), "identity differs");
+        let whole = whole_tangent(bytes, &Config::default()).expect("tangent");
+        let streamed = streamed_tangent(bytes, &Config::default()).expect("streamed").expect("tangent");
+        assert!(whole.0 == streamed.0, "tangent differs: {}", first_difference(&whole.0, &streamed.0));
+        assert_eq!(whole.1, streamed.1, "statistics differ");
+    }
+}
+
+/// The same document with its control flow graphs in reverse order.
+fn reverse_routines(text: &str) -> String {
+    let first = text.find("<xaif:ControlFlowGraph ").expect("a routine");
+    let last = text.rfind("</xaif:ControlFlowGraph>").expect("a routine") + "</xaif:ControlFlowGraph>".len();
+    let routines: Vec<&str> = text[first..last]
+        .split_inclusive("</xaif:ControlFlowGraph>")
+        .map(|r| r.trim_start_matches('\n'))
+        .collect();
+    let reversed: Vec<&str> = routines.into_iter().rev().collect();
+    format!("{}{}{}", &text[..first], reversed.join("\n"), &text[last..])
+}
+
+#[test]
+fn declines_what_needs_the_whole_document() {
+    let bytes = std::fs::read(common::corpus_files("tlm.in.xaif")[0].clone()).expect("readable");
+    let passive = Config { passive: vec!["x".into()], ..Config::default() };
+    let write = WriteOptions::default();
+    assert!(matches!(
+        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write),
+        Err(StreamError::WholeDocument(_))
+    ));
+    let mut renaming = Config::default();
+    renaming.type_change.rename_all = true;
+    assert!(matches!(
+        streaming::tangent(&bytes, "f", &ReadOptions::default(), Catalogue::builtin(), &renaming, &write),
+        Err(StreamError::WholeDocument(_))
+    ));
+}
