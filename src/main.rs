@@ -14,6 +14,7 @@ use xaifbooster::ir::CallGraph;
 use xaifbooster::passes::elimination::Method;
 use xaifbooster::passes::passivate::Passivation;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
+use xaifbooster::streaming::{self, StreamError};
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::validate::{ValidateOptions, validate};
 use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
@@ -716,6 +717,15 @@ impl PreaccumulationSwitches {
 
 /// Validates and reads the input of a transforming command; findings are reported.
 fn load(args: &TransformArgs, catalogue: &Catalogue, session: &mut Session) -> Result<Result<CallGraph, Reported>> {
+    let (input, file) = match validated_input(args, session)? {
+        Ok(input) => input,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    read_whole(args, catalogue, session, &input, &file)
+}
+
+/// The input of a transforming command, validated; findings are reported.
+fn validated_input(args: &TransformArgs, session: &mut Session) -> Result<Result<(Vec<u8>, String), Reported>> {
     let started = Instant::now();
     let (input, file) = read_input(args.input())?;
     // Inputs come from the front end: their call-site activity mismatches are for the
@@ -726,8 +736,19 @@ fn load(args: &TransformArgs, catalogue: &Catalogue, session: &mut Session) -> R
     if findings.iter().any(|f| f.severity == Severity::Error) {
         return Ok(Err(Reported(1)));
     }
+    Ok(Ok((input, file)))
+}
+
+/// Reads a validated input whole.
+fn read_whole(
+    args: &TransformArgs,
+    catalogue: &Catalogue,
+    session: &mut Session,
+    input: &[u8],
+    file: &str,
+) -> Result<Result<CallGraph, Reported>> {
     let started = Instant::now();
-    let read = xaif::read(&input, &file, &ReadOptions { strict: args.strict, catalogue });
+    let read = xaif::read(input, file, &ReadOptions { strict: args.strict, catalogue });
     session.timing("read", started);
     match read {
         Ok(read) => Ok(Ok(read.call_graph)),
@@ -782,15 +803,39 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(args, &catalogue, session)? {
-        Ok(call_graph) => call_graph,
+    let (input, file) = match validated_input(args, session)? {
+        Ok(input) => input,
         Err(reported) => return Ok(Err(reported)),
     };
     let config = args.pipeline_config(TangentConfig::default());
+    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
+    let started = Instant::now();
+    let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
+    match streaming::identity(&input, &file, &read_options, &config, &options) {
+        Ok(streamed) => {
+            session.timing("read, transform and write, routine by routine", started);
+            output.stage(streamed.output)?;
+            output.commit()?;
+            return Ok(Ok(()));
+        }
+        Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
+        Err(StreamError::Read(error)) => {
+            session.error("read", &error.diagnostic().to_string());
+            return Ok(Err(Reported(1)));
+        }
+        Err(StreamError::Pipeline(error)) => {
+            session.error("identity", &error.to_string());
+            return Ok(Err(Reported(1)));
+        }
+    }
+    let mut call_graph = match read_whole(args, &catalogue, session, &input, &file)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    drop(input);
     let passivation = xaifbooster::pipeline::identity(&mut call_graph, &config);
     report_passivation(args, session, &passivation);
     let started = Instant::now();
-    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     output.stage(xaif::write(&call_graph, &options))?;
     session.timing("write", started);
     output.commit()?;
@@ -825,8 +870,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let mut call_graph = match load(common, &catalogue, session)? {
-        Ok(call_graph) => call_graph,
+    let (input, file) = match validated_input(common, session)? {
+        Ok(input) => input,
         Err(reported) => return Ok(Err(reported)),
     };
     let preaccumulation = match (args.statement_level, args.preaccumulation) {
@@ -856,6 +901,34 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         ..TangentConfig::default()
     });
     let started = Instant::now();
+    let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
+    let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
+    match streaming::tangent(&input, &file, &read_options, &catalogue, &config, &options) {
+        Ok(streamed) => {
+            session.timing("read, tangent and write, routine by routine", started);
+            report_passivation(common, session, &streamed.report.passivation);
+            if let Some((log, _)) = &mut session.log {
+                log.report(&streamed.report);
+            }
+            let stats = stats.map(|pending| (pending, streamed.report.tangent.to_json()));
+            return commit_outputs(streamed.output, output, stats);
+        }
+        Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
+        Err(StreamError::Read(error)) => {
+            session.error("read", &error.diagnostic().to_string());
+            return Ok(Err(Reported(1)));
+        }
+        Err(StreamError::Pipeline(error)) => {
+            session.error("tangent", &located_failure(common, &error));
+            return Ok(Err(Reported(1)));
+        }
+    }
+    let mut call_graph = match read_whole(common, &catalogue, session, &input, &file)? {
+        Ok(call_graph) => call_graph,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    drop(input);
+    let started = Instant::now();
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,
         Err(error) => {
@@ -878,12 +951,20 @@ fn write_transformed(
     common: &TransformArgs,
     session: &mut Session,
     call_graph: &CallGraph,
-    mut output: Pending,
+    output: Pending,
     stats: Option<(Pending, String)>,
 ) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    output.stage(xaif::write(call_graph, &options))?;
+    let bytes = xaif::write(call_graph, &options);
+    session.timing("write", started);
+    commit_outputs(bytes, output, stats)
+}
+
+/// Stages an output and its statistics, then commits both, so a failure leaves neither
+/// half-written.
+fn commit_outputs(bytes: Vec<u8>, mut output: Pending, stats: Option<(Pending, String)>) -> Outcome {
+    output.stage(bytes)?;
     let stats = match stats {
         Some((mut pending, json)) => {
             pending.stage(json.into_bytes())?;
@@ -891,7 +972,6 @@ fn write_transformed(
         }
         None => None,
     };
-    session.timing("write", started);
     output.commit()?;
     if let Some(stats) = stats {
         stats.commit()?;
