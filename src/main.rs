@@ -811,10 +811,11 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
-    match streaming::identity(&input, &file, &read_options, &config, &options) {
+    let mut body = output.spill();
+    match streaming::identity(&input, &file, &read_options, &config, &options, &mut body) {
         Ok(streamed) => {
             session.timing("read, transform and write, routine by routine", started);
-            output.stage(streamed.output)?;
+            output.stage_streamed(streamed.head, body, streamed.tail)?;
             output.commit()?;
             return Ok(Ok(()));
         }
@@ -827,6 +828,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
             session.error("identity", &error.to_string());
             return Ok(Err(Reported(1)));
         }
+        Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
     }
     let mut call_graph = match read_whole(args, &catalogue, session, &input, &file)? {
         Ok(call_graph) => call_graph,
@@ -903,7 +905,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
-    match streaming::tangent(&input, &file, &read_options, &catalogue, &config, &options) {
+    let mut body = output.spill();
+    match streaming::tangent(&input, &file, &read_options, &catalogue, &config, &options, &mut body) {
         Ok(streamed) => {
             session.timing("read, tangent and write, routine by routine", started);
             report_passivation(common, session, &streamed.report.passivation);
@@ -911,7 +914,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
                 log.report(&streamed.report);
             }
             let stats = stats.map(|pending| (pending, streamed.report.tangent.to_json()));
-            return commit_outputs(streamed.output, output, stats);
+            return commit_outputs(Staged::Streamed(streamed.head, body, streamed.tail), output, stats);
         }
         Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
         Err(StreamError::Read(error)) => {
@@ -922,6 +925,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
             session.error("tangent", &located_failure(common, &error));
             return Ok(Err(Reported(1)));
         }
+        Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
     }
     let mut call_graph = match read_whole(common, &catalogue, session, &input, &file)? {
         Ok(call_graph) => call_graph,
@@ -958,13 +962,22 @@ fn write_transformed(
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let bytes = xaif::write(call_graph, &options);
     session.timing("write", started);
-    commit_outputs(bytes, output, stats)
+    commit_outputs(Staged::Whole(bytes), output, stats)
+}
+
+/// An output written whole, or streamed in parts.
+enum Staged {
+    Whole(Vec<u8>),
+    Streamed(Vec<u8>, output::Body, Vec<u8>),
 }
 
 /// Stages an output and its statistics, then commits both, so a failure leaves neither
 /// half-written.
-fn commit_outputs(bytes: Vec<u8>, mut output: Pending, stats: Option<(Pending, String)>) -> Outcome {
-    output.stage(bytes)?;
+fn commit_outputs(bytes: Staged, mut output: Pending, stats: Option<(Pending, String)>) -> Outcome {
+    match bytes {
+        Staged::Whole(bytes) => output.stage(bytes)?,
+        Staged::Streamed(head, body, tail) => output.stage_streamed(head, body, tail)?,
+    }
     let stats = match stats {
         Some((mut pending, json)) => {
             pending.stage(json.into_bytes())?;

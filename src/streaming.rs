@@ -21,6 +21,7 @@
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
 use std::collections::VecDeque;
+use std::io::Write;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -40,7 +41,10 @@ use crate::xaif::Diagnostic;
 /// A streamed run's results.
 #[derive(Debug)]
 pub struct Streamed {
-    pub output: Vec<u8>,
+    /// What goes before the routines, which went to the body writer.
+    pub head: Vec<u8>,
+    /// What goes after them.
+    pub tail: Vec<u8>,
     pub report: Report,
     /// The reader's warnings, as [`crate::xaif::read`] gives them.
     pub warnings: Vec<Diagnostic>,
@@ -55,6 +59,9 @@ pub enum StreamError {
     Read(#[from] ReadError),
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
+    /// The body writer failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// The `identity` mode, routine by routine.
@@ -64,11 +71,12 @@ pub fn identity(
     options: &ReadOptions,
     config: &Config,
     write: &WriteOptions,
+    body: &mut dyn Write,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
     }
-    let mut driver = Driver::new(None, config, Temporaries::default(), None, input.len() + input.len() / 8);
+    let mut driver = Driver::new(None, config, Temporaries::default(), None, body);
     let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
     let read = read_streaming(input, file, options, &mut sink);
     driver.finish(read, write)
@@ -83,6 +91,7 @@ pub fn tangent(
     catalogue: &Catalogue,
     config: &Config,
     write: &WriteOptions,
+    body: &mut dyn Write,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
@@ -92,21 +101,17 @@ pub fn tangent(
     }
     let prescan = Prescan::of(input)?;
     let temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
-    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), input.len() * 2);
+    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body);
     let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
     let read = read_streaming(input, file, options, &mut sink);
     driver.finish(read, write)
 }
 
-/// Head, routines, tail.
-fn assemble(cg: &CallGraph, write: &WriteOptions, body: Vec<u8>) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_head(cg, write, &mut out);
-    out.reserve_exact(body.len() + 64 * (cg.call_edges.len() + 1));
-    out.extend_from_slice(&body);
-    drop(body);
-    write_tail(cg, &mut out);
-    out
+impl Streamed {
+    /// The whole output, given what went to the body writer.
+    pub fn bytes(&self, body: &[u8]) -> Vec<u8> {
+        [&self.head[..], body, &self.tail[..]].concat()
+    }
 }
 
 /// Keeps a routine's head and frees its graphs.
@@ -134,9 +139,12 @@ struct Driver<'c> {
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
-    body: Vec<u8>,
+    /// Where written routines go, one after the other.
+    body: &'c mut dyn Write,
+    /// One routine's text, reused.
+    buffer: Vec<u8>,
     report: Report,
-    failure: Option<PipelineError>,
+    failure: Option<StreamError>,
 }
 
 impl<'c> Driver<'c> {
@@ -145,7 +153,7 @@ impl<'c> Driver<'c> {
         config: &'c Config,
         temporaries: Temporaries,
         bodies: Option<FxHashSet<(Box<str>, Box<str>)>>,
-        capacity: usize,
+        body: &'c mut dyn Write,
     ) -> Driver<'c> {
         Driver {
             catalogue,
@@ -155,7 +163,8 @@ impl<'c> Driver<'c> {
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
             waiting: VecDeque::new(),
-            body: Vec::with_capacity(capacity),
+            body,
+            buffer: Vec::new(),
             report: Report::default(),
             failure: None,
         }
@@ -164,15 +173,19 @@ impl<'c> Driver<'c> {
     /// Transforms what still waits and puts the output together.
     fn finish(mut self, read: Result<ReadOutput, ReadError>, write: &WriteOptions) -> Result<Streamed, StreamError> {
         if let Some(failure) = self.failure.take() {
-            return Err(failure.into());
+            return Err(failure);
         }
         let mut read = read?;
         self.flush(&mut read.call_graph, true);
         if let Some(failure) = self.failure.take() {
-            return Err(failure.into());
+            return Err(failure);
         }
-        let output = assemble(&read.call_graph, write, self.body);
-        Ok(Streamed { output, report: self.report, warnings: read.warnings })
+        let cg = &read.call_graph;
+        let mut head = Vec::new();
+        write_head(cg, write, &mut head);
+        let mut tail = Vec::new();
+        write_tail(cg, &mut tail);
+        Ok(Streamed { head, tail, report: self.report, warnings: read.warnings })
     }
 
     fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId) -> bool {
@@ -199,10 +212,15 @@ impl<'c> Driver<'c> {
             self.infer_formal_arg_counts(&mut parked);
             put_graphs(&mut cg.routines[routine], parked);
             if let Err(error) = self.transform(cg) {
-                self.failure = Some(error);
+                self.failure = Some(error.into());
                 return;
             }
-            write_routine(cg, routine, &mut self.body);
+            self.buffer.clear();
+            write_routine(cg, routine, &mut self.buffer);
+            if let Err(error) = self.body.write_all(&self.buffer) {
+                self.failure = Some(error.into());
+                return;
+            }
             drop_graphs(&mut cg.routines[routine]);
         }
     }

@@ -26,15 +26,20 @@ fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), Str
 
 fn streamed_identity(bytes: &[u8]) -> Result<Vec<u8>, StreamError> {
     let write = WriteOptions { schema_location: "xaif.xsd".into() };
-    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write).map(|s| s.output)
+    let mut body = Vec::new();
+    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write, &mut body)
+        .map(|s| s.bytes(&body))
 }
 
 fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
-    match streaming::tangent(bytes, "streamed", &ReadOptions::default(), Catalogue::builtin(), config, &WriteOptions::default()) {
-        Ok(s) => Ok(Ok((s.output, s.report.tangent.to_json()))),
+    let mut body = Vec::new();
+    let options = ReadOptions::default();
+    match streaming::tangent(bytes, "streamed", &options, Catalogue::builtin(), config, &WriteOptions::default(), &mut body) {
+        Ok(s) => Ok(Ok((s.bytes(&body), s.report.tangent.to_json()))),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
+        Err(StreamError::Io(e)) => panic!("writing to memory failed: {e}"),
     }
 }
 
@@ -155,13 +160,13 @@ fn declines_what_needs_the_whole_document() {
     let passive = Config { passive: vec!["x".into()], ..Config::default() };
     let write = WriteOptions::default();
     assert!(matches!(
-        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write),
+        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write, &mut Vec::new()),
         Err(StreamError::WholeDocument(_))
     ));
     let mut renaming = Config::default();
     renaming.type_change.rename_all = true;
     assert!(matches!(
-        streaming::tangent(&bytes, "f", &ReadOptions::default(), Catalogue::builtin(), &renaming, &write),
+        streaming::tangent(&bytes, "f", &ReadOptions::default(), Catalogue::builtin(), &renaming, &write, &mut Vec::new()),
         Err(StreamError::WholeDocument(_))
     ));
 }

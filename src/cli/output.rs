@@ -14,7 +14,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// An output named on the command line: `-` is standard output.
@@ -57,6 +57,36 @@ impl OutputError {
     /// The reader went away (`| head`): not a failure to report.
     pub fn is_broken_pipe(&self) -> bool {
         self.source.kind() == io::ErrorKind::BrokenPipe
+    }
+}
+
+/// The routines of a streamed output, written as they are done (see [`Pending::spill`]).
+#[derive(Debug)]
+pub enum Body {
+    File(io::BufWriter<File>),
+    Memory(Vec<u8>),
+}
+
+impl Write for Body {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Body::File(file) => file.write(bytes),
+            Body::Memory(memory) => memory.write(bytes),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Body::File(file) => file.write_all(bytes),
+            Body::Memory(memory) => memory.write_all(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Body::File(file) => file.flush(),
+            Body::Memory(_) => Ok(()),
+        }
     }
 }
 
@@ -113,6 +143,64 @@ impl Pending {
                 Ok(())
             }
         };
+        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+    }
+
+    /// Where the streaming driver writes routines as they are done, before the head that
+    /// must precede them is known: for a file replaced by a rename, an unnamed file beside it
+    /// (on the same file system; it vanishes when dropped), so the output never sits in
+    /// memory; otherwise, or where no such file can be made, memory.
+    pub fn spill(&self) -> Body {
+        #[cfg(target_os = "linux")]
+        if let How::Replace { target, .. } = &self.how {
+            use std::os::unix::fs::OpenOptionsExt;
+            let dir = match target.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            let unnamed = OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir);
+            if let Ok(file) = unnamed {
+                return Body::File(io::BufWriter::with_capacity(1 << 16, file));
+            }
+        }
+        Body::Memory(Vec::new())
+    }
+
+    /// [`Pending::stage`] for a streamed output: `head`, then what went to `body`, then `tail`.
+    /// A file replaced by a rename gets the body copied from the spill file by the kernel.
+    pub fn stage_streamed(&mut self, head: Vec<u8>, body: Body, tail: Vec<u8>) -> Result<(), OutputError> {
+        let result = (|| -> io::Result<()> {
+            match (&mut self.how, body) {
+                (How::Replace { file, .. }, Body::File(spill)) => {
+                    let mut spill = spill.into_inner().map_err(|e| e.into_error())?;
+                    spill.seek(io::SeekFrom::Start(0))?;
+                    file.write_all(&head)?;
+                    io::copy(&mut spill, file)?;
+                    file.write_all(&tail)?;
+                    file.flush()
+                }
+                (How::Replace { file, .. }, Body::Memory(bytes)) => {
+                    file.write_all(&head)?;
+                    file.write_all(&bytes)?;
+                    file.write_all(&tail)?;
+                    file.flush()
+                }
+                (_, body) => {
+                    let body = match body {
+                        Body::Memory(bytes) => bytes,
+                        Body::File(spill) => {
+                            let mut spill = spill.into_inner().map_err(|e| e.into_error())?;
+                            spill.seek(io::SeekFrom::Start(0))?;
+                            let mut bytes = Vec::new();
+                            spill.read_to_end(&mut bytes)?;
+                            bytes
+                        }
+                    };
+                    self.bytes = [head, body, tail].concat();
+                    Ok(())
+                }
+            }
+        })();
         result.map_err(|source| OutputError { shown: self.shown.clone(), source })
     }
 

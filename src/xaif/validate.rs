@@ -16,6 +16,7 @@ mod activity;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::check::MAX_NESTING;
+use crate::ir::{CallGraph, FlowGraph, Routine, RoutineId};
 use super::diagnostic::{Diagnostic, LineIndex, Severity};
 use super::read::{ReadOptions, XAIF_NAMESPACE};
 
@@ -105,12 +106,25 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
         Checks::ActivityOnly => validator.activity(doc.root_element()),
     }
     let mut findings = validator.findings;
+    // The tree is several times the input: gone before the reader builds anything.
+    drop(lines);
+    drop(doc);
     if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
         // The semantic checks run as the reader reads (`check.rs`); reading here too makes
         // `validate` accept exactly what every mode reads. What both report (lenient
-        // findings) is reported once.
+        // findings) is reported once. Each routine's graph is dropped once read and checked,
+        // so memory stays that of one routine.
         let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
-        let from_reader = match super::read::read(input, file, &read_options) {
+        let mut drop_graph = |cg: &mut CallGraph, routine: RoutineId| {
+            match &mut cg.routines[routine] {
+                Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
+                Routine::ReplacementList(list) => {
+                    list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default())
+                }
+            }
+            true
+        };
+        let from_reader = match super::read::read_streaming(input, file, &read_options, &mut drop_graph) {
             Ok(output) => output.warnings,
             Err(error) => error.findings().to_vec(),
         };
