@@ -33,10 +33,10 @@ use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::tangent as tangent_pass;
 use crate::passes::type_change::type_change;
 use crate::pipeline::{Config, PipelineError, Report};
+use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
 use crate::xaif::write::{WriteOptions, write_head, write_routine, write_tail};
-use crate::xaif::Diagnostic;
 
 /// A streamed run's results.
 #[derive(Debug)]
@@ -351,7 +351,8 @@ impl Prescan {
             if depth == 1 && matches!(name, "ControlFlowGraph" | "ReplacementList") {
                 in_routine.clear();
                 if name == "ControlFlowGraph"
-                    && let (Some(symbol), Some(scope)) = (attribute(&start, "symbol_id")?, attribute(&start, "scope_id")?)
+                    && let (Some(symbol), Some(scope)) =
+                        (attribute(&start, "symbol_id")?, attribute(&start, "scope_id")?)
                 {
                     scan.bodies.insert((symbol, scope));
                 }
@@ -359,13 +360,12 @@ impl Prescan {
             if matches!(
                 name,
                 "Assignment" | "SubroutineCall" | "Marker" | "InlinableSubroutineCall" | "Initialization" | "Update"
-            ) {
-                if let Some(id) = attribute(&start, "statement_id")? {
-                    if !in_routine.insert(id.clone()) {
-                        return Err(StreamError::WholeDocument("a statement id repeats in a routine"));
-                    }
-                    scan.statement_ids.insert(id);
+            ) && let Some(id) = attribute(&start, "statement_id")?
+            {
+                if !in_routine.insert(id.clone()) {
+                    return Err(StreamError::WholeDocument("a statement id repeats in a routine"));
                 }
+                scan.statement_ids.insert(id);
             }
             if !empty {
                 depth += 1;
@@ -396,4 +396,3 @@ fn attribute(start: &BytesStart, key: &str) -> Result<Option<Box<str>>, StreamEr
     }
     Ok(None)
 }
-

@@ -34,7 +34,15 @@ fn streamed_identity(bytes: &[u8]) -> Result<Vec<u8>, StreamError> {
 fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
     let mut body = Vec::new();
     let options = ReadOptions::default();
-    match streaming::tangent(bytes, "streamed", &options, Catalogue::builtin(), config, &WriteOptions::default(), &mut body) {
+    match streaming::tangent(
+        bytes,
+        "streamed",
+        &options,
+        Catalogue::builtin(),
+        config,
+        &WriteOptions::default(),
+        &mut body,
+    ) {
         Ok(s) => Ok(Ok((s.bytes(&body), s.report.tangent.to_json()))),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
@@ -63,7 +71,9 @@ fn identity_streamed_equals_whole_document_over_the_corpus() {
         let whole = whole_identity(&bytes);
         match streamed_identity(&bytes) {
             Ok(streamed) if streamed == whole => {}
-            Ok(streamed) => failures.push(format!("{}: {}", common::short_name(file), first_difference(&whole, &streamed))),
+            Ok(streamed) => {
+                failures.push(format!("{}: {}", common::short_name(file), first_difference(&whole, &streamed)))
+            }
             Err(e) => failures.push(format!("{}: {e}", common::short_name(file))),
         }
     }
@@ -94,8 +104,12 @@ fn tangent_over_corpus(config: &Config) {
                         failures.push(format!("{}: {}", common::short_name(file), first_difference(&w.0, &s.0)))
                     }
                     (Err(w), Err(s)) if w == s => {}
-                    _ => failures.push(format!("{}: whole {:?} streamed {:?}", common::short_name(file),
-                        whole.as_ref().err(), streamed.as_ref().err())),
+                    _ => failures.push(format!(
+                        "{}: whole {:?} streamed {:?}",
+                        common::short_name(file),
+                        whole.as_ref().err(),
+                        streamed.as_ref().err()
+                    )),
                 }
             }
         }
@@ -146,10 +160,8 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
 fn reverse_routines(text: &str) -> String {
     let first = text.find("<xaif:ControlFlowGraph ").expect("a routine");
     let last = text.rfind("</xaif:ControlFlowGraph>").expect("a routine") + "</xaif:ControlFlowGraph>".len();
-    let routines: Vec<&str> = text[first..last]
-        .split_inclusive("</xaif:ControlFlowGraph>")
-        .map(|r| r.trim_start_matches('\n'))
-        .collect();
+    let routines: Vec<&str> =
+        text[first..last].split_inclusive("</xaif:ControlFlowGraph>").map(|r| r.trim_start_matches('\n')).collect();
     let reversed: Vec<&str> = routines.into_iter().rev().collect();
     format!("{}{}{}", &text[..first], reversed.join("\n"), &text[last..])
 }
@@ -166,7 +178,15 @@ fn declines_what_needs_the_whole_document() {
     let mut renaming = Config::default();
     renaming.type_change.rename_all = true;
     assert!(matches!(
-        streaming::tangent(&bytes, "f", &ReadOptions::default(), Catalogue::builtin(), &renaming, &write, &mut Vec::new()),
+        streaming::tangent(
+            &bytes,
+            "f",
+            &ReadOptions::default(),
+            Catalogue::builtin(),
+            &renaming,
+            &write,
+            &mut Vec::new()
+        ),
         Err(StreamError::WholeDocument(_))
     ));
 }

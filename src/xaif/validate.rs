@@ -16,9 +16,9 @@ mod activity;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::check::MAX_NESTING;
-use crate::ir::{CallGraph, FlowGraph, Routine, RoutineId};
 use super::diagnostic::{Diagnostic, LineIndex, Severity};
 use super::read::{ReadOptions, XAIF_NAMESPACE};
+use crate::ir::{CallGraph, FlowGraph, Routine, RoutineId};
 
 #[derive(Clone, Debug)]
 pub struct ValidateOptions {
