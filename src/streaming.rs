@@ -17,6 +17,7 @@
 //! ([`StreamError::WholeDocument`]) and the caller takes the whole-document path:
 //! - forced passivation (`-p`) — it changes references in every routine after symbols;
 //! - TypeChange's `-r` — it renames every routine with a body before converting any call;
+//! - activity analysis (`--activity-analysis`) — interprocedural, over the whole call graph;
 //! - calls without `formalArgCount` — inferred from a callee possibly read later;
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
@@ -95,6 +96,9 @@ pub fn tangent(
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+    }
+    if config.activity_analysis {
+        return Err(StreamError::WholeDocument("activity analysis (--activity-analysis) is interprocedural"));
     }
     if config.type_change.rename_all {
         return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));

@@ -175,6 +175,19 @@ fn declines_what_needs_the_whole_document() {
         streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write, &mut Vec::new()),
         Err(StreamError::WholeDocument(_))
     ));
+    let analysed = Config { activity_analysis: true, ..Config::default() };
+    assert!(matches!(
+        streaming::tangent(
+            &bytes,
+            "f",
+            &ReadOptions::default(),
+            Catalogue::builtin(),
+            &analysed,
+            &write,
+            &mut Vec::new()
+        ),
+        Err(StreamError::WholeDocument(_))
+    ));
     let mut renaming = Config::default();
     renaming.type_change.rename_all = true;
     assert!(matches!(
