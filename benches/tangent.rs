@@ -15,12 +15,30 @@ fn transform(bytes: &[u8]) -> usize {
     xaif::write(&cg, &WriteOptions::default()).len()
 }
 
+/// The same through the streaming driver, routines written to a buffer as they are done.
+fn stream(bytes: &[u8]) -> usize {
+    let mut body = Vec::with_capacity(bytes.len() * 2);
+    let streamed = xaifbooster::streaming::tangent(
+        bytes,
+        "bench",
+        &ReadOptions::default(),
+        Catalogue::builtin(),
+        &xaifbooster::pipeline::Config::default(),
+        &WriteOptions::default(),
+        &mut body,
+    )
+    .expect("tangent");
+    streamed.head.len() + body.len() + streamed.tail.len()
+}
+
 fn bench(c: &mut Criterion) {
     let inputs = corpus_inputs("tlm.in.xaif");
     let total: u64 = inputs.iter().map(|b| b.len() as u64).sum();
     let floor = || inputs.iter().map(|i| tokenize(i)).sum::<usize>();
     let ratio = interleaved_ratio(floor, || inputs.iter().map(|i| transform(i)).sum::<usize>());
     eprintln!("tangent_corpus: read_tangent_write / tokenize = {ratio:.2} (interleaved, median of 31 rounds)");
+    let ratio = interleaved_ratio(floor, || inputs.iter().map(|i| stream(i)).sum::<usize>());
+    eprintln!("tangent_corpus: stream_tangent / tokenize = {ratio:.2} (interleaved, median of 31 rounds)");
     let mut group = c.benchmark_group("tangent_corpus");
     group.throughput(Throughput::Bytes(total));
     group.sample_size(20);
@@ -37,6 +55,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.bench_function("read_tangent_write", |b| b.iter(|| inputs.iter().map(|i| transform(i)).sum::<usize>()));
+    group.bench_function("stream_tangent", |b| b.iter(|| inputs.iter().map(|i| stream(i)).sum::<usize>()));
     group.finish();
 }
 

@@ -30,8 +30,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::build::Temporaries;
 use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Routine, RoutineId, Statement, SymbolId};
+use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
-use crate::passes::tangent::tangent as tangent_pass;
+use crate::passes::tangent::tangent_with_plans;
 use crate::passes::type_change::type_change;
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
@@ -145,6 +146,8 @@ struct Driver<'c> {
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
     /// Where written routines go, one after the other.
     body: &'c mut dyn Write,
+    /// Elimination plans by graph shape, across routines.
+    plans: PlanCache,
     /// One routine's text, reused.
     buffer: Vec<u8>,
     report: Report,
@@ -169,6 +172,7 @@ impl<'c> Driver<'c> {
             waiting: VecDeque::new(),
             body,
             buffer: Vec::new(),
+            plans: PlanCache::default(),
             report: Report::default(),
             failure: None,
         }
@@ -284,7 +288,7 @@ impl<'c> Driver<'c> {
                 into.variable_somewhere |= from.variable_somewhere;
             }
         }
-        let tangent = tangent_pass(cg, catalogue, &mut self.temporaries, &config.tangent)?;
+        let tangent = tangent_with_plans(cg, catalogue, &mut self.temporaries, &config.tangent, &mut self.plans)?;
         self.report.tangent.sequences.extend(tangent.sequences);
         // The passes grow the size hint for a whole document's output; one routine at a time
         // it would grow without bound.

@@ -91,7 +91,18 @@ pub fn tangent(
     temporaries: &mut Temporaries,
     config: &TangentConfig,
 ) -> Result<TangentStats, TangentError> {
-    let mut plans = PlanCache::default();
+    tangent_with_plans(cg, catalogue, temporaries, config, &mut PlanCache::default())
+}
+
+/// [`tangent`] with elimination plans kept across calls: the streaming driver transforms one
+/// routine per call, and graphs of the same shape recur across routines.
+pub fn tangent_with_plans(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
+    config: &TangentConfig,
+    plans: &mut PlanCache,
+) -> Result<TangentStats, TangentError> {
     let mut stats = TangentStats::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     for routine in routines {
@@ -112,7 +123,7 @@ pub fn tangent(
                 routine: routine_name.clone(),
                 block: block_name,
                 stats: &mut stats,
-                plans: &mut plans,
+                plans,
             };
             match context.transform(std::mem::take(&mut block.statements)) {
                 Ok(statements) => block.statements = statements,
