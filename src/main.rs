@@ -193,9 +193,54 @@ struct DriverArgs {
     /// The most memory variables and tapes of one run may take: bytes, or with a unit K, M, G, T
     #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = xaifbooster::interp::memory::parse_memory_size)]
     max_memory: usize,
+    /// No notes or warnings on standard error (the inferred driver, zero Jacobians)
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 impl DriverArgs {
+    /// Whether the command line says which arguments or globals are the inputs and outputs;
+    /// otherwise the driver is inferred from the top routine's interface.
+    fn explicit(&self) -> bool {
+        self.inputs.is_some()
+            || self.outputs.is_some()
+            || !self.input_globals.is_empty()
+            || !self.output_globals.is_empty()
+    }
+
+    /// The driver of a run: as given, or inferred from `program` (what was inferred is
+    /// printed on standard error). An inference that fails is reported.
+    fn resolve(
+        &self,
+        program: &xaifbooster::interp::Program,
+    ) -> Result<xaifbooster::interp::verify::DriverConfig, Reported> {
+        let given = self.config();
+        if self.explicit() {
+            return Ok(given);
+        }
+        match xaifbooster::interp::verify::infer_driver(program, &given) {
+            Ok((config, inferred)) => {
+                if !self.quiet {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: note: {inferred}");
+                }
+                Ok(config)
+            }
+            Err(why) => {
+                let _ = writeln!(std::io::stderr(), "xaifbooster: {why}");
+                Err(Reported(1))
+            }
+        }
+    }
+
+    fn warn(&self, warnings: &[String]) {
+        if !self.quiet {
+            let mut stderr = std::io::stderr().lock();
+            for warning in warnings {
+                let _ = writeln!(stderr, "xaifbooster: warning: {warning}");
+            }
+        }
+    }
+
     fn config(&self) -> xaifbooster::interp::verify::DriverConfig {
         use xaifbooster::interp::{Template, verify::DriverConfig};
         DriverConfig {
@@ -1014,7 +1059,12 @@ fn run_run(args: &RunArgs) -> Outcome {
         // The reader's findings are printed, located.
         Err(_) => return Ok(Err(Reported(1))),
     };
-    let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
+    let config = match args.driver.resolve(&program) {
+        Ok(config) => config,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut warnings = Vec::new();
+    let outcome = Driver::new(&program, &config).and_then(|driver| {
         let x = driver.default_x();
         let transformed =
             program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)))
@@ -1033,6 +1083,13 @@ fn run_run(args: &RunArgs) -> Outcome {
                 xaifbooster::interp::verify::Mode::Tangent
             };
             let (j, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            warnings = xaifbooster::interp::verify::zero_jacobian_warnings(
+                &j,
+                driver.n,
+                driver.m,
+                &driver.input_labels(),
+                program.passive_stores_left_out,
+            );
             for i in 0..driver.m {
                 for k in 0..driver.n {
                     text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));
@@ -1043,17 +1100,13 @@ fn run_run(args: &RunArgs) -> Outcome {
     });
     match outcome {
         Ok(text) => {
+            args.driver.warn(&warnings);
             print_stdout(text)?;
             Ok(Ok(()))
         }
         // Located at the statement (or vertex) where execution stopped.
         Err(e) => {
-            let located = e.location().and_then(|at| {
-                let (input, file) = read_input(&args.file).ok()?;
-                let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
-                Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, e.to_string()))
-            });
-            match located {
+            match e.location().and_then(|at| locate_in(&args.file, at, e.to_string())) {
                 Some(finding) => print_findings(&[finding]),
                 None => {
                     let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
@@ -1064,12 +1117,26 @@ fn run_run(args: &RunArgs) -> Outcome {
     }
 }
 
+/// A run-time failure located in the file at the statement (or vertex) where execution
+/// stopped, with the front end's source line.
+fn locate_in(path: &Path, at: &xaifbooster::interp::Location, message: String) -> Option<Diagnostic> {
+    let (input, file) = read_input(path).ok()?;
+    let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
+    Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, message))
+}
+
 fn run_verify(args: &VerifyArgs) -> Outcome {
-    use xaifbooster::interp::verify::{Mode, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
+    use xaifbooster::interp::verify::{Mode, Side, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
     let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
-    let config = VerifyConfig { driver: args.driver.config(), mode, rtol: args.rtol };
     let report = match (load_program(&args.original)?, load_program(&args.transformed)?) {
         (Ok(original), Ok(transformed)) => {
+            // The original program's interface says how to call it; the transformed one is
+            // called the same way.
+            let driver = match args.driver.resolve(&original) {
+                Ok(driver) => driver,
+                Err(reported) => return Ok(Err(reported)),
+            };
+            let config = VerifyConfig { driver, mode, rtol: args.rtol };
             let mut report = verify(&original, &transformed, &config);
             if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
                 match load_program(dot)? {
@@ -1094,6 +1161,17 @@ fn run_verify(args: &VerifyArgs) -> Outcome {
         }
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
+    if let Some((side, at)) = &report.failure {
+        let file = if *side == Side::Original { &args.original } else { &args.transformed };
+        let reason = match &report.status {
+            Status::Ok => String::new(),
+            Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
+        };
+        if let Some(finding) = locate_in(file, at, reason) {
+            print_findings(&[finding]);
+        }
+    }
+    args.driver.warn(&report.warnings);
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
 }

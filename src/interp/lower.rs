@@ -35,6 +35,8 @@ pub struct SymInfo {
     /// (assumed shape or allocatable).
     pub bounds: Option<Vec<(i64, i64)>>,
     pub storage: Storage,
+    /// The front end's activity: whether derivatives flow through the symbol.
+    pub active: bool,
 }
 
 impl SymInfo {
@@ -72,6 +74,19 @@ pub struct RoutineCode {
     pub formals: Vec<(u32, SymbolId)>,
     /// Every symbol of the routine's own scope, in slot order.
     pub locals: Vec<SymbolId>,
+    /// What the document says of how the routine uses its formals and globals, for a driver
+    /// that infers the routine's independents and dependents.
+    pub interface: Interface,
+}
+
+/// The declared intent of each formal and the front end's side-effect lists (`Read`, `Mod`:
+/// the symbols the routine and its callees read or modify; `None` where the document has no
+/// list, as replacement lists have none).
+#[derive(Clone, Debug, Default)]
+pub struct Interface {
+    pub intents: Vec<(u32, ir::Intent)>,
+    pub read: Option<Vec<SymbolId>>,
+    pub modified: Option<Vec<SymbolId>>,
 }
 
 #[derive(Debug)]
@@ -280,11 +295,25 @@ pub fn lower(cg: &CallGraph) -> Program {
             None
         };
         debug_assert!(symbol.shape != Shape::Void || rank == 0);
-        syms.push(SymInfo { name: cg.name(symbol.name).to_owned(), ty: symbol.ty, rank, bounds, storage });
+        syms.push(SymInfo {
+            name: cg.name(symbol.name).to_owned(),
+            ty: symbol.ty,
+            rank,
+            bounds,
+            storage,
+            active: symbol.active,
+        });
     }
     let mut routines = Vec::with_capacity(cg.routines.len());
     for (id, routine) in cg.routines.iter() {
         let index = raw(id);
+        let base_symbols = |list: &Option<Vec<ir::VariableReference>>| {
+            list.as_ref().map(|refs| refs.iter().filter_map(ir::VariableReference::base_symbol).collect::<Vec<_>>())
+        };
+        let (read, modified) = match routine {
+            Routine::ControlFlowGraph(cfg) => (base_symbols(&cfg.side_effects.read), base_symbols(&cfg.side_effects.modified)),
+            Routine::ReplacementList(_) => (None, None),
+        };
         let (arguments, body) = match routine {
             Routine::ControlFlowGraph(cfg) => {
                 let body = if cfg.graph.vertices.is_empty() { Body::External } else { Body::Cfg(lw.graph(&cfg.graph)) };
@@ -302,12 +331,14 @@ pub fn lower(cg: &CallGraph) -> Program {
             }
         };
         let formals = arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
+        let intents = arguments.iter().flatten().map(|a| (a.position, a.intent)).collect();
         routines.push(RoutineCode {
             name: cg.symbol_name(routine.symbol()).to_owned(),
             symbol: routine.symbol(),
             body,
             formals,
             locals: locals_of.remove(&index).unwrap_or_default(),
+            interface: Interface { intents, read, modified },
         });
     }
     let passive_stores_left_out = cg
