@@ -65,6 +65,10 @@ enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on standard output: `xaifbooster man | man -l -`
     Man,
+    /// Graphviz views: the call graph, a routine's control flow graph (each placeholder's for an
+    /// adjoint output), a statement's expression graph, or the linearized computational graphs
+    /// of the tangent pass before and after elimination, with the elimination order
+    Dot(DotArgs),
 }
 
 #[derive(Args, Debug)]
@@ -82,6 +86,57 @@ struct AnalyzeArgs {
     /// intent out or inout)
     #[arg(long, value_delimiter = ',')]
     dependents: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum DotWhat {
+    /// Routines and who calls whom (external routines dashed)
+    Callgraph,
+    /// A routine's control flow graph with its statements
+    Cfg,
+    /// A statement's expression graph (--statement)
+    Expression,
+    /// The linearized computational graphs of a routine's sequences (or of --block,
+    /// --statement), before and after elimination
+    Lcg,
+}
+
+#[derive(Args, Debug)]
+struct DotArgs {
+    /// XAIF file (`-` standard input)
+    #[arg(value_name = "INPUT")]
+    file: PathBuf,
+    /// Which graph
+    #[arg(long, value_enum, default_value = "callgraph")]
+    what: DotWhat,
+    /// The routine (default: the routine named head…, or the only one nothing calls); `foo`
+    /// matches the front end's `foo__24`
+    #[arg(long, value_name = "NAME")]
+    routine: Option<String>,
+    /// The statement (statement_id) of an expression graph, or whose sequence an lcg shows
+    #[arg(long, value_name = "ID")]
+    statement: Option<String>,
+    /// lcg: only the sequences of this basic block (vertex_id)
+    #[arg(long, value_name = "ID")]
+    block: Option<String>,
+    /// cfg of a replacement list: only this placeholder (1 original, 2 taping, 3 adjoint, …)
+    #[arg(long, value_name = "N")]
+    placeholder: Option<String>,
+    /// lcg: preaccumulation per statement or per basic block, as in `tangent`
+    #[arg(long, value_enum, default_value = "basic-block")]
+    preaccumulation: PreaccumulationArg,
+    /// lcg: the elimination method, as in `tangent`
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
+    elimination: EliminationArg,
+    /// Render SVG through Graphviz's `dot` program instead of writing DOT
+    #[arg(long)]
+    svg: bool,
+    /// Output file; `-` or none: standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<Destination>,
+    /// No warnings on standard error
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -149,6 +204,25 @@ enum EliminationArg {
     Best,
     Exact,
     Greedy,
+}
+
+impl EliminationArg {
+    fn method(self) -> Method {
+        match self {
+            EliminationArg::Forward => Method::Forward,
+            EliminationArg::Reverse => Method::Reverse,
+            EliminationArg::Markowitz => Method::Markowitz,
+            EliminationArg::MarkowitzForward => Method::MarkowitzForward,
+            EliminationArg::Sibling => Method::Sibling,
+            EliminationArg::Edge => Method::Edge,
+            EliminationArg::ForwardEdge => Method::ForwardEdge,
+            EliminationArg::ReverseEdge => Method::ReverseEdge,
+            EliminationArg::Face => Method::Face,
+            EliminationArg::Best => Method::Best,
+            EliminationArg::Exact => Method::Exact,
+            EliminationArg::Greedy => Method::Greedy,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -497,6 +571,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => run_batch(&args),
         Command::Completions(args) => run_completions(&args),
         Command::Man => run_man(),
+        Command::Dot(args) => run_dot(&args),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -866,20 +941,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let elimination = match args.elimination {
-        EliminationArg::Forward => Method::Forward,
-        EliminationArg::Reverse => Method::Reverse,
-        EliminationArg::Markowitz => Method::Markowitz,
-        EliminationArg::MarkowitzForward => Method::MarkowitzForward,
-        EliminationArg::Sibling => Method::Sibling,
-        EliminationArg::Edge => Method::Edge,
-        EliminationArg::ForwardEdge => Method::ForwardEdge,
-        EliminationArg::ReverseEdge => Method::ReverseEdge,
-        EliminationArg::Face => Method::Face,
-        EliminationArg::Best => Method::Best,
-        EliminationArg::Exact => Method::Exact,
-        EliminationArg::Greedy => Method::Greedy,
-    };
+    let elimination = args.elimination.method();
     // Comparing every method costs planning time; it is only worth it when statistics are
     // written.
     let config = common.pipeline_config(TangentConfig {
@@ -1566,6 +1628,104 @@ fn roff_escape(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn run_dot(args: &DotArgs) -> Outcome {
+    use xaifbooster::cli::dot;
+    let mut output = output::prepare(&args.output.clone().unwrap_or(Destination::Stdout))?;
+    let (input, name) = read_input(&args.file)?;
+    let catalogue = Catalogue::builtin();
+    let mut call_graph = match xaif::read(&input, &name, &ReadOptions { strict: false, catalogue }) {
+        Ok(read) => {
+            if !args.quiet {
+                print_findings(&read.warnings);
+            }
+            read.call_graph
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            return Ok(Err(Reported(1)));
+        }
+    };
+    let failed = |error: dot::DotError| -> Outcome {
+        let _ = writeln!(std::io::stderr(), "xaifbooster: {name}: {error}");
+        Ok(Err(Reported(1)))
+    };
+    let routine = match args.routine.as_deref().map(|r| dot::find_routine(&call_graph, r)).transpose() {
+        Ok(routine) => routine,
+        Err(error) => return failed(error),
+    };
+    let text = match args.what {
+        DotWhat::Callgraph => dot::call_graph(&call_graph),
+        DotWhat::Cfg => {
+            let routine = match routine.map_or_else(|| dot::top_routine(&call_graph), Ok) {
+                Ok(routine) => routine,
+                Err(error) => return failed(error),
+            };
+            match dot::control_flow(&call_graph, routine, args.placeholder.as_deref()) {
+                Ok(text) => text,
+                Err(error) => return failed(error),
+            }
+        }
+        DotWhat::Expression => {
+            let Some(statement) = &args.statement else {
+                return failed(dot::DotError::NoStatement { id: String::new(), place: " (give --statement ID)".into() });
+            };
+            match dot::expression_graph(&call_graph, routine, statement) {
+                Ok(text) => text,
+                Err(error) => return failed(error),
+            }
+        }
+        DotWhat::Lcg => {
+            // Without a routine or statement: the top routine's sequences.
+            let routine = match (routine, &args.statement) {
+                (Some(routine), _) => Some(routine),
+                (None, Some(_)) => None,
+                (None, None) => match dot::top_routine(&call_graph) {
+                    Ok(routine) => Some(routine),
+                    Err(error) => return failed(error),
+                },
+            };
+            let routine_name = routine.map(|r| call_graph.symbol_name(call_graph.routines[r].symbol()).to_owned());
+            let preaccumulation = match args.preaccumulation {
+                PreaccumulationArg::Statement => Preaccumulation::Statement,
+                PreaccumulationArg::BasicBlock => Preaccumulation::BasicBlock,
+            };
+            let config = xaifbooster::pipeline::Config::with_tangent(TangentConfig {
+                preaccumulation,
+                elimination: args.elimination.method(),
+                record_graphs: true,
+                ..TangentConfig::default()
+            });
+            let report = match xaifbooster::pipeline::tangent(&mut call_graph, catalogue, &config) {
+                Ok(report) => report,
+                Err(error) => {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: {name}: {error}");
+                    return Ok(Err(Reported(1)));
+                }
+            };
+            match dot::select_sequences(
+                &report.tangent.sequences,
+                routine_name.as_deref(),
+                args.block.as_deref(),
+                args.statement.as_deref(),
+            ) {
+                Ok(sequences) => dot::linearized_graphs(&sequences),
+                Err(error) => return failed(error),
+            }
+        }
+    };
+    let bytes = if args.svg {
+        match dot::render_svg(&text) {
+            Ok(svg) => svg,
+            Err(error) => return failed(error),
+        }
+    } else {
+        text.into_bytes()
+    };
+    output.stage(bytes)?;
+    output.commit()?;
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

@@ -277,15 +277,20 @@ pub struct InferredDriver {
 }
 
 impl std::fmt::Display for InferredDriver {
+    /// One line, so it reads as one note among a command's messages.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let list = |items: &[String]| if items.is_empty() { "none".to_owned() } else { items.join(", ") };
-        writeln!(f, "driver inferred from the arguments of {} (their activity and intent):", self.entry)?;
-        writeln!(f, "  independents: {}", list(&self.independents))?;
-        writeln!(f, "  dependents:   {}", list(&self.dependents))?;
+        write!(
+            f,
+            "driver inferred from {}'s interface: independents {}; dependents {}",
+            self.entry,
+            list(&self.independents),
+            list(&self.dependents)
+        )?;
         if !self.fixed.is_empty() {
-            writeln!(f, "  fixed:        {}", self.fixed.join(", "))?;
+            write!(f, "; fixed {}", self.fixed.join(", "))?;
         }
-        write!(f, "  the same as:  {}", self.flags.join(" "))
+        write!(f, " (as {})", self.flags.join(" "))
     }
 }
 
