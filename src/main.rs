@@ -116,7 +116,8 @@ struct DotArgs {
     /// The statement (statement_id) of an expression graph, or whose sequence an lcg shows
     #[arg(long, value_name = "ID")]
     statement: Option<String>,
-    /// lcg: only the sequences of this basic block (vertex_id)
+    /// lcg: only the sequences of this basic block (vertex_id); without --routine, --block and
+    /// --statement an lcg view shows every sequence of every routine
     #[arg(long, value_name = "ID")]
     block: Option<String>,
     /// cfg of a replacement list: only this placeholder (1 original, 2 taping, 3 adjoint, …)
@@ -1677,15 +1678,7 @@ fn run_dot(args: &DotArgs) -> Outcome {
             }
         }
         DotWhat::Lcg => {
-            // Without a routine or statement: the top routine's sequences.
-            let routine = match (routine, &args.statement) {
-                (Some(routine), _) => Some(routine),
-                (None, Some(_)) => None,
-                (None, None) => match dot::top_routine(&call_graph) {
-                    Ok(routine) => Some(routine),
-                    Err(error) => return failed(error),
-                },
-            };
+            // Without --routine: every routine's sequences.
             let routine_name = routine.map(|r| call_graph.symbol_name(call_graph.routines[r].symbol()).to_owned());
             let preaccumulation = match args.preaccumulation {
                 PreaccumulationArg::Statement => Preaccumulation::Statement,

@@ -143,9 +143,17 @@ pub fn find_routine(cg: &CallGraph, name: &str) -> Result<RoutineId, DotError> {
 /// The routine drawn when none is named: the one called `head…` with code, else the only one
 /// with code that no routine calls.
 pub fn top_routine(cg: &CallGraph) -> Result<RoutineId, DotError> {
+    // Module initialisations are graphs of Entry and Exit alone (in adjoint outputs too).
+    let graph_has_code = |g: &FlowGraph| {
+        g.vertices.iter().any(|(_, v)| !matches!(v.kind, CfgVertexKind::Entry | CfgVertexKind::Exit))
+    };
     let has_code = |r: &Routine| match r {
-        Routine::ControlFlowGraph(cfg) => !cfg.graph.vertices.is_empty(),
-        Routine::ReplacementList(list) => list.replacements.iter().any(|p| !p.graph.vertices.is_empty()),
+        Routine::ControlFlowGraph(cfg) => graph_has_code(&cfg.graph),
+        // Placeholders 1–3 hold the routine's own code; checkpointing fragments every list has.
+        Routine::ReplacementList(list) => list
+            .replacements
+            .iter()
+            .any(|p| matches!(cg.name(p.placeholder).trim(), "1" | "2" | "3") && graph_has_code(&p.graph)),
     };
     let is_head = |r: &Routine| {
         let name = cg.symbol_name(r.symbol());
