@@ -1670,7 +1670,10 @@ fn run_dot(args: &DotArgs) -> Outcome {
         }
         DotWhat::Expression => {
             let Some(statement) = &args.statement else {
-                return failed(dot::DotError::NoStatement { id: String::new(), place: " (give --statement ID)".into() });
+                return failed(dot::DotError::NoStatement {
+                    id: String::new(),
+                    place: " (give --statement ID)".into(),
+                });
             };
             match dot::expression_graph(&call_graph, routine, statement) {
                 Ok(text) => text,

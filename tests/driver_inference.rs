@@ -109,7 +109,10 @@ fn an_independent_that_reaches_no_dependent_is_warned_about() {
     // too, but its first element is overwritten before it is used.
     let output = verify_tangent("bratu", &[]);
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("independents X_1 (argument 1), F_2 (argument 2); dependents F_2 (argument 2)"), "{stderr}");
+    assert!(
+        stderr.contains("independents X_1 (argument 1), F_2 (argument 2); dependents F_2 (argument 2)"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(
             "warning: independent x(10) = F_2(1) reaches no dependent at this point (its column of the Jacobian is zero)"

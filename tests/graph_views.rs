@@ -63,12 +63,8 @@ fn corpus(example: &str, file: &str) -> PathBuf {
 fn some_assignment(path: &Path) -> (String, String) {
     let bytes = std::fs::read(path).expect("input");
     let catalogue = xaifbooster::xaif::intrinsics::Catalogue::builtin();
-    let read = xaifbooster::xaif::read(
-        &bytes,
-        "input",
-        &xaifbooster::xaif::ReadOptions { strict: false, catalogue },
-    )
-    .expect("readable");
+    let read = xaifbooster::xaif::read(&bytes, "input", &xaifbooster::xaif::ReadOptions { strict: false, catalogue })
+        .expect("readable");
     let cg = read.call_graph;
     let top = xaifbooster::cli::dot::top_routine(&cg).expect("a top routine");
     let mut order: Vec<_> = cg.routines.iter().map(|(id, _)| id).collect();

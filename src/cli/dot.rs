@@ -144,9 +144,8 @@ pub fn find_routine(cg: &CallGraph, name: &str) -> Result<RoutineId, DotError> {
 /// with code that no routine calls.
 pub fn top_routine(cg: &CallGraph) -> Result<RoutineId, DotError> {
     // Module initialisations are graphs of Entry and Exit alone (in adjoint outputs too).
-    let graph_has_code = |g: &FlowGraph| {
-        g.vertices.iter().any(|(_, v)| !matches!(v.kind, CfgVertexKind::Entry | CfgVertexKind::Exit))
-    };
+    let graph_has_code =
+        |g: &FlowGraph| g.vertices.iter().any(|(_, v)| !matches!(v.kind, CfgVertexKind::Entry | CfgVertexKind::Exit));
     let has_code = |r: &Routine| match r {
         Routine::ControlFlowGraph(cfg) => graph_has_code(&cfg.graph),
         // Placeholders 1–3 hold the routine's own code; checkpointing fragments every list has.
@@ -186,7 +185,9 @@ pub fn call_graph(cg: &CallGraph) -> String {
                 format!("label={}, style=dashed", quote(&format!("{name}\n(no code)")))
             }
             Routine::ControlFlowGraph(_) => format!("label={}", quote(name)),
-            Routine::ReplacementList(_) => format!("label={}, peripheries=2", quote(&format!("{name}\n(replacement list)"))),
+            Routine::ReplacementList(_) => {
+                format!("label={}, peripheries=2", quote(&format!("{name}\n(replacement list)")))
+            }
         };
         dot.line(1, &format!("r{} [{attributes}];", raw(id)));
     }

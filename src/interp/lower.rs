@@ -311,7 +311,9 @@ pub fn lower(cg: &CallGraph) -> Program {
             list.as_ref().map(|refs| refs.iter().filter_map(ir::VariableReference::base_symbol).collect::<Vec<_>>())
         };
         let (read, modified) = match routine {
-            Routine::ControlFlowGraph(cfg) => (base_symbols(&cfg.side_effects.read), base_symbols(&cfg.side_effects.modified)),
+            Routine::ControlFlowGraph(cfg) => {
+                (base_symbols(&cfg.side_effects.read), base_symbols(&cfg.side_effects.modified))
+            }
             Routine::ReplacementList(_) => (None, None),
         };
         let (arguments, body) = match routine {

@@ -243,10 +243,7 @@ pub fn find_entry(prog: &Program, name: Option<&str>) -> Result<usize, ExecError
     });
     match (stems.next(), stems.next()) {
         (Some((k, _)), None) => Ok(k),
-        _ => Err(ExecError::Unsupported(format!(
-            "no routine named {name}; the routines are: {}",
-            routine_list(prog)
-        ))),
+        _ => Err(ExecError::Unsupported(format!("no routine named {name}; the routines are: {}", routine_list(prog)))),
     }
 }
 
@@ -344,11 +341,14 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
         match (info.ty, info.rank, given) {
             (_, _, Some(value)) => inferred.fixed.push(format!("{shown} = {}", show_value(value))),
             (SymbolType::Integer, 0, None) => missing.push((position, info.name.clone())),
-            (_, _, None) => inferred.fixed.push(format!("{shown} = {} (passive; give another with --arg)", match info.ty {
-                SymbolType::Bool => "false",
-                SymbolType::Char | SymbolType::String => "''",
-                _ => "0",
-            })),
+            (_, _, None) => inferred.fixed.push(format!(
+                "{shown} = {} (passive; give another with --arg)",
+                match info.ty {
+                    SymbolType::Bool => "false",
+                    SymbolType::Char | SymbolType::String => "''",
+                    _ => "0",
+                }
+            )),
         }
     }
     if !missing.is_empty() {
@@ -365,9 +365,7 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
         // No active formals: module or common-block variables carry the values.
         let global = |sym: &crate::ir::SymbolId| {
             let info = &prog.syms[sym.into_raw().into_u32() as usize];
-            (matches!(info.storage, super::lower::Storage::Global { .. })
-                && info.active
-                && info.ty == SymbolType::Real)
+            (matches!(info.storage, super::lower::Storage::Global { .. }) && info.active && info.ty == SymbolType::Real)
                 .then(|| info.name.clone())
         };
         let names = |list: &Option<Vec<crate::ir::SymbolId>>| {
@@ -1003,7 +1001,9 @@ pub fn zero_jacobian_warnings(
     for j in 0..n {
         if (0..m).all(|i| jacobian[i * n + j] == 0.0) {
             let name = inputs.get(j).map_or_else(|| format!("x({})", j + 1), |l| format!("x({}) = {l}", j + 1));
-            warnings.push(format!("independent {name} reaches no dependent at this point (its column of the Jacobian is zero)"));
+            warnings.push(format!(
+                "independent {name} reaches no dependent at this point (its column of the Jacobian is zero)"
+            ));
         }
     }
     warnings
