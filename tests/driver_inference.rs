@@ -74,6 +74,20 @@ dependents Y1_3 (argument 3), Y2_4 (argument 4) (as --inputs 1,2 --outputs 3,4)"
     let explicit = verify_tangent("simple2", &["--inputs", "1", "--outputs", "3"]);
     assert!(text(&explicit.stdout).contains("verify: OK 1x1"), "{}", text(&explicit.stdout));
     assert!(!text(&explicit.stderr).contains("driver inferred"));
+    // Adjoint outputs (replacement lists: no side-effect lists, intents made inout) are driven
+    // alike, from what their original code reads and writes; run prints the 2x2 Jacobian.
+    let run = xaifbooster(&["run", &corpus("simple2", "adm-joint.ref.xaif"), "--x", "1.0,2.0"]);
+    let (stdout, stderr) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("(as --inputs 1,2 --outputs 3,4)"), "{stderr}");
+    assert!(stdout.starts_with("head__24: 2 inputs, 2 outputs\n"), "{stdout}");
+    let reference = ad_out("simple2", 2, 2);
+    for (i, j) in [(1, 1), (1, 2), (2, 1), (2, 2)] {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("dy({i})/dx({j}) = "))).expect("entry printed");
+        let value: f64 = line.rsplit(' ').next().unwrap().parse().expect("number");
+        let r = reference[(i - 1) * 2 + (j - 1)];
+        assert!((value - r).abs() <= 1e-9 * r.abs().max(1.0), "dy({i})/dx({j}) = {value}, ad.out {r}");
+    }
     // -q silences the note.
     assert!(!text(&verify_tangent("simple2", &["-q"]).stderr).contains("driver inferred"));
 }

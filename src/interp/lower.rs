@@ -81,7 +81,8 @@ pub struct RoutineCode {
 
 /// The declared intent of each formal and the front end's side-effect lists (`Read`, `Mod`:
 /// the symbols the routine and its callees read or modify; `None` where the document has no
-/// list, as replacement lists have none).
+/// list). Replacement lists have none: there the original code's own reads and writes stand
+/// in (a call's actuals counted as both).
 #[derive(Clone, Debug, Default)]
 pub struct Interface {
     pub intents: Vec<(u32, ir::Intent)>,
@@ -247,6 +248,68 @@ impl Program {
     }
 }
 
+/// The symbols a graph's code reads and those it writes (an actual of a call counts as both),
+/// by their references' base symbols.
+fn code_effects(graph: &FlowGraph) -> (Vec<SymbolId>, Vec<SymbolId>) {
+    let (mut read, mut modified) = (Vec::new(), Vec::new());
+    fn expression(e: &ir::Expression, read: &mut Vec<SymbolId>) {
+        for (_, vertex) in e.vertices.iter() {
+            match vertex {
+                ExprVertex::Variable(r) => read.extend(r.base_symbol()),
+                ExprVertex::FunctionCall(f) => read.extend(f.arguments.iter().filter_map(|a| a.base_symbol())),
+                _ => {}
+            }
+        }
+    }
+    let mut assignment = |a: &ir::Assignment, read: &mut Vec<SymbolId>| {
+        modified.extend(a.lhs.base_symbol());
+        expression(&a.rhs, read);
+    };
+    let mut actuals: Vec<SymbolId> = Vec::new();
+    for (_, vertex) in graph.vertices.iter() {
+        match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => {
+                for statement in &block.statements {
+                    match statement {
+                        Statement::Assignment(a) => assignment(a, &mut read),
+                        Statement::SubroutineCall(call) => {
+                            actuals.extend(call.arguments.iter().filter_map(|a| match &a.value {
+                                ir::ArgumentValue::Variable(v) => v.base_symbol(),
+                                ir::ArgumentValue::Constant(_) => None,
+                            }))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            CfgVertexKind::ForLoop(l) => {
+                for a in [&l.initialization, &l.update].into_iter().flatten() {
+                    assignment(a, &mut read);
+                }
+                if let Some(c) = &l.condition {
+                    expression(c, &mut read);
+                }
+            }
+            CfgVertexKind::If(c)
+            | CfgVertexKind::PreLoop(c)
+            | CfgVertexKind::PostLoop(c)
+            | CfgVertexKind::Branch(c) => {
+                if let Some(c) = &c.condition {
+                    expression(c, &mut read);
+                }
+            }
+            _ => {}
+        }
+    }
+    read.extend(&actuals);
+    modified.extend(&actuals);
+    for list in [&mut read, &mut modified] {
+        list.sort_unstable();
+        list.dedup();
+    }
+    (read, modified)
+}
+
 /// Lowers a whole call graph. Never fails: problems become `Unsupported`/`Bad` nodes.
 pub fn lower(cg: &CallGraph) -> Program {
     let mut lw = Lowerer { cg, routine_by_symbol: FxHashMap::default() };
@@ -314,7 +377,17 @@ pub fn lower(cg: &CallGraph) -> Program {
             Routine::ControlFlowGraph(cfg) => {
                 (base_symbols(&cfg.side_effects.read), base_symbols(&cfg.side_effects.modified))
             }
-            Routine::ReplacementList(_) => (None, None),
+            // Replacement lists have no side-effect lists: what the original code (placeholder
+            // 1) reads and writes stands in for them.
+            Routine::ReplacementList(list) => {
+                match list.replacements.iter().find(|r| cg.name(r.placeholder).trim() == "1") {
+                    Some(original) => {
+                        let (read, modified) = code_effects(&original.graph);
+                        (Some(read), Some(modified))
+                    }
+                    None => (None, None),
+                }
+            }
         };
         let (arguments, body) = match routine {
             Routine::ControlFlowGraph(cfg) => {
