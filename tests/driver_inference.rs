@@ -249,3 +249,29 @@ fn every_line_of_drivers_txt_works_as_flags() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn batch_verify_infers_the_driver_as_verify_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input_dir = dir.path().join("in").join("simple2");
+    std::fs::create_dir_all(&input_dir).expect("dir");
+    std::fs::copy(corpus("simple2", "tlm.in.xaif"), input_dir.join("tlm.in.xaif")).expect("copy");
+    let (out, report) = (dir.path().join("out"), dir.path().join("report.json"));
+    let input_root = dir.path().join("in");
+    let args = [
+        "batch",
+        "tangent",
+        "--verify",
+        input_root.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    let output = xaifbooster(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    let detail = report["files"][0]["verify"]["detail"].as_str().expect("detail").to_owned();
+    assert!(detail.starts_with("verify: OK 2x2 jacobian"), "{detail}");
+}
