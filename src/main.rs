@@ -78,6 +78,10 @@ enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on standard output: `xaifbooster man | man -l -`
     Man,
+    /// Graphviz views: the call graph, a routine's control flow graph (each placeholder's for an
+    /// adjoint output), a statement's expression graph, or the linearized computational graphs
+    /// of the tangent pass before and after elimination, with the elimination order
+    Dot(DotArgs),
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +99,58 @@ struct AnalyzeArgs {
     /// intent out or inout)
     #[arg(long, value_delimiter = ',')]
     dependents: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum DotWhat {
+    /// Routines and who calls whom (external routines dashed)
+    Callgraph,
+    /// A routine's control flow graph with its statements
+    Cfg,
+    /// A statement's expression graph (--statement)
+    Expression,
+    /// The linearized computational graphs of a routine's sequences (or of --block,
+    /// --statement), before and after elimination
+    Lcg,
+}
+
+#[derive(Args, Debug)]
+struct DotArgs {
+    /// XAIF file (`-` standard input)
+    #[arg(value_name = "INPUT")]
+    file: PathBuf,
+    /// Which graph
+    #[arg(long, value_enum, default_value = "callgraph")]
+    what: DotWhat,
+    /// The routine (default: the routine named head…, or the only one nothing calls); `foo`
+    /// matches the front end's `foo__24`
+    #[arg(long, value_name = "NAME")]
+    routine: Option<String>,
+    /// The statement (statement_id) of an expression graph, or whose sequence an lcg shows
+    #[arg(long, value_name = "ID")]
+    statement: Option<String>,
+    /// lcg: only the sequences of this basic block (vertex_id); without --routine, --block and
+    /// --statement an lcg view shows every sequence of every routine
+    #[arg(long, value_name = "ID")]
+    block: Option<String>,
+    /// cfg of a replacement list: only this placeholder (1 original, 2 taping, 3 adjoint, …)
+    #[arg(long, value_name = "N")]
+    placeholder: Option<String>,
+    /// lcg: preaccumulation per statement or per basic block, as in `tangent`
+    #[arg(long, value_enum, default_value = "basic-block")]
+    preaccumulation: PreaccumulationArg,
+    /// lcg: the elimination method, as in `tangent`
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
+    elimination: EliminationArg,
+    /// Render SVG through Graphviz's `dot` program instead of writing DOT
+    #[arg(long)]
+    svg: bool,
+    /// Output file; `-` or none: standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<Destination>,
+    /// No warnings on standard error
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -164,6 +220,25 @@ enum EliminationArg {
     Greedy,
 }
 
+impl EliminationArg {
+    fn method(self) -> Method {
+        match self {
+            EliminationArg::Forward => Method::Forward,
+            EliminationArg::Reverse => Method::Reverse,
+            EliminationArg::Markowitz => Method::Markowitz,
+            EliminationArg::MarkowitzForward => Method::MarkowitzForward,
+            EliminationArg::Sibling => Method::Sibling,
+            EliminationArg::Edge => Method::Edge,
+            EliminationArg::ForwardEdge => Method::ForwardEdge,
+            EliminationArg::ReverseEdge => Method::ReverseEdge,
+            EliminationArg::Face => Method::Face,
+            EliminationArg::Best => Method::Best,
+            EliminationArg::Exact => Method::Exact,
+            EliminationArg::Greedy => Method::Greedy,
+        }
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum PreaccumulationArg {
     Statement,
@@ -206,9 +281,54 @@ struct DriverArgs {
     /// The most memory variables and tapes of one run may take: bytes, or with a unit K, M, G, T
     #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = xaifbooster::interp::memory::parse_memory_size)]
     max_memory: usize,
+    /// No notes or warnings on standard error (the inferred driver, zero Jacobians)
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 impl DriverArgs {
+    /// Whether the command line says which arguments or globals are the inputs and outputs;
+    /// otherwise the driver is inferred from the top routine's interface.
+    fn explicit(&self) -> bool {
+        self.inputs.is_some()
+            || self.outputs.is_some()
+            || !self.input_globals.is_empty()
+            || !self.output_globals.is_empty()
+    }
+
+    /// The driver of a run: as given, or inferred from `program` (what was inferred is
+    /// printed on standard error). An inference that fails is reported.
+    fn resolve(
+        &self,
+        program: &xaifbooster::interp::Program,
+    ) -> Result<xaifbooster::interp::verify::DriverConfig, Reported> {
+        let given = self.config();
+        if self.explicit() {
+            return Ok(given);
+        }
+        match xaifbooster::interp::verify::infer_driver(program, &given) {
+            Ok((config, inferred)) => {
+                if !self.quiet {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: note: {inferred}");
+                }
+                Ok(config)
+            }
+            Err(why) => {
+                let _ = writeln!(std::io::stderr(), "xaifbooster: {why}");
+                Err(Reported(1))
+            }
+        }
+    }
+
+    fn warn(&self, warnings: &[String]) {
+        if !self.quiet {
+            let mut stderr = std::io::stderr().lock();
+            for warning in warnings {
+                let _ = writeln!(stderr, "xaifbooster: warning: {warning}");
+            }
+        }
+    }
+
     fn config(&self) -> xaifbooster::interp::verify::DriverConfig {
         use xaifbooster::interp::{Template, verify::DriverConfig};
         DriverConfig {
@@ -465,6 +585,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => run_batch(&args),
         Command::Completions(args) => run_completions(&args),
         Command::Man => run_man(),
+        Command::Dot(args) => run_dot(&args),
     };
     match result {
         Ok(Ok(())) => ExitCode::SUCCESS,
@@ -880,20 +1001,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let elimination = match args.elimination {
-        EliminationArg::Forward => Method::Forward,
-        EliminationArg::Reverse => Method::Reverse,
-        EliminationArg::Markowitz => Method::Markowitz,
-        EliminationArg::MarkowitzForward => Method::MarkowitzForward,
-        EliminationArg::Sibling => Method::Sibling,
-        EliminationArg::Edge => Method::Edge,
-        EliminationArg::ForwardEdge => Method::ForwardEdge,
-        EliminationArg::ReverseEdge => Method::ReverseEdge,
-        EliminationArg::Face => Method::Face,
-        EliminationArg::Best => Method::Best,
-        EliminationArg::Exact => Method::Exact,
-        EliminationArg::Greedy => Method::Greedy,
-    };
+    let elimination = args.elimination.method();
     // Comparing every method costs planning time; it is only worth it when statistics are
     // written.
     let config = common.pipeline_config(TangentConfig {
@@ -1118,7 +1226,12 @@ fn run_run(args: &RunArgs) -> Outcome {
         // The reader's findings are printed, located.
         Err(_) => return Ok(Err(Reported(1))),
     };
-    let outcome = Driver::new(&program, &args.driver.config()).and_then(|driver| {
+    let config = match args.driver.resolve(&program) {
+        Ok(config) => config,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut warnings = Vec::new();
+    let outcome = Driver::new(&program, &config).and_then(|driver| {
         let x = driver.default_x();
         let transformed =
             program.routines.iter().any(|r| matches!(r.body, xaifbooster::interp::lower::Body::Template(_)))
@@ -1137,6 +1250,13 @@ fn run_run(args: &RunArgs) -> Outcome {
                 xaifbooster::interp::verify::Mode::Tangent
             };
             let (j, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            warnings = xaifbooster::interp::verify::zero_jacobian_warnings(
+                &j,
+                driver.n,
+                driver.m,
+                &driver.input_labels(),
+                program.passive_stores_left_out,
+            );
             for i in 0..driver.m {
                 for k in 0..driver.n {
                     text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));
@@ -1147,17 +1267,13 @@ fn run_run(args: &RunArgs) -> Outcome {
     });
     match outcome {
         Ok(text) => {
+            args.driver.warn(&warnings);
             print_stdout(text)?;
             Ok(Ok(()))
         }
         // Located at the statement (or vertex) where execution stopped.
         Err(e) => {
-            let located = e.location().and_then(|at| {
-                let (input, file) = read_input(&args.file).ok()?;
-                let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
-                Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, e.to_string()))
-            });
-            match located {
+            match e.location().and_then(|at| locate_in(&args.file, at, e.to_string())) {
                 Some(finding) => print_findings(&[finding]),
                 None => {
                     let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
@@ -1168,12 +1284,26 @@ fn run_run(args: &RunArgs) -> Outcome {
     }
 }
 
+/// A run-time failure located in the file at the statement (or vertex) where execution
+/// stopped, with the front end's source line.
+fn locate_in(path: &Path, at: &xaifbooster::interp::Location, message: String) -> Option<Diagnostic> {
+    let (input, file) = read_input(path).ok()?;
+    let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
+    Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, message))
+}
+
 fn run_verify(args: &VerifyArgs) -> Outcome {
-    use xaifbooster::interp::verify::{Mode, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
+    use xaifbooster::interp::verify::{Mode, Side, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
     let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
-    let config = VerifyConfig { driver: args.driver.config(), mode, rtol: args.rtol };
     let report = match (load_program(&args.original)?, load_program(&args.transformed)?) {
         (Ok(original), Ok(transformed)) => {
+            // The original program's interface says how to call it; the transformed one is
+            // called the same way.
+            let driver = match args.driver.resolve(&original) {
+                Ok(driver) => driver,
+                Err(reported) => return Ok(Err(reported)),
+            };
+            let config = VerifyConfig { driver, mode, rtol: args.rtol };
             let mut report = verify(&original, &transformed, &config);
             if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
                 match load_program(dot)? {
@@ -1198,6 +1328,17 @@ fn run_verify(args: &VerifyArgs) -> Outcome {
         }
         (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
     };
+    if let Some((side, at)) = &report.failure {
+        let file = if *side == Side::Original { &args.original } else { &args.transformed };
+        let reason = match &report.status {
+            Status::Ok => String::new(),
+            Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
+        };
+        if let Some(finding) = locate_in(file, at, reason) {
+            print_findings(&[finding]);
+        }
+    }
+    args.driver.warn(&report.warnings);
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
 }
@@ -1592,6 +1733,99 @@ fn roff_escape(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn run_dot(args: &DotArgs) -> Outcome {
+    use xaifbooster::cli::dot;
+    let mut output = output::prepare(&args.output.clone().unwrap_or(Destination::Stdout))?;
+    let (input, name) = read_input(&args.file)?;
+    let catalogue = Catalogue::builtin();
+    let mut call_graph = match xaif::read(&input, &name, &ReadOptions { strict: false, catalogue }) {
+        Ok(read) => {
+            if !args.quiet {
+                print_findings(&read.warnings);
+            }
+            read.call_graph
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            return Ok(Err(Reported(1)));
+        }
+    };
+    let failed = |error: dot::DotError| -> Outcome {
+        let _ = writeln!(std::io::stderr(), "xaifbooster: {name}: {error}");
+        Ok(Err(Reported(1)))
+    };
+    let routine = match args.routine.as_deref().map(|r| dot::find_routine(&call_graph, r)).transpose() {
+        Ok(routine) => routine,
+        Err(error) => return failed(error),
+    };
+    let text = match args.what {
+        DotWhat::Callgraph => dot::call_graph(&call_graph),
+        DotWhat::Cfg => {
+            let routine = match routine.map_or_else(|| dot::top_routine(&call_graph), Ok) {
+                Ok(routine) => routine,
+                Err(error) => return failed(error),
+            };
+            match dot::control_flow(&call_graph, routine, args.placeholder.as_deref()) {
+                Ok(text) => text,
+                Err(error) => return failed(error),
+            }
+        }
+        DotWhat::Expression => {
+            let Some(statement) = &args.statement else {
+                return failed(dot::DotError::NoStatement {
+                    id: String::new(),
+                    place: " (give --statement ID)".into(),
+                });
+            };
+            match dot::expression_graph(&call_graph, routine, statement) {
+                Ok(text) => text,
+                Err(error) => return failed(error),
+            }
+        }
+        DotWhat::Lcg => {
+            // Without --routine: every routine's sequences.
+            let routine_name = routine.map(|r| call_graph.symbol_name(call_graph.routines[r].symbol()).to_owned());
+            let preaccumulation = match args.preaccumulation {
+                PreaccumulationArg::Statement => Preaccumulation::Statement,
+                PreaccumulationArg::BasicBlock => Preaccumulation::BasicBlock,
+            };
+            let config = xaifbooster::pipeline::Config::with_tangent(TangentConfig {
+                preaccumulation,
+                elimination: args.elimination.method(),
+                record_graphs: true,
+                ..TangentConfig::default()
+            });
+            let report = match xaifbooster::pipeline::tangent(&mut call_graph, catalogue, &config) {
+                Ok(report) => report,
+                Err(error) => {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: {name}: {error}");
+                    return Ok(Err(Reported(1)));
+                }
+            };
+            match dot::select_sequences(
+                &report.tangent.sequences,
+                routine_name.as_deref(),
+                args.block.as_deref(),
+                args.statement.as_deref(),
+            ) {
+                Ok(sequences) => dot::linearized_graphs(&sequences),
+                Err(error) => return failed(error),
+            }
+        }
+    };
+    let bytes = if args.svg {
+        match dot::render_svg(&text) {
+            Ok(svg) => svg,
+            Err(error) => return failed(error),
+        }
+    } else {
+        text.into_bytes()
+    };
+    output.stage(bytes)?;
+    output.commit()?;
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

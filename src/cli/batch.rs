@@ -554,7 +554,8 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
     pending.commit().map_err(|e| format!("{e}: {}", e.source))
 }
 
-/// `verify` on one output, with the verify command's default driver.
+/// `verify` on one output, with the verify command's default driver: inferred from the
+/// original's top routine (its warnings join the detail).
 fn verify_output(
     original: &[u8],
     original_name: &str,
@@ -572,11 +573,19 @@ fn verify_output(
     let programs = verify::read_program(original, original_name)
         .and_then(|o| verify::read_program(transformed, &transformed_path.display().to_string()).map(|t| (o, t)));
     let result = match programs {
-        Ok((original, transformed)) => verify::verify(&original, &transformed, &config),
+        Ok((original, transformed)) => match verify::infer_driver(&original, &config.driver) {
+            Ok((driver, _)) => verify::verify(&original, &transformed, &VerifyConfig { driver, ..config }),
+            Err(why) => verify::VerifyReport::unsupported(why, mode),
+        },
         Err(why) => verify::VerifyReport::unsupported(why, mode),
     };
     let tape_words = (mode == verify::Mode::Adjoint && result.status == Status::Ok).then(|| result.tape.total());
-    VerifyOutcome { status: result.status.word().to_owned(), detail: result.final_line(), tape_words }
+    let mut detail = result.final_line();
+    for warning in &result.warnings {
+        detail.push_str("; warning: ");
+        detail.push_str(warning);
+    }
+    VerifyOutcome { status: result.status.word().to_owned(), detail, tape_words }
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ pub struct SymInfo {
     /// (assumed shape or allocatable).
     pub bounds: Option<Vec<(i64, i64)>>,
     pub storage: Storage,
+    /// The front end's activity: whether derivatives flow through the symbol.
+    pub active: bool,
 }
 
 impl SymInfo {
@@ -72,6 +74,20 @@ pub struct RoutineCode {
     pub formals: Vec<(u32, SymbolId)>,
     /// Every symbol of the routine's own scope, in slot order.
     pub locals: Vec<SymbolId>,
+    /// What the document says of how the routine uses its formals and globals, for a driver
+    /// that infers the routine's independents and dependents.
+    pub interface: Interface,
+}
+
+/// The declared intent of each formal and the front end's side-effect lists (`Read`, `Mod`:
+/// the symbols the routine and its callees read or modify; `None` where the document has no
+/// list). Replacement lists have none: there the original code's own reads and writes stand
+/// in (a call's actuals counted as both).
+#[derive(Clone, Debug, Default)]
+pub struct Interface {
+    pub intents: Vec<(u32, ir::Intent)>,
+    pub read: Option<Vec<SymbolId>>,
+    pub modified: Option<Vec<SymbolId>>,
 }
 
 #[derive(Debug)]
@@ -232,6 +248,68 @@ impl Program {
     }
 }
 
+/// The symbols a graph's code reads and those it writes (an actual of a call counts as both),
+/// by their references' base symbols.
+fn code_effects(graph: &FlowGraph) -> (Vec<SymbolId>, Vec<SymbolId>) {
+    let (mut read, mut modified) = (Vec::new(), Vec::new());
+    fn expression(e: &ir::Expression, read: &mut Vec<SymbolId>) {
+        for (_, vertex) in e.vertices.iter() {
+            match vertex {
+                ExprVertex::Variable(r) => read.extend(r.base_symbol()),
+                ExprVertex::FunctionCall(f) => read.extend(f.arguments.iter().filter_map(|a| a.base_symbol())),
+                _ => {}
+            }
+        }
+    }
+    let mut assignment = |a: &ir::Assignment, read: &mut Vec<SymbolId>| {
+        modified.extend(a.lhs.base_symbol());
+        expression(&a.rhs, read);
+    };
+    let mut actuals: Vec<SymbolId> = Vec::new();
+    for (_, vertex) in graph.vertices.iter() {
+        match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => {
+                for statement in &block.statements {
+                    match statement {
+                        Statement::Assignment(a) => assignment(a, &mut read),
+                        Statement::SubroutineCall(call) => {
+                            actuals.extend(call.arguments.iter().filter_map(|a| match &a.value {
+                                ir::ArgumentValue::Variable(v) => v.base_symbol(),
+                                ir::ArgumentValue::Constant(_) => None,
+                            }))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            CfgVertexKind::ForLoop(l) => {
+                for a in [&l.initialization, &l.update].into_iter().flatten() {
+                    assignment(a, &mut read);
+                }
+                if let Some(c) = &l.condition {
+                    expression(c, &mut read);
+                }
+            }
+            CfgVertexKind::If(c)
+            | CfgVertexKind::PreLoop(c)
+            | CfgVertexKind::PostLoop(c)
+            | CfgVertexKind::Branch(c) => {
+                if let Some(c) = &c.condition {
+                    expression(c, &mut read);
+                }
+            }
+            _ => {}
+        }
+    }
+    read.extend(&actuals);
+    modified.extend(&actuals);
+    for list in [&mut read, &mut modified] {
+        list.sort_unstable();
+        list.dedup();
+    }
+    (read, modified)
+}
+
 /// Lowers a whole call graph. Never fails: problems become `Unsupported`/`Bad` nodes.
 pub fn lower(cg: &CallGraph) -> Program {
     let mut lw = Lowerer { cg, routine_by_symbol: FxHashMap::default() };
@@ -280,11 +358,37 @@ pub fn lower(cg: &CallGraph) -> Program {
             None
         };
         debug_assert!(symbol.shape != Shape::Void || rank == 0);
-        syms.push(SymInfo { name: cg.name(symbol.name).to_owned(), ty: symbol.ty, rank, bounds, storage });
+        syms.push(SymInfo {
+            name: cg.name(symbol.name).to_owned(),
+            ty: symbol.ty,
+            rank,
+            bounds,
+            storage,
+            active: symbol.active,
+        });
     }
     let mut routines = Vec::with_capacity(cg.routines.len());
     for (id, routine) in cg.routines.iter() {
         let index = raw(id);
+        let base_symbols = |list: &Option<Vec<ir::VariableReference>>| {
+            list.as_ref().map(|refs| refs.iter().filter_map(ir::VariableReference::base_symbol).collect::<Vec<_>>())
+        };
+        let (read, modified) = match routine {
+            Routine::ControlFlowGraph(cfg) => {
+                (base_symbols(&cfg.side_effects.read), base_symbols(&cfg.side_effects.modified))
+            }
+            // Replacement lists have no side-effect lists: what the original code (placeholder
+            // 1) reads and writes stands in for them.
+            Routine::ReplacementList(list) => {
+                match list.replacements.iter().find(|r| cg.name(r.placeholder).trim() == "1") {
+                    Some(original) => {
+                        let (read, modified) = code_effects(&original.graph);
+                        (Some(read), Some(modified))
+                    }
+                    None => (None, None),
+                }
+            }
+        };
         let (arguments, body) = match routine {
             Routine::ControlFlowGraph(cfg) => {
                 let body = if cfg.graph.vertices.is_empty() { Body::External } else { Body::Cfg(lw.graph(&cfg.graph)) };
@@ -302,12 +406,14 @@ pub fn lower(cg: &CallGraph) -> Program {
             }
         };
         let formals = arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
+        let intents = arguments.iter().flatten().map(|a| (a.position, a.intent)).collect();
         routines.push(RoutineCode {
             name: cg.symbol_name(routine.symbol()).to_owned(),
             symbol: routine.symbol(),
             body,
             formals,
             locals: locals_of.remove(&index).unwrap_or_default(),
+            interface: Interface { intents, read, modified },
         });
     }
     let passive_stores_left_out = cg

@@ -14,7 +14,7 @@ use super::exec::{ExecConfig, Machine, RevMode, Template};
 use super::lower::{Body, Program};
 use super::memory::{Binding, Value};
 
-use crate::ir::SymbolType;
+use crate::ir::{Intent, SymbolType};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -219,30 +219,211 @@ fn element_slots(binding: &Binding) -> impl Iterator<Item = usize> + '_ {
     (0..count).map(|k| binding.element(k))
 }
 
+/// The top routine a driver calls: the one `name` names (exactly, or as the front end's
+/// `name__N`), or by default [`default_entry`]'s. When nothing matches, the message lists the
+/// routines there are.
+pub fn find_entry(prog: &Program, name: Option<&str>) -> Result<usize, ExecError> {
+    let Some(name) = name else {
+        return default_entry(prog).ok_or_else(|| {
+            ExecError::Unsupported(format!(
+                "no routine named head… with code and no unique top routine (choose one with --entry: {})",
+                routine_list(prog)
+            ))
+        });
+    };
+    if let Some(k) = prog.routines.iter().position(|r| r.name == name) {
+        return Ok(k);
+    }
+    // `ad_roehf5` names the routine the front end calls `ad_roehf5__24`.
+    let mut stems = prog.routines.iter().enumerate().filter(|(_, r)| {
+        r.name
+            .rsplit_once("__")
+            .is_some_and(|(stem, n)| stem == name && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            && !matches!(r.body, Body::External)
+    });
+    match (stems.next(), stems.next()) {
+        (Some((k, _)), None) => Ok(k),
+        _ => Err(ExecError::Unsupported(format!("no routine named {name}; the routines are: {}", routine_list(prog)))),
+    }
+}
+
+/// Every routine's name, those without code marked.
+fn routine_list(prog: &Program) -> String {
+    let names: Vec<String> = prog
+        .routines
+        .iter()
+        .map(|r| match r.body {
+            Body::External => format!("{} (no code)", r.name),
+            Body::Cfg(_) | Body::Template(_) => r.name.clone(),
+        })
+        .collect();
+    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+}
+
+/// What [`infer_driver`] chose, to be shown to the user.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InferredDriver {
+    pub entry: String,
+    /// `name (argument k)` or `name (global)` of each independent and dependent, in order.
+    pub independents: Vec<String>,
+    pub dependents: Vec<String>,
+    /// Other arguments and the values they are given.
+    pub fixed: Vec<String>,
+    /// The `run`/`verify` flags that make the same call.
+    pub flags: Vec<String>,
+}
+
+impl std::fmt::Display for InferredDriver {
+    /// One line, so it reads as one note among a command's messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |items: &[String]| if items.is_empty() { "none".to_owned() } else { items.join(", ") };
+        write!(
+            f,
+            "driver inferred from {}'s interface: independents {}; dependents {}",
+            self.entry,
+            list(&self.independents),
+            list(&self.dependents)
+        )?;
+        if !self.fixed.is_empty() {
+            write!(f, "; fixed {}", self.fixed.join(", "))?;
+        }
+        write!(f, " (as {})", self.flags.join(" "))
+    }
+}
+
+/// A driver for the top routine from what the document says of it, as OpenAD's users write
+/// them by hand: every active real formal of intent `in` is an independent, of intent `out` a
+/// dependent, of intent `inout` both — unless the front end's side-effect lists show that the
+/// routine (with its callees) never modifies it (an independent only) or never reads it (a
+/// dependent only). A routine without active formals is driven through the active globals its
+/// side-effect lists name. Integer formals (sizes, counts) must be given with `--arg`; other
+/// passive formals are zero unless given. The error names what is missing.
+pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConfig, InferredDriver), String> {
+    let entry = find_entry(prog, config.entry.as_deref()).map_err(|e| e.reason())?;
+    let routine = &prog.routines[entry];
+    let interface = &routine.interface;
+    let contains = |list: &Option<Vec<crate::ir::SymbolId>>, sym| list.as_ref().map(|l| l.contains(&sym));
+    let mut formals = routine.formals.clone();
+    formals.sort_by_key(|(p, _)| *p);
+    let mut inferred = InferredDriver { entry: routine.name.clone(), ..InferredDriver::default() };
+    let mut driver = DriverConfig { input_args: Vec::new(), output_args: Vec::new(), ..config.clone() };
+    let mut missing = Vec::new();
+    for &(position, sym) in &formals {
+        let info = &prog.syms[sym.into_raw().into_u32() as usize];
+        let given = config.fixed_args.iter().find(|(p, _)| *p == position).map(|(_, v)| *v);
+        let shown = format!("{} (argument {position})", info.name);
+        if info.ty == SymbolType::Real && info.active {
+            let intent = interface.intents.iter().find(|(p, _)| *p == position).map_or(Intent::InOut, |(_, i)| *i);
+            let (mut is_in, mut is_out) = match intent {
+                Intent::In => (true, false),
+                Intent::Out => (false, true),
+                Intent::InOut => (true, true),
+            };
+            if intent == Intent::InOut {
+                let read = contains(&interface.read, sym);
+                let modified = contains(&interface.modified, sym);
+                match (read, modified) {
+                    (Some(true), Some(false)) | (Some(false), Some(false)) => is_out = false,
+                    (Some(false), Some(true)) => is_in = false,
+                    _ => {}
+                }
+            }
+            if is_in {
+                driver.input_args.push(position);
+                inferred.independents.push(shown.clone());
+            }
+            if is_out {
+                driver.output_args.push(position);
+                inferred.dependents.push(shown);
+            }
+            continue;
+        }
+        match (info.ty, info.rank, given) {
+            (_, _, Some(value)) => inferred.fixed.push(format!("{shown} = {}", show_value(value))),
+            (SymbolType::Integer, 0, None) => missing.push((position, info.name.clone())),
+            (_, _, None) => inferred.fixed.push(format!(
+                "{shown} = {} (passive; give another with --arg)",
+                match info.ty {
+                    SymbolType::Bool => "false",
+                    SymbolType::Char | SymbolType::String => "''",
+                    _ => "0",
+                }
+            )),
+        }
+    }
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|(p, name)| format!("{name} (argument {p})")).collect();
+        let flags: Vec<String> = missing.iter().map(|(p, _)| format!("--arg {p}=VALUE")).collect();
+        return Err(format!(
+            "{} takes integer arguments the driver cannot guess: {}; give their values with {}",
+            routine.name,
+            names.join(", "),
+            flags.join(" ")
+        ));
+    }
+    if driver.input_args.is_empty() && driver.output_args.is_empty() {
+        // No active formals: module or common-block variables carry the values.
+        let global = |sym: &crate::ir::SymbolId| {
+            let info = &prog.syms[sym.into_raw().into_u32() as usize];
+            (matches!(info.storage, super::lower::Storage::Global { .. }) && info.active && info.ty == SymbolType::Real)
+                .then(|| info.name.clone())
+        };
+        let names = |list: &Option<Vec<crate::ir::SymbolId>>| {
+            let mut out: Vec<String> = Vec::new();
+            for name in list.iter().flatten().filter_map(global) {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+            out
+        };
+        driver.input_globals = names(&interface.read);
+        driver.output_globals = names(&interface.modified);
+        inferred.independents = driver.input_globals.iter().map(|g| format!("{g} (global)")).collect();
+        inferred.dependents = driver.output_globals.iter().map(|g| format!("{g} (global)")).collect();
+    }
+    if inferred.independents.is_empty() || inferred.dependents.is_empty() {
+        return Err(format!(
+            "{} has no active real {} to differentiate: say which arguments or globals to use with --inputs/--outputs or --input-globals/--output-globals",
+            routine.name,
+            if inferred.independents.is_empty() { "inputs" } else { "outputs" }
+        ));
+    }
+    let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let mut flags = Vec::new();
+    if config.entry.is_some() {
+        flags.push(format!("--entry {}", routine.name));
+    }
+    if !driver.input_args.is_empty() || driver.input_globals.is_empty() {
+        flags.push(format!("--inputs {}", join(&driver.input_args)));
+    }
+    if !driver.output_args.is_empty() || driver.output_globals.is_empty() {
+        flags.push(format!("--outputs {}", join(&driver.output_args)));
+    }
+    if !driver.input_globals.is_empty() {
+        flags.push(format!("--input-globals {}", driver.input_globals.join(",")));
+    }
+    if !driver.output_globals.is_empty() {
+        flags.push(format!("--output-globals {}", driver.output_globals.join(",")));
+    }
+    for (p, v) in &config.fixed_args {
+        flags.push(format!("--arg {p}={}", show_value(*v)));
+    }
+    inferred.flags = flags;
+    Ok((driver, inferred))
+}
+
+fn show_value(value: ArgValue) -> String {
+    match value {
+        ArgValue::Int(i) => i.to_string(),
+        ArgValue::Real(x) => format!("{x:?}"),
+        ArgValue::Bool(b) => b.to_string(),
+    }
+}
+
 impl<'p> Driver<'p> {
     pub fn new(prog: &'p Program, config: &DriverConfig) -> Result<Driver<'p>, ExecError> {
-        let entry = match &config.entry {
-            Some(name) => prog
-                .routines
-                .iter()
-                .position(|r| r.name == *name)
-                .or_else(|| {
-                    // `ad_roehf5` names the routine the front end calls `ad_roehf5__24`.
-                    let mut stems = prog.routines.iter().enumerate().filter(|(_, r)| {
-                        r.name.rsplit_once("__").is_some_and(|(stem, n)| {
-                            stem == name && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-                        }) && !matches!(r.body, Body::External)
-                    });
-                    match (stems.next(), stems.next()) {
-                        (Some((k, _)), None) => Some(k),
-                        _ => None,
-                    }
-                })
-                .ok_or_else(|| ExecError::Unsupported(format!("no routine named {name}")))?,
-            None => default_entry(prog).ok_or_else(|| {
-                ExecError::Unsupported("no routine named head… with code and no unique top routine".into())
-            })?,
-        };
+        let entry = find_entry(prog, config.entry.as_deref())?;
         let routine = &prog.routines[entry];
         let mut formals = Vec::new();
         let (mut n, mut m) = (0, 0);
@@ -352,6 +533,55 @@ impl<'p> Driver<'p> {
             )));
         }
         Ok(Driver { prog, entry, config: config.clone(), formals, input_globals, output_globals, n, m })
+    }
+
+    /// The name of each independent (`X_1(2)` for an array element, column-major), in order.
+    pub fn input_labels(&self) -> Vec<String> {
+        self.labels(&self.config.input_args, &self.input_globals)
+    }
+
+    /// The name of each dependent, in order.
+    pub fn output_labels(&self) -> Vec<String> {
+        self.labels(&self.config.output_args, &self.output_globals)
+    }
+
+    fn labels(&self, positions: &[u32], globals: &[u32]) -> Vec<String> {
+        let routine = &self.prog.routines[self.entry];
+        let mut labels = Vec::new();
+        let mut push = |name: &str, bounds: &[(i64, i64)]| {
+            if bounds.is_empty() {
+                labels.push(name.to_owned());
+                return;
+            }
+            let count = bounds.iter().map(|(l, u)| (u - l + 1).max(0) as usize).product::<usize>();
+            for k in 0..count {
+                let mut rest = k;
+                let subscripts: Vec<String> = bounds
+                    .iter()
+                    .map(|(l, u)| {
+                        let extent = (u - l + 1).max(1) as usize;
+                        let i = l + (rest % extent) as i64;
+                        rest /= extent;
+                        i.to_string()
+                    })
+                    .collect();
+                labels.push(format!("{name}({})", subscripts.join(",")));
+            }
+        };
+        for p in positions {
+            let Some((_, bounds, _)) = self.formals.iter().find(|(q, _, _)| q == p) else { continue };
+            let name = routine
+                .formals
+                .iter()
+                .find(|(q, _)| q == p)
+                .map_or(String::new(), |&(_, sym)| self.prog.syms[sym.into_raw().into_u32() as usize].name.clone());
+            push(&name, bounds);
+        }
+        for &sym in globals {
+            let info = &self.prog.syms[sym as usize];
+            push(&info.name, info.bounds.as_deref().unwrap_or(&[]));
+        }
+        labels
     }
 
     pub fn entry_name(&self) -> &str {
@@ -508,6 +738,17 @@ pub struct VerifyReport {
     pub steps: u64,
     /// Adjoint mode: words the taping pushed in one reverse sweep (the first).
     pub tape: super::memory::TapeWords,
+    /// What suggests the call is not the intended one (a zero Jacobian or column).
+    pub warnings: Vec<String>,
+    /// Where the program that failed stopped, if one did.
+    pub failure: Option<(Side, super::Location)>,
+}
+
+/// Which of the two programs compared.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    Original,
+    Transformed,
 }
 
 impl VerifyReport {
@@ -524,6 +765,8 @@ impl VerifyReport {
             rtol: 0.0,
             steps: 0,
             tape: Default::default(),
+            warnings: Vec::new(),
+            failure: None,
         }
     }
 
@@ -639,6 +882,7 @@ impl VerifyReport {
             "m": self.m,
             "rtol": number(self.rtol),
             "entries": entries,
+            "warnings": self.warnings,
         });
         if self.mode == Mode::Adjoint {
             value["tape"] = serde_json::json!({
@@ -727,15 +971,63 @@ pub fn jacobian(
     Ok((j, values, steps, tape))
 }
 
+/// Warnings about a Jacobian (row-major `m × n`) that says the driver is probably not the
+/// intended one: entirely zero, or an independent whose column is zero (it reaches no
+/// dependent at this point). `passive_stores_left_out` explains a zero a missing store caused.
+pub fn zero_jacobian_warnings(
+    jacobian: &[f64],
+    n: usize,
+    m: usize,
+    inputs: &[String],
+    passive_stores_left_out: usize,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if n == 0 || m == 0 {
+        return warnings;
+    }
+    let why = if passive_stores_left_out > 0 {
+        format!(
+            " (the XAIF leaves {passive_stores_left_out} passive stores out as Markers: values they set are missing)"
+        )
+    } else {
+        String::new()
+    };
+    if jacobian.iter().all(|v| *v == 0.0) {
+        warnings.push(format!(
+            "the {m}x{n} Jacobian is entirely zero: no independent reaches a dependent at this point{why}"
+        ));
+        return warnings;
+    }
+    for j in 0..n {
+        if (0..m).all(|i| jacobian[i * n + j] == 0.0) {
+            let name = inputs.get(j).map_or_else(|| format!("x({})", j + 1), |l| format!("x({}) = {l}", j + 1));
+            warnings.push(format!(
+                "independent {name} reaches no dependent at this point (its column of the Jacobian is zero)"
+            ));
+        }
+    }
+    warnings
+}
+
 /// Compares the derivatives of `transformed` with finite differences of `original`.
 pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) -> VerifyReport {
     let orig = match Driver::new(original, &config.driver) {
         Ok(d) => d,
-        Err(e) => return VerifyReport::unsupported(classify_original(e, original).reason(), config.mode),
+        Err(e) => {
+            let mut report = VerifyReport::unsupported("", config.mode);
+            report.failure = e.location().cloned().map(|at| (Side::Original, at));
+            report.status = Status::Unsupported(classify_original(e, original).reason());
+            return report;
+        }
     };
     let trans = match Driver::new(transformed, &config.driver) {
         Ok(d) => d,
-        Err(e) => return VerifyReport::unsupported(classify_transformed(e).reason(), config.mode),
+        Err(e) => {
+            let mut report = VerifyReport::unsupported("", config.mode);
+            report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
+            report.status = Status::Unsupported(classify_transformed(e).reason());
+            return report;
+        }
     };
     let mut report = VerifyReport::unsupported("", config.mode);
     report.entry = orig.entry_name().to_owned();
@@ -754,6 +1046,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let base = match orig.run(&x0, Sweep::Plain) {
         Ok(r) => r,
         Err(e) => {
+            report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
             return report;
         }
@@ -761,6 +1054,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let (ad, values, steps, tape) = match jacobian(&trans, config.mode, &x0) {
         Ok(r) => r,
         Err(e) => {
+            report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
             report.status = classify_transformed(e);
             return report;
         }
@@ -771,6 +1065,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,
         Err(e) => {
+            report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
             return report;
         }
@@ -799,6 +1094,10 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     } else {
         Status::Ok
     };
+    // Zero in the derivative code and in the differences alike: the call, not the
+    // transformation, is what is probably wrong.
+    let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();
+    report.warnings = zero_jacobian_warnings(&both, n, m, &orig.input_labels(), original.passive_stores_left_out);
     report
 }
 

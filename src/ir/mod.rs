@@ -17,6 +17,7 @@
 
 pub mod build;
 pub mod names;
+pub mod text;
 pub mod visit;
 
 use la_arena::{Arena, Idx};

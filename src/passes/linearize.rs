@@ -79,6 +79,8 @@ pub struct LocalGraph {
     pub operations: usize,
     /// The shape of each operation's result (whole-array statements have array values).
     pub operation_shapes: Vec<ValueShape>,
+    /// The intrinsic of each operation, for views of the graph.
+    pub operation_names: Vec<Name>,
     pub edges: Vec<LocalEdge>,
     /// What the left-hand side becomes; `None` when the right-hand side is passive.
     pub result: Option<LocalNode>,
@@ -340,6 +342,7 @@ pub fn linearize_assignment(
                 let operation = graph.operations;
                 graph.operations += 1;
                 graph.operation_shapes.push(shapes[&v].clone());
+                graph.operation_names.push(intrinsic.name);
                 operation_vertex.push(v);
                 node_of.insert(v, LocalNode::Operation(operation));
                 // Arguments the partials read must be available as values: leaves as they are,

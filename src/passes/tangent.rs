@@ -46,6 +46,26 @@ pub struct TangentConfig {
     /// What elimination minimizes: the tangent's multiplications by default; the adjoint mode
     /// weighs each remaining non-unit edge twice (pushed, then multiplied in the reverse sweep).
     pub cost_model: CostModel,
+    /// Keep each sequence's graph and elimination in its statistics ([`SequenceStats::graph`]),
+    /// for the graph views of the command line.
+    pub record_graphs: bool,
+}
+
+/// A sequence's linearized computational graph before and after preaccumulation, as text
+/// labels: what `xaifbooster dot --what lcg` draws.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SequenceGraph {
+    /// The `statement_id`s of the sequence's statements, in order.
+    pub statements: Vec<String>,
+    /// Each vertex's kind and what it stands for: a variable for independents and
+    /// dependents, an intrinsic for intermediates (`passive` for a passive right-hand side).
+    pub vertices: Vec<(VertexKind, String)>,
+    /// `(source, target, partial)`: a constant, or the variable holding the partial.
+    pub edges: Vec<(usize, usize, String)>,
+    /// The eliminations, in the order preaccumulation made them.
+    pub order: Vec<elimination::Step>,
+    /// The remainder graph the propagator multiplies through, over the same vertices.
+    pub remainder: Vec<(usize, usize, String)>,
 }
 
 /// What the transformation did to one sequence.
@@ -67,6 +87,8 @@ pub struct SequenceStats {
     pub method: String,
     /// With `compare_methods`: each method's planned cost (multiplications per direction).
     pub method_costs: Vec<(Method, usize)>,
+    /// With `record_graphs`: the graph and its elimination.
+    pub graph: Option<Box<SequenceGraph>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -174,6 +196,8 @@ enum Item {
 struct Sequence {
     items: Vec<Item>,
     vertices: Vec<Vertex>,
+    /// The intrinsic of each intermediate that is an operation (for recorded graphs).
+    operations: FxHashMap<usize, Name>,
     edges: Vec<(usize, usize, Partial)>,
     /// Which vertex holds each variable's current value, by reference key.
     current: FxHashMap<String, usize>,
@@ -303,6 +327,11 @@ impl BlockContext<'_> {
         for shape in &graph.operation_shapes {
             sequence.vertices.push(Vertex::Intermediate(shape.clone()));
         }
+        if self.config.record_graphs {
+            for (k, name) in graph.operation_names.iter().enumerate() {
+                sequence.operations.insert(first_operation + k, *name);
+            }
+        }
         let map = |node: LocalNode| match node {
             LocalNode::Operand(i) => operand_vertex[i],
             LocalNode::Operation(i) => first_operation + i,
@@ -337,6 +366,15 @@ impl BlockContext<'_> {
             return;
         }
         let statements = sequence.items.len();
+        let statement_ids: Vec<String> = if self.config.record_graphs {
+            let id = |item: &Item| match item {
+                Item::Passive(statement) => statement.id(),
+                Item::Active(linearized) => Some(linearized.statement.id),
+            };
+            sequence.items.iter().filter_map(id).map(|id| self.cg.name(id).to_owned()).collect()
+        } else {
+            Vec::new()
+        };
         for item in sequence.items {
             match item {
                 Item::Passive(statement) => out.push(statement),
@@ -369,7 +407,14 @@ impl BlockContext<'_> {
             dependents: sequence.assigned.len(),
             ..SequenceStats::default()
         };
+        let before = self.config.record_graphs.then(|| edges.clone());
         let edges = self.preaccumulate(&vertices, edges, &mut stats, out);
+        if let Some(before) = before {
+            let order = stats.graph.take().map(|graph| graph.order).unwrap_or_default();
+            let mut graph = self.record(&vertices, &sequence.operations, statement_ids, &before, &edges);
+            graph.order = order;
+            stats.graph = Some(Box::new(graph));
+        }
         let (allocations, propagator) = self.propagate(&vertices, &edges, &mut stats);
         out.extend(allocations);
         out.push(Statement::DerivativePropagator(propagator));
@@ -414,6 +459,10 @@ impl BlockContext<'_> {
         };
         let plan = self.plans.plan(&lcg, self.config.elimination, self.config.cost_model);
         stats.method = plan.method.name().to_owned();
+        if self.config.record_graphs {
+            // Completed by `record` once the remainder is known.
+            stats.graph = Some(Box::new(SequenceGraph { order: plan.order.clone(), ..SequenceGraph::default() }));
+        }
         if self.config.compare_methods {
             stats.method_costs =
                 ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, self.config.cost_model).cost())).collect();
@@ -453,6 +502,38 @@ impl BlockContext<'_> {
                 (s, t, partial)
             })
             .collect()
+    }
+
+    /// The sequence's graph as labels, with the order `preaccumulate` left in `stats`.
+    fn record(
+        &self,
+        vertices: &[Vertex],
+        operations: &FxHashMap<usize, Name>,
+        statements: Vec<String>,
+        before: &[(usize, usize, Partial)],
+        after: &[(usize, usize, Partial)],
+    ) -> SequenceGraph {
+        let cg = &*self.cg;
+        let label = |partial: &Partial| match *partial {
+            Partial::One => "1".to_owned(),
+            Partial::MinusOne => "-1".to_owned(),
+            Partial::Constant(value) => format!("{value}"),
+            Partial::Variable(symbol) => cg.symbol_name(symbol).to_owned(),
+        };
+        let edges = |list: &[(usize, usize, Partial)]| list.iter().map(|(s, t, p)| (*s, *t, label(p))).collect();
+        let vertices = vertices
+            .iter()
+            .enumerate()
+            .map(|(k, vertex)| match vertex {
+                Vertex::Independent(r) => (VertexKind::Independent, crate::ir::text::reference(cg, r)),
+                Vertex::Dependent(r) => (VertexKind::Dependent, crate::ir::text::reference(cg, r)),
+                Vertex::Intermediate(_) => (
+                    VertexKind::Intermediate,
+                    operations.get(&k).map_or_else(|| "passive".to_owned(), |name| cg.name(*name).to_owned()),
+                ),
+            })
+            .collect();
+        SequenceGraph { statements, vertices, edges: edges(before), order: Vec::new(), remainder: edges(after) }
     }
 
     /// `<prefix>acc_N = name(operands…)`.

@@ -168,14 +168,20 @@ pub fn locate(
             vertex.and_then(|v| vertices.filter(|d| d.is_element()).find(|d| d.attribute("vertex_id") == Some(v)))
         };
         let at = by_statement.or_else(by_vertex).unwrap_or(routine);
-        Some((at.range().start, at.tag_name().name().to_owned()))
+        let source_line = at.attribute("lineNumber").filter(|l| *l != "0").map(str::to_owned);
+        Some((at.range().start, at.tag_name().name().to_owned(), source_line))
     });
-    let (line, column, element) = match found {
-        Some((offset, element)) => {
+    let (line, column, element, message) = match found {
+        Some((offset, element, source_line)) => {
             let (line, column) = super::diagnostic::line_column(input, offset);
-            (line, column, element)
+            // The front end's `lineNumber` is where the statement is in the user's source.
+            let message = match source_line {
+                Some(source) => format!("{message} (source line {source})"),
+                None => message,
+            };
+            (line, column, element, message)
         }
-        None => (1, 1, "document".to_owned()),
+        None => (1, 1, "document".to_owned(), message),
     };
     finding(Severity::Error, file, line, column, &element, message)
 }

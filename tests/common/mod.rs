@@ -315,6 +315,8 @@ pub fn apply_driver_flags(
             "--input-globals" => driver.input_globals = value.split(',').map(str::to_owned).collect(),
             "--output-globals" => driver.output_globals = value.split(',').map(str::to_owned).collect(),
             "--arg" => driver.fixed_args.push(xaifbooster::interp::verify::parse_fixed_arg(value)?),
+            "--n" => driver.n = Some(value.parse().map_err(|_| format!("--n: bad count '{value}'"))?),
+            "--m" => driver.m = Some(value.parse().map_err(|_| format!("--m: bad count '{value}'"))?),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
