@@ -35,7 +35,9 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     for dir in ["adjoint", "analysis", "interp", "random", "type_change", "tangent"] {
         if let Ok(entries) = std::fs::read_dir(testdata.join(dir)) {
-            files.extend(entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "xaif")));
+            files.extend(
+                entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "xaif")),
+            );
         }
     }
     files.sort();
@@ -142,7 +144,11 @@ fn mutants_of_the_seeds_keep_the_robustness_contract() {
                 Ok(Err(violation)) => Some(violation),
                 Err(panic) => Some(format!(
                     "panic: {}",
-                    panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned())).unwrap_or_default()
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default()
                 )),
             };
             if let Some(violation) = violation {
@@ -168,7 +174,8 @@ fn fuzz_regressions_keep_the_contract() {
     let dir = std::env::var_os("XAIF_FUZZ_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fuzz"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).expect("testdata/fuzz").map(|e| e.expect("entry").path()).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).expect("testdata/fuzz").map(|e| e.expect("entry").path()).collect();
     files.sort();
     assert!(!files.is_empty());
     let mut broken = Vec::new();

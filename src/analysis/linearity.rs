@@ -406,7 +406,7 @@ impl Analysis<'_> {
 }
 
 /// The 1-based arguments a partial reads (0 for the result itself).
-fn arguments_read(expression: &PartialExpr, out: &mut Vec<usize>) {
+pub(crate) fn arguments_read(expression: &PartialExpr, out: &mut Vec<usize>) {
     match expression {
         PartialExpr::Constant { .. } => {}
         PartialExpr::Argument(k) => out.push(*k),

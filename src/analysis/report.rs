@@ -290,7 +290,7 @@ pub fn required_by(
                     let read: Vec<usize> = match partial {
                         Some(p) if p.kind == PartialKind::Nonlinear => {
                             let mut read = Vec::new();
-                            arguments(&p.expression, &mut read);
+                            linearity::arguments_read(&p.expression, &mut read);
                             read
                         }
                         Some(_) => Vec::new(),
@@ -321,15 +321,6 @@ pub fn required_by(
     out.sort_unstable();
     out.dedup();
     out
-}
-
-fn arguments(expression: &crate::xaif::intrinsics::PartialExpr, out: &mut Vec<usize>) {
-    use crate::xaif::intrinsics::PartialExpr;
-    match expression {
-        PartialExpr::Constant { .. } => {}
-        PartialExpr::Argument(k) => out.push(*k),
-        PartialExpr::Intrinsic { arguments: list, .. } => list.iter().for_each(|a| arguments(a, out)),
-    }
 }
 
 fn variables_under(

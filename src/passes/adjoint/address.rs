@@ -108,7 +108,9 @@ fn walk(cg: &mut CallGraph, graph: &FlowGraph, regions: &[Region], enclosing: &[
                 if enclosing.is_empty() {
                     // An outermost candidate: the nest's assignments decide what is constant.
                     let assigned = assigned_in(graph, body, &plan.call_writes);
-                    if let Some(explicit) = explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, &assigned, &[]) {
+                    if let Some(explicit) =
+                        explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, &assigned, &[])
+                    {
                         let mut inside = vec![explicit.variable];
                         plan.loops.insert(*header, explicit);
                         nest(cg, graph, body, &assigned, &mut inside, plan);
@@ -148,7 +150,8 @@ fn nest(
             }
             Region::Loop { header, body, .. } => {
                 let loop_assigned = assigned_in(graph, body, &plan.call_writes);
-                if let Some(explicit) = explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, assigned, inside)
+                if let Some(explicit) =
+                    explicit_loop(plan.policy, &plan.call_writes, cg, graph, *header, body, assigned, inside)
                     && !loop_assigned.contains(&explicit.variable)
                 {
                     inside.push(explicit.variable);

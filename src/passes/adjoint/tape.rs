@@ -338,8 +338,7 @@ struct ValuesPlan {
 /// Jacobian entries into.
 fn scalar_temporary(cg: &CallGraph, reference: &VariableReference) -> Option<SymbolId> {
     let base = reference.base_symbol()?;
-    (cg.symbols[base].temp && reference.vertices.len() == 1 && cg.symbols[base].shape == Shape::Scalar)
-        .then_some(base)
+    (cg.symbols[base].temp && reference.vertices.len() == 1 && cg.symbols[base].shape == Shape::Scalar).then_some(base)
 }
 
 /// Plans the values strategy for the propagator at `p`, whose sequence starts at `start`;
@@ -431,9 +430,10 @@ fn plan_values(
             let Statement::Assignment(a) = &statements[j] else { return false };
             let Some(t) = a.lhs.base_symbol() else { return false };
             !own_subscripts.contains(&t)
-                && index.readers.get(&t).is_none_or(|readers| {
-                    readers.iter().all(|&r| r == p || candidates.binary_search(&r).is_ok())
-                })
+                && index
+                    .readers
+                    .get(&t)
+                    .is_none_or(|readers| readers.iter().all(|&r| r == p || candidates.binary_search(&r).is_ok()))
         });
         if removable.len() == staying_before {
             break;
@@ -522,8 +522,7 @@ struct BlockIndex {
 
 impl BlockIndex {
     fn of(cg: &CallGraph, effects: &Effects, statements: &[Statement]) -> BlockIndex {
-        let mut index =
-            BlockIndex { readers: FxHashMap::default(), writes: FxHashMap::default(), unknown: Vec::new() };
+        let mut index = BlockIndex { readers: FxHashMap::default(), writes: FxHashMap::default(), unknown: Vec::new() };
         let mut reads = Vec::new();
         let mut written = SymbolSet::default();
         for (k, statement) in statements.iter().enumerate() {
