@@ -1,6 +1,6 @@
 //! The streaming driver: reads, transforms and writes one routine at a time.
 //!
-//! The whole-document path ([`crate::xaif::read`], [`crate::pipeline`], [`crate::xaif::write`])
+//! The whole-document path ([`crate::xaif::read()`], [`crate::pipeline`], [`crate::xaif::write()`])
 //! holds every routine's graph at once: memory grows with the program. Here the reader hands
 //! each routine to the driver as soon as its element closes; the driver runs the mode's passes
 //! on it, writes it, and drops its graph, keeping only its head (symbol, arguments, side-effect
@@ -48,7 +48,7 @@ pub struct Streamed {
     /// What goes after them.
     pub tail: Vec<u8>,
     pub report: Report,
-    /// The reader's warnings, as [`crate::xaif::read`] gives them.
+    /// The reader's warnings, as [`crate::xaif::read()`] gives them.
     pub warnings: Vec<Diagnostic>,
 }
 

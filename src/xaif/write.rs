@@ -46,7 +46,7 @@ pub fn write_head(cg: &CallGraph, options: &WriteOptions, out: &mut Vec<u8>) {
     *out = w.out;
 }
 
-/// Appends one routine (a control flow graph or a replacement list), as [`write`] does.
+/// Appends one routine (a control flow graph or a replacement list), as [`write()`] does.
 pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
     let mut w = Writer { cg, out: std::mem::take(out), depth: 2 };
     match &cg.routines[routine] {
