@@ -348,6 +348,16 @@ fn a_symlink_is_written_through_and_stays_a_symlink() {
     assert!(fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
     assert_eq!(fs::read(&target).expect("target"), expected_tangent());
     assert_eq!(entries(&dir.path().join("real")), ["out.xaif"]);
+    // --stats alike.
+    let stats_target = dir.path().join("real/stats.json");
+    fs::write(&stats_target, "previous").expect("write");
+    let stats_link = dir.path().join("stats.json");
+    std::os::unix::fs::symlink("real/stats.json", &stats_link).expect("symlink");
+    let result = run(&["tangent", "-i", &example(), "-o", path(&link), "--stats", path(&stats_link)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(fs::symlink_metadata(&stats_link).expect("link").file_type().is_symlink());
+    assert!(fs::read_to_string(&stats_target).expect("stats").contains("\"totals\""));
+    assert_eq!(entries(&dir.path().join("real")), ["out.xaif", "stats.json"]);
 }
 
 #[test]
@@ -385,6 +395,30 @@ fn a_named_pipe_is_written_not_replaced() {
     assert_eq!(received, expected_tangent());
     assert!(fs::metadata(&fifo).expect("fifo").file_type().is_fifo());
     assert_eq!(entries(dir.path()), ["pipe"]);
+}
+
+/// `-o >(cmd)` and `--stats >(cmd)` as a shell user writes them: bash passes `/dev/fd/N`, the
+/// write end of a pipe to `cmd`.
+#[test]
+fn process_substitution_writes_into_the_pipe() {
+    if !Command::new("bash").arg("-c").arg("true").status().is_ok_and(|s| s.success()) {
+        eprintln!("bash is not installed: process substitution is not tried");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (out, stats) = (dir.path().join("out.xaif"), dir.path().join("stats.json"));
+    // `wait` waits for the substituted processes (bash 4.4 and later), so both files are
+    // complete when bash exits; bash's status is the binary's.
+    let script = r#"B=$1; shift; "$B" tangent -i "$1" -o >(cat > "$2") --stats >(cat > "$3"); s=$?; wait; exit $s"#;
+    let result = Command::new("bash")
+        .args(["-c", script, "bash", env!("CARGO_BIN_EXE_xaifbooster"), &example(), path(&out), path(&stats)])
+        .output()
+        .expect("bash runs");
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(stderr(&result), "");
+    assert_eq!(fs::read(&out).expect("out"), expected_tangent());
+    assert!(fs::read_to_string(&stats).expect("stats").contains("\"totals\""));
+    assert_eq!(entries(dir.path()), ["out.xaif", "stats.json"]);
 }
 
 #[test]
@@ -516,4 +550,53 @@ fn repeated_warnings_are_summarised_and_quiet_silences_them() {
     let faulty = two_faults(dir.path());
     let result = run(&["validate", "-q", path(&faulty)]);
     assert_eq!(stderr(&result).lines().count(), 2);
+}
+
+/// Line and column just past the end of `text`, as findings count them (from 1, in characters).
+fn end_of(text: &str) -> (usize, usize) {
+    let line = text.matches('\n').count() + 1;
+    let column = text[text.rfind('\n').map_or(0, |p| p + 1)..].chars().count() + 1;
+    (line, column)
+}
+
+#[test]
+fn a_truncated_file_is_reported_where_it_was_cut() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = fs::read_to_string(example()).expect("example");
+    let at = |needle: &str, extra: usize| text.find(needle).expect("needle in the example") + extra;
+    let cuts = [
+        ("inside_an_attribute_value", at(r#"<xaif:Symbol symbol_id="x"/>"#, r#"<xaif:Symbol symbol_id="x"#.len())),
+        ("inside_an_attribute_name", at(r#"<xaif:Symbol symbol_id="x"/>"#, "<xaif:Symbol symb".len())),
+        ("after_an_element_name", at(r#"<xaif:Symbol symbol_id="x"/>"#, "<xaif:Symbol ".len())),
+        ("between_elements", at(r#"<xaif:Symbol symbol_id="x"/>"#, r#"<xaif:Symbol symbol_id="x"/>"#.len())),
+        ("inside_the_root_start_tag", at("<xaif:CallGraph", "<xaif:Call".len())),
+        ("before_the_last_end_tag", at("</xaif:CallGraph>", 0)),
+    ];
+    let out = dir.path().join("out.xaif");
+    let mut files = Vec::new();
+    for (name, offset) in cuts {
+        let cut = &text[..offset];
+        let file = dir.path().join(format!("{name}.xaif"));
+        fs::write(&file, cut).expect("write input");
+        let (line, column) = end_of(cut);
+        assert!(line > 1, "{name}: the cut is past the first line");
+        // The validator (which every transforming run starts with) and the reader (which `dot`
+        // runs alone) word it differently; both say where.
+        let location = format!("{}:{line}:{column}: ", file.display());
+        for command in [vec!["validate"], vec!["tangent", "-o", path(&out)], vec!["dot"]] {
+            let result = xaifbooster().args(&command).arg(&file).output().expect("binary runs");
+            assert_eq!(result.status.code(), Some(1), "{name} {command:?}");
+            let text = stderr(&result);
+            assert!(
+                text.lines().any(|l| l.starts_with(&location)),
+                "{name} {command:?}: wanted {location}…, got {text}"
+            );
+            assert!(!out.exists(), "{name}: {command:?} wrote an output");
+        }
+        files.push(file);
+    }
+    // validate over all of them reports each cut.
+    let result = xaifbooster().arg("validate").args(&files).output().expect("binary runs");
+    assert_eq!(result.status.code(), Some(1));
+    assert_eq!(stderr(&result).lines().filter(|l| l.contains(": document: malformed XML: ")).count(), files.len());
 }

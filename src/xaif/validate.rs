@@ -50,6 +50,22 @@ pub fn check_activity(input: &[u8], file: &str) -> Vec<Diagnostic> {
     check(input, file, &ValidateOptions::default(), Checks::ActivityOnly)
 }
 
+/// Where a parse error of roxmltree is best reported, as line and column. An input that ends
+/// too early (cut inside a tag or attribute, before the root is closed, or before the root's
+/// start tag is complete) is located where it ends: roxmltree gives such errors no position
+/// (1:1), which would hide where a truncated file was cut.
+fn xml_error_position(error: &roxmltree::Error, input: &[u8]) -> (usize, usize) {
+    match error {
+        roxmltree::Error::UnclosedRootNode | roxmltree::Error::UnexpectedEndOfStream | roxmltree::Error::NoRootNode => {
+            super::diagnostic::line_column(input, input.len())
+        }
+        _ => {
+            let position = error.pos();
+            (position.row as usize, position.col as usize)
+        }
+    }
+}
+
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Checks {
     All,
@@ -77,26 +93,12 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
     let doc = match roxmltree::Document::parse_with_options(text, parse_options) {
         Ok(doc) => doc,
         Err(error) => {
-            // An unfinished document is best located where it ends.
-            let position = match error {
-                roxmltree::Error::UnclosedRootNode => {
-                    let (line, column) = super::diagnostic::line_column(input, input.len());
-                    roxmltree::TextPos::new(line as u32, column as u32)
-                }
-                _ => error.pos(),
-            };
+            let (line, column) = xml_error_position(&error, input);
             let message = match error {
                 roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
                 other => format!("malformed XML: {other}"),
             };
-            return vec![finding(
-                Severity::Error,
-                file,
-                position.row as usize,
-                position.col as usize,
-                "document",
-                message,
-            )];
+            return vec![finding(Severity::Error, file, line, column, "document", message)];
         }
     };
     let lines = LineIndex::new(input);
