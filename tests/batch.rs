@@ -248,6 +248,13 @@ fn verify_runs_on_each_output_and_is_recorded() {
         assert_eq!(file["verify"]["status"], "OK", "{file}");
         assert!(file["verify"]["detail"].as_str().expect("detail").starts_with("verify: OK"));
         assert!(file["verify"]["tape_words"].as_u64().is_some());
+        // The static pushes, every kind the README lists: each of these adjoints pushes something
+        // (ConsFold and DoubleArrayIndex only locals at the exit, speelpenning a value and loop
+        // counts).
+        let counts = &file["counts"];
+        let kinds = ["factor_pushes", "value_pushes", "index_pushes", "control_pushes", "exit_pushes"];
+        let pushes: u64 = kinds.iter().map(|k| counts[k].as_u64().unwrap_or_else(|| panic!("{k}: {counts}"))).sum();
+        assert!(pushes > 0, "{input}: {counts}");
         let output = PathBuf::from(file["output"].as_str().expect("output"));
         assert!(output.ends_with("adm.out.xaif"));
         // The same bytes as the single-file command with the same switch.
@@ -366,4 +373,33 @@ fn version_long_forms_and_positional_input() {
     assert!(outputs.iter().all(|o| o == &outputs[0]));
     // An input both positional and with -i is a usage error.
     xaifbooster().args(["identity", path(&example), "--input", path(&example)]).assert().code(2);
+}
+
+/// On a terminal the progress is one bar redrawn in place (indicatif), not a line per file.
+/// `script` (util-linux) gives the run a pseudo-terminal.
+#[test]
+fn a_terminal_sees_a_progress_bar() {
+    let has_script = std::process::Command::new("script").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("script (util-linux) is not installed: the terminal progress bar is not tried");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let corpus = small_corpus(dir.path(), &EXAMPLES[..3]);
+    let out = dir.path().join("out");
+    let command =
+        format!("'{}' batch tangent '{}' --out-dir '{}'", env!("CARGO_BIN_EXE_xaifbooster"), path(&corpus), path(&out));
+    let output = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script runs");
+    let shown = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{shown}");
+    // Redrawn with carriage returns and erased lines, ending at 3/3; no plain per-file lines.
+    assert!(shown.contains('\r') && shown.contains("\x1b[2K"), "{shown:?}");
+    assert!(shown.contains("3/3"), "{shown:?}");
+    assert!(!shown.contains("[1/3] "), "plain progress lines on a terminal: {shown:?}");
+    assert!(shown.contains("3 files, 3 ok, 0 failed"), "{shown:?}");
+    assert_eq!(tree(&out).len(), 3);
 }

@@ -338,10 +338,12 @@ pub struct Counts {
     pub accumulation_additions: usize,
     pub propagator_entries: usize,
     pub propagator_multiplications: usize,
-    /// Adjoint mode: static pushes in the taping code, by kind.
+    /// Adjoint mode: static pushes in the taping code, by kind (as `AdjointStats`).
     pub factor_pushes: usize,
+    pub value_pushes: usize,
     pub index_pushes: usize,
     pub control_pushes: usize,
+    pub exit_pushes: usize,
 }
 
 impl Counts {
@@ -360,8 +362,10 @@ impl Counts {
             propagator_entries: sum(|s| s.propagator_entries),
             propagator_multiplications: sum(|s| s.propagator_multiplications),
             factor_pushes: report.adjoint.factor_pushes,
+            value_pushes: report.adjoint.value_pushes,
             index_pushes: report.adjoint.index_pushes,
             control_pushes: report.adjoint.control_pushes,
+            exit_pushes: report.adjoint.exit_pushes,
         }
     }
 }

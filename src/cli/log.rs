@@ -171,8 +171,9 @@ impl DebugLog {
             Group::Metric,
             "adjoint",
             format_args!(
-                "{} routines reversed: {} factor pushes, {} index pushes, {} control pushes (in the code)",
-                a.routines, a.factor_pushes, a.index_pushes, a.control_pushes
+                "{} routines reversed: {} factor pushes, {} value pushes, {} index pushes, {} control pushes, {} exit \
+                 pushes (in the code)",
+                a.routines, a.factor_pushes, a.value_pushes, a.index_pushes, a.control_pushes, a.exit_pushes
             ),
         );
     }
