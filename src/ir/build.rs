@@ -255,6 +255,71 @@ impl VariableReference {
     }
 }
 
+impl VariableReference {
+    /// A hash that agrees with [`VariableReference::same_place`]: references denoting the same
+    /// place hash alike, so a table keyed by it finds the candidates without comparing each.
+    pub fn place_hash(&self) -> u64 {
+        use std::hash::Hasher;
+        let mut hasher = rustc_hash::FxHasher::default();
+        hash_place(self, &mut hasher);
+        hasher.finish()
+    }
+}
+
+fn hash_place<H: std::hash::Hasher>(reference: &VariableReference, state: &mut H) {
+    use std::hash::Hash;
+    reference.vertices.len().hash(state);
+    for vertex in reference.vertices.iter() {
+        match vertex {
+            VarRefVertex::Symbol(s) => {
+                0u8.hash(state);
+                s.symbol.hash(state);
+            }
+            VarRefVertex::ArrayElement(e) => {
+                1u8.hash(state);
+                e.indices.len().hash(state);
+                for triplet in &e.indices {
+                    for part in [&triplet.index, &triplet.bound, &triplet.stride] {
+                        match part.as_ref().and_then(|x| x.root().map(|root| (x, root))) {
+                            Some((x, root)) => hash_value(x, root, state),
+                            None => part.is_some().hash(state),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn hash_value<H: std::hash::Hasher>(expression: &Expression, vertex: ExprVertexId, state: &mut H) {
+    use std::hash::Hash;
+    match &expression.vertices[vertex] {
+        ExprVertex::Variable(r) => {
+            2u8.hash(state);
+            hash_place(r, state);
+        }
+        ExprVertex::Constant(c) => {
+            3u8.hash(state);
+            c.value.hash(state);
+            c.ty.hash(state);
+        }
+        ExprVertex::Intrinsic(i) => {
+            4u8.hash(state);
+            i.name.hash(state);
+        }
+        ExprVertex::BooleanOperation(b) => {
+            5u8.hash(state);
+            b.op.hash(state);
+        }
+        _ => 6u8.hash(state),
+    }
+    let operands = expression.operands(vertex);
+    operands.len().hash(state);
+    for operand in operands {
+        hash_value(expression, operand, state);
+    }
+}
+
 fn same_part(a: &Option<Expression>, b: &Option<Expression>) -> bool {
     match (a, b) {
         (None, None) => true,

@@ -643,7 +643,7 @@ impl ExprVertex {
     }
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ConstantType {
     Real,
     Double,
@@ -673,7 +673,7 @@ pub struct Intrinsic {
     pub result_shape: Shape,
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum BooleanOp {
     LessThan,
     LessOrEqual,

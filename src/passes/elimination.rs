@@ -414,10 +414,55 @@ impl Graph {
         for &(s, t, label) in &lcg.edges {
             graph.add(s, t, label, t, ar);
         }
-        for v in 0..n {
-            graph.drop_dead(&lcg.kinds, v);
-        }
+        graph.drop_all_dead(&lcg.kinds);
         graph
+    }
+
+    /// Removes every dead intermediate at once (what [`Graph::drop_dead`] from each vertex
+    /// would leave): a vertex read by many statements whose results die would otherwise lose
+    /// its edges one `Vec::remove` at a time, quadratic in its degree.
+    fn drop_all_dead(&mut self, kinds: &[VertexKind]) {
+        let n = kinds.len();
+        let (mut ins, mut outs): (Vec<usize>, Vec<usize>) =
+            (self.preds.iter().map(Adjacency::len).collect(), self.succs.iter().map(Adjacency::len).collect());
+        let mut dead = vec![false; n];
+        let mut stack: Vec<usize> =
+            (0..n).filter(|&k| kinds[k] == VertexKind::Intermediate && (ins[k] == 0 || outs[k] == 0)).collect();
+        if stack.is_empty() {
+            return;
+        }
+        while let Some(k) = stack.pop() {
+            if dead[k] {
+                continue;
+            }
+            dead[k] = true;
+            for &p in self.preds[k].keys() {
+                if !dead[p] {
+                    outs[p] -= 1;
+                    if kinds[p] == VertexKind::Intermediate && outs[p] == 0 {
+                        stack.push(p);
+                    }
+                }
+            }
+            for &s in self.succs[k].keys() {
+                if !dead[s] {
+                    ins[s] -= 1;
+                    if kinds[s] == VertexKind::Intermediate && ins[s] == 0 {
+                        stack.push(s);
+                    }
+                }
+            }
+        }
+        for k in 0..n {
+            if dead[k] {
+                self.preds[k].0.clear();
+                self.succs[k].0.clear();
+            } else {
+                self.preds[k].0.retain(|e| !dead[e.0]);
+                self.succs[k].0.retain(|e| !dead[e.0]);
+            }
+        }
+        self.nonunit = self.succs.iter().flat_map(|a| a.0.iter()).filter(|e| !e.1.is_unit()).count();
     }
 
     /// Sets (or, for a zero label, removes) the edge `s → t`.

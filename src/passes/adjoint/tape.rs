@@ -443,8 +443,9 @@ fn plan_values(
     // sees the same value, taped otherwise.
     let mut defined: FxHashSet<SymbolId> = FxHashSet::default();
     let mut pushes: Vec<ValuePush> = Vec::new();
-    // Earlier pushes by base symbol: the candidates for sharing one.
-    let mut pushed_bases: FxHashMap<SymbolId, Vec<usize>> = FxHashMap::default();
+    // Earlier pushes by the place they read (`place_hash`), in statement order: the candidates
+    // for sharing one.
+    let mut pushed_places: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     let mut at_exit: Vec<SymbolId> = Vec::new();
     let mut direct: Vec<SymbolId> = Vec::new();
     let mut taped_operands = Vec::with_capacity(slice.len());
@@ -486,11 +487,16 @@ fn plan_values(
                 SymbolType::Integer => true,
                 _ => return None,
             };
-            // One push serves every read of the same place with the same value.
-            let candidates = pushed_bases.entry(base).or_default();
-            let same = candidates.iter().rev().copied().find(|&q: &usize| {
-                pushes[q].value.same_place(r) && !index.written_between(pushes[q].position, j, &symbols)
-            });
+            // One push serves every read of the same place with the same value. Only the latest
+            // push of the place can: a write that separates it from this read separates every
+            // earlier one too (a scan of all of them made long blocks quadratic).
+            let candidates = pushed_places.entry(r.place_hash()).or_default();
+            let same = candidates
+                .iter()
+                .rev()
+                .copied()
+                .find(|&q: &usize| pushes[q].value.same_place(r))
+                .filter(|&q| !index.written_between(pushes[q].position, j, &symbols));
             let slot = match same {
                 Some(slot) => slot,
                 None => {
