@@ -339,9 +339,17 @@ impl<'p> Machine<'p> {
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
         for &(position, formal) in &code.formals {
             let info = &prog.syms[formal.into_raw().into_u32() as usize];
-            let Storage::Local { slot, .. } = info.storage else {
+            let Storage::Local { routine: owner, slot } = info.storage else {
                 continue;
             };
+            if owner != routine {
+                // Two routines naming one scope as their own: the activation record is the
+                // other routine's.
+                return Err(ExecError::Unsupported(format!(
+                    "formal {} of {} is a local of {} (the two routines share one scope)",
+                    info.name, code.name, prog.routines[owner].name
+                )));
+            }
             if let Some((_, actual)) = actuals.iter().find(|(p, _)| *p == position) {
                 slots[slot as usize] = Some(associate(actual, info.rank, info.bounds.as_deref(), &info.name)?);
             }
@@ -349,7 +357,10 @@ impl<'p> Machine<'p> {
         let formal_slots: Vec<bool> = {
             let mut is_formal = vec![false; code.locals.len()];
             for &(_, formal) in &code.formals {
-                if let Storage::Local { slot, .. } = prog.syms[formal.into_raw().into_u32() as usize].storage {
+                if let Storage::Local { routine: owner, slot } =
+                    prog.syms[formal.into_raw().into_u32() as usize].storage
+                    && owner == routine
+                {
                     is_formal[slot as usize] = true;
                 }
             }

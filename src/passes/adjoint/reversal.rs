@@ -57,12 +57,33 @@ pub fn structure(graph: &FlowGraph) -> Result<(CfgVertexId, Vec<Region>, CfgVert
     let start = reader.single_successor(entry)?;
     let mut budget = graph.vertices.len() * 2 + 2;
     let (regions, stop) = reader.sequence(start, &mut budget)?;
+    // Arms that join before their EndBranch (a block both reach) read as a tree would hold
+    // that block twice; such a graph is not structured.
+    let mut seen = vec![false; graph.vertices.len()];
+    if !once_each(&regions, &mut seen) {
+        return Err(AdjointError::Unsupported("control flow that is not structured (arms that join early)".into()));
+    }
     match stop {
         Stop::Exit(exit) => Ok((entry, regions, exit)),
         Stop::EndLoop(_) | Stop::EndBranch(_) => {
             Err(AdjointError::Unsupported("an EndLoop or EndBranch outside any loop or branch".into()))
         }
     }
+}
+
+/// Whether no vertex stands in two places of the region tree (marking those in `seen`).
+fn once_each(regions: &[Region], seen: &mut [bool]) -> bool {
+    fn first(seen: &mut [bool], v: CfgVertexId) -> bool {
+        !std::mem::replace(&mut seen[index(v)], true)
+    }
+    regions.iter().all(|region| match region {
+        Region::Block(v) => first(seen, *v),
+        Region::Loop { header, end, body } => first(seen, *header) && first(seen, *end) && once_each(body, seen),
+        // Every arm ends in the same EndBranch, counted once.
+        Region::Branch { header, end, arms } => {
+            first(seen, *header) && first(seen, *end) && arms.iter().all(|(_, arm)| once_each(arm, seen))
+        }
+    })
 }
 
 fn index(id: CfgVertexId) -> usize {
