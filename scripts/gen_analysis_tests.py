@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from xaif_builder import E, R, assign, const, doc, expr, sym  # noqa: E402
+from xaif_builder import E, R, assign, call, cfg, const, doc, expr, sym  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "testdata", "analysis")
 
@@ -128,6 +128,164 @@ def tbr_figure_1():
                [routine("head", s, [("X", "inout")], body)])
 
 
+class Ref(R):
+    """A reference whose subscripts may also be expressions: ("e", tree), e.g. i-1."""
+
+    def body(self):
+        if not self.idx or all(i[0] != "e" for i in self.idx):
+            return super().body()
+        trips = ""
+        for i in self.idx:
+            if i[0] == "e":
+                index = expr(i[1])
+            elif i[0] == "v":
+                index = R(i[1], i[2]).vr(1)
+            else:
+                index = f'<xaif:Constant vertex_id="1" type="integer" value="{i[1]}"/>'
+            trips += f'<xaif:IndexTriplet><xaif:Index>{index}</xaif:Index></xaif:IndexTriplet>'
+        return (f'<xaif:SymbolReference vertex_id="1" scope_id="{self.scope}" symbol_id="{self.name}"/>'
+                f'<xaif:ArrayElementReference vertex_id="2">{trips}</xaif:ArrayElementReference>'
+                '<xaif:VariableReferenceEdge edge_id="1" source="1" target="2"/>')
+
+
+def for_loop(first_id, i, lo, hi, blocks, before, after):
+    """Entry, the statements `before` in a block, `do i = lo, hi` over one block per list in
+    `blocks`, the statements `after` in a block, Exit; with the control flow edges."""
+    body = '<xaif:Entry vertex_id="1"/>\n'
+    body += '<xaif:BasicBlock vertex_id="2" scope_id="2">' + "".join(before) + '</xaif:BasicBlock>\n'
+    body += ('<xaif:ForLoop vertex_id="3" reversal="anonymous">'
+             + plain(first_id, "Initialization", i, const(lo, "integer"))
+             + condition("less_or_equal", i, const(hi, "integer"))
+             + plain(str(int(first_id) + 1), "Update", i, E("add_scal_scal", i, const("1", "integer")))
+             + '</xaif:ForLoop>\n')
+    n = 4
+    for statements in blocks:
+        body += f'<xaif:BasicBlock vertex_id="{n}" scope_id="2">' + "".join(statements) + '</xaif:BasicBlock>\n'
+        n += 1
+    end, tail, exit_ = n, n + 1, n + 2
+    body += f'<xaif:EndLoop vertex_id="{end}"/>\n'
+    body += f'<xaif:BasicBlock vertex_id="{tail}" scope_id="2">' + "".join(after) + '</xaif:BasicBlock>\n'
+    body += f'<xaif:Exit vertex_id="{exit_}"/>\n'
+    edges = [("1", "2", None), ("2", "3", None), ("3", "4", "1")]
+    edges += [(str(k), str(k + 1), None) for k in range(4, end)]
+    edges += [(str(end), "3", None), ("3", str(tail), None), (str(tail), str(exit_), None)]
+    for k, (src, dst, cv) in enumerate(edges, 1):
+        c = f' has_condition_value="true" condition_value="{cv}"' if cv else ""
+        body += f'<xaif:ControlFlowEdge edge_id="{k}" source="{src}" target="{dst}"{c}/>\n'
+    return body
+
+
+def linearity_section_2():
+    """Strout and Hovland, section 2: in x = 3*z + y**2 + w/(y*y), x depends linearly on z and
+    nonlinearly on y and w."""
+    s = "2"
+    x, y, z, w = (R(n, s) for n in "XYZW")
+    rhs = E("add_scal_scal", E("add_scal_scal", E("mul_scal_scal", const("3.0"), z),
+                               E("pow_scal_scal", y, const("2", "integer"))),
+            E("div_scal_scal", w, E("mul_scal_scal", y, y)))
+    body = '<xaif:Entry vertex_id="1"/>\n<xaif:BasicBlock vertex_id="2" scope_id="2">' + assign("1", x, rhs)
+    body += '</xaif:BasicBlock>\n<xaif:Exit vertex_id="3"/>\n'
+    body += ('<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>\n'
+             '<xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>\n')
+    scopes = [("1", [sym("head", "void", kind="subroutine")]), (s, [sym(n, active=1) for n in "XYZW"])]
+    return doc("linearity_statement", "Strout and Hovland, section 2: x = 3*z + y**2 + w/(y*y)", scopes,
+               [routine("head", s, [("Z", "in"), ("Y", "in"), ("W", "in"), ("X", "out")], body)])
+
+
+def linearity_figure_8():
+    """Strout and Hovland, Fig. 8: do i: b(i) = 3*x(i); c(i) = b(i-1) + b(i)*x(i). The loop
+    carries only the linear dependence of c on b(i-1); the nonlinear one is within an iteration."""
+    s = "2"
+    i = R("I", s)
+    at = lambda name: R(name, s, [("v", "I", s)])
+    before = Ref("B", s, [("e", E("sub_scal_scal", i, const("1", "integer")))])
+    blocks = [[assign("3", at("B"), E("mul_scal_scal", const("3.0"), at("X"))),
+               assign("4", at("C"), E("add_scal_scal", before, E("mul_scal_scal", at("B"), at("X"))))]]
+    body = for_loop("1", i, "2", "5", blocks, [], [])
+    scopes = [("1", [sym("head", "void", kind="subroutine")]),
+              (s, [sym("X", shape="vector", active=1, dims=[(1, 5)]), sym("B", shape="vector", active=1, dims=[(1, 5)]),
+                   sym("C", shape="vector", active=1, dims=[(1, 5)]), sym("I", "integer", active=0)])]
+    return doc("linearity_fig8", "Strout and Hovland, Fig. 8: the loop-carried dependence (c on b(i-1)) is linear, "
+               "the nonlinear one (c on b(i)) is not carried", scopes,
+               [routine("head", s, [("X", "in"), ("B", "inout"), ("C", "out")], body)])
+
+
+def tbr_bratu():
+    """Hascoet, Naumann and Pascual, section 6 and appendix B: the main loop of the Bratu problem
+    as canonicalized (exp5..exp10 hold the subexpressions), with h = 2/(dim+1), dim = 5. The
+    temporaries are used nonlinearly in active terms and overwritten by the next iteration:
+    recorded; f(i-1), f(i), f(i+1) enter no partial: not recorded; x and prm are never
+    overwritten."""
+    s = "2"
+    i, h = R("I", s), R("H", s)
+    x, prm = R("X", s, [("v", "I", s)]), lambda k: R("PRM", s, [("c", k)])
+    f = lambda d: Ref("F", s, [("e", E(d, i, const("1", "integer")))]) if d else R("F", s, [("v", "I", s)])
+    t = {k: R(f"EXP{k}", s) for k in range(5, 11)}
+    scaled = lambda c, e: E("mul_scal_scal", E("div_scal_scal", E("mul_scal_scal", E("mul_scal_scal", h, h), prm("1")),
+                                               const(c)), e)
+    quotient = E("div_scal_scal", x, E("add_scal_scal", const("1.0"), E("mul_scal_scal", prm("2"), x)))
+    body = [
+        assign("3", t[5], quotient), assign("4", t[6], E("exp_scal", t[5])),
+        assign("5", f("sub_scal_scal"), E("add_scal_scal", E("add_scal_scal", f("sub_scal_scal"), x),
+                                          scaled("12.0", t[6]))),
+        assign("6", t[7], quotient), assign("7", t[8], E("exp_scal", t[7])),
+        assign("8", f(None), E("add_scal_scal", E("sub_scal_scal", f(None), E("mul_scal_scal", const("2.0"), x)),
+                               scaled("1.2", t[8]))),
+        assign("9", t[9], quotient), assign("10", t[10], E("exp_scal", t[9])),
+        assign("11", f("add_scal_scal"), E("add_scal_scal", x, scaled("12.0", t[10]))),
+    ]
+    before = [assign("12", h, E("div_scal_scal", const("2.0"), E("add_scal_scal", const("5.0"), const("1.0"))))]
+    loop = for_loop("1", i, "2", "4", [body], before, [])
+    scopes = [("1", [sym("head", "void", kind="subroutine")]),
+              (s, [sym("X", shape="vector", active=1, dims=[(1, 5)]), sym("PRM", shape="vector", active=1, dims=[(1, 2)]),
+                   sym("F", shape="vector", active=1, dims=[(1, 5)]), sym("H", active=0), sym("I", "integer", active=0)]
+               + [sym(f"EXP{k}", active=1) for k in range(5, 11)])]
+    return doc("tbr_bratu", "Hascoet, Naumann and Pascual, appendix A/B: the main loop of the Bratu problem, "
+               "canonicalized as in appendix B", scopes, [routine("head", s, [("X", "in"), ("PRM", "in"), ("F", "out")], loop)])
+
+
+class Aliased(R):
+    """A reference carrying the key of its alias set."""
+
+    def __init__(self, name, scope, alias):
+        super().__init__(name, scope)
+        self.alias = alias
+
+    def vr(self, vid):
+        return f'<xaif:VariableReference vertex_id="{vid}" alias="{self.alias}">{self.body()}</xaif:VariableReference>'
+
+
+def aliased_assign(sid, lhs, rhs):
+    return (f'<xaif:Assignment statement_id="{sid}"><xaif:AssignmentLHS alias="{lhs.alias}">{lhs.body()}'
+            f'</xaif:AssignmentLHS><xaif:AssignmentRHS>{expr(rhs)}</xaif:AssignmentRHS></xaif:Assignment>')
+
+
+def common_block():
+    """Two names for one storage (a common block declared differently in two routines): the
+    alias map gives g and h the same address. head(x, y): g = x; call foo; y = g1 + h;
+    call foo1. foo: g1 = g*g (its adjoint needs g). foo1: h = 3 (overwrites g after foo
+    returns, before foo's adjoint). So g must be recorded; and h, read in y = g1 + h, holds x."""
+    g, h, g1 = Aliased("G", "1", 1), Aliased("H", "1", 2), Aliased("G1", "1", 3)
+    x, y = Aliased("X", "2", 4), Aliased("Y", "2", 5)
+    routines = [
+        cfg("1", "head", "2", [("X", "in"), ("Y", "out")],
+            [[aliased_assign("1", g, x), call("2", "foo", []), aliased_assign("3", y, E("add_scal_scal", g1, h)),
+              call("4", "foo1", [])]]),
+        cfg("2", "foo", "3", [], [[aliased_assign("5", g1, E("mul_scal_scal", g, g))]]),
+        cfg("3", "foo1", "4", [], [[aliased_assign("6", h, const("3.0"))]]),
+    ]
+    scopes = [("1", [sym("head", "void", kind="subroutine"), sym("foo", "void", kind="subroutine"),
+                     sym("foo1", "void", kind="subroutine"), sym("G", active=1), sym("H", active=1),
+                     sym("G1", active=1)]),
+              ("2", [sym("X", active=1), sym("Y", active=1)]), ("3", []), ("4", [])]
+    text = doc("common_block", "one storage under two names (g, h): the alias map says so", scopes, routines)
+    ranges = [(1, 1), (1, 1), (2, 2), (3, 3), (4, 4)]
+    alias_map = '<xaif:AliasSetMap><xaif:AliasSet key="0"/>' + "".join(
+        f'<xaif:AliasSet key="{k}"><xaif:AliasRange from_virtual_address="{lo}" to_virtual_address="{hi}" '
+        f'partial="0"/></xaif:AliasSet>' for k, (lo, hi) in enumerate(ranges, 1)) + '</xaif:AliasSetMap>'
+    return text.replace('<xaif:AliasSetMap><xaif:AliasSet key="0"/></xaif:AliasSetMap>', alias_map)
+
+
 def activity_example():
     """head(x, y): p = 2*x; q = 3; r = sin(x); y = p*q. The front end flags everything active;
     q is never varied and r never useful."""
@@ -146,7 +304,9 @@ def activity_example():
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, text in [("linearity_fig1.xaif", linearity_figure_1()), ("tbr_fig1.xaif", tbr_figure_1()),
-                       ("activity.xaif", activity_example())]:
+                       ("activity.xaif", activity_example()), ("linearity_statement.xaif", linearity_section_2()),
+                       ("linearity_fig8.xaif", linearity_figure_8()), ("tbr_bratu.xaif", tbr_bratu()),
+                       ("common_block.xaif", common_block())]:
         with open(os.path.join(OUT, name), "w") as f:
             f.write(text)
 

@@ -343,13 +343,19 @@ fn initialize_derivatives_zeroes_active_locals_where_the_reverse_sweep_begins() 
     }
 }
 
-/// The tape strategies over the corpus (split template, joint output): each verifies wherever
-/// the factor strategy does, and `best` pushes at most 0.6 of the reference adjoints' words per
-/// reverse sweep in total, and no more than the reference in any example. Run with `--nocapture` for the per-example table.
+/// The tape strategies over the corpus (joint output, run under both templates): each verifies,
+/// under each template, on exactly the examples the factor strategy does, with no mismatch; and
+/// `best` pushes at most 0.6 of the reference adjoints' words per reverse sweep (split) in total,
+/// and no more than the reference in any example. Run with `--nocapture` for the per-example
+/// table and the OK counts.
 #[test]
 fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
     use xaifbooster::passes::adjoint::TapeStrategy;
     let strategies = [TapeStrategy::Factors, TapeStrategy::Values, TapeStrategy::Best];
+    let templates = [Template::Joint, Template::Split];
+    // The examples that verify, per strategy and template.
+    let mut verified: [[std::collections::BTreeSet<String>; 2]; 3] = Default::default();
+    let mut inputs = 0;
     let mut rows = Vec::new();
     let mut problems = Vec::new();
     // Examples where `best` pushes more than the reference.
@@ -362,6 +368,7 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
         let example = dir.file_name().expect("name").to_string_lossy().into_owned();
         let bytes = std::fs::read(input).expect("input");
         let Ok(read) = xaif::read(&bytes, &example, &ReadOptions::default()) else { continue };
+        inputs += 1;
         let mut words = [None; 3];
         for (k, strategy) in strategies.into_iter().enumerate() {
             let mut cg = read.call_graph.clone();
@@ -370,11 +377,19 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
                 ..Config::default()
             };
             let Ok(_) = xaifbooster::pipeline::adjoint(&mut cg, Catalogue::builtin(), &config) else { continue };
-            let ours = report(dir, &xaif::write(&cg, &WriteOptions::default()), Template::Split);
-            match ours.status {
-                Status::Ok => words[k] = Some(ours.tape.total()),
-                Status::Mismatch(why) => problems.push(format!("{example} ({strategy:?}): {why}")),
-                Status::Unsupported(_) => {}
+            let output = xaif::write(&cg, &WriteOptions::default());
+            for (t, template) in templates.into_iter().enumerate() {
+                let ours = report(dir, &output, template);
+                match ours.status {
+                    Status::Ok => {
+                        verified[k][t].insert(example.clone());
+                        if template == Template::Split {
+                            words[k] = Some(ours.tape.total());
+                        }
+                    }
+                    Status::Mismatch(why) => problems.push(format!("{example} ({strategy:?}, {template:?}): {why}")),
+                    Status::Unsupported(_) => {}
+                }
             }
         }
         if words[0].is_some() && words.iter().any(Option::is_none) {
@@ -417,7 +432,27 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
     );
     let ratio = totals[2] as f64 / reference_total as f64;
     eprintln!("best / reference = {ratio:.3}");
+    for (t, template) in templates.into_iter().enumerate() {
+        eprintln!(
+            "{template:?}: OK of {inputs} inputs: factors {}, values {}, best {}",
+            verified[0][t].len(),
+            verified[1][t].len(),
+            verified[2][t].len()
+        );
+    }
     assert!(problems.is_empty(), "{problems:#?}");
+    for (t, template) in templates.into_iter().enumerate() {
+        for k in 1..strategies.len() {
+            let (factors, other) = (&verified[0][t], &verified[k][t]);
+            assert!(
+                factors == other,
+                "{template:?}, {:?}: OK with factors only {:?}, OK with it only {:?}",
+                strategies[k],
+                factors.difference(other).collect::<Vec<_>>(),
+                other.difference(factors).collect::<Vec<_>>()
+            );
+        }
+    }
     assert!(rows.len() >= 160, "only {} examples verify with every strategy", rows.len());
     assert!(totals[2] <= totals[0] && totals[2] <= totals[1], "best is not the least: {totals:?}");
     assert!(ratio <= 0.6, "best tapes {ratio:.3} of the reference's words");

@@ -66,6 +66,98 @@ fn tbr_reproduces_the_papers_example() {
     assert!(!head(&report).linearity.loops[0].fusable);
 }
 
+/// Strout and Hovland, section 2: in `x = 3*z + y**2 + w/(y*y)`, x depends linearly on z and
+/// nonlinearly on y and w.
+#[test]
+fn linearity_reproduces_the_papers_statement_example() {
+    use Dependence::{Linear, Nonlinear};
+    let report = report("linearity_statement.xaif");
+    let l = &head(&report).linearity;
+    let row: Vec<(String, Dependence)> = l.dependences["X"].iter().map(|(v, c)| (v.clone(), *c)).collect();
+    assert_eq!(row, vec![("W".to_owned(), Nonlinear), ("Y".to_owned(), Nonlinear), ("Z".to_owned(), Linear)]);
+    assert_eq!((l.linear_statements, l.statements), (0, 1));
+    // Its adjoint needs y and w (arguments of the square, the product and the quotient), not z.
+    assert_eq!(head(&report).tbr.required, names(&["W", "Y"]));
+}
+
+/// Strout and Hovland, Fig. 8 and section 2.2: c depends on b nonlinearly (through b(i)*x(i)),
+/// but the dependence the loop carries (c(i) on b(i-1)) is linear, so the loop has no nonlinear
+/// loop-carried dependence. The paper's formulation (pairs of variables in a loop-carried
+/// dependence) cannot prove it; ours asks whether a carried variable depends on itself
+/// nonlinearly (b depends on x only), and finds the loop fusable.
+#[test]
+fn linearity_on_figure_8_finds_no_nonlinear_carried_dependence() {
+    use Dependence::{Linear, Nonlinear};
+    let report = report("linearity_fig8.xaif");
+    let l = &head(&report).linearity;
+    assert_eq!(l.dependences["C"].get("B"), Some(&Nonlinear));
+    assert_eq!(l.dependences["C"].get("X"), Some(&Nonlinear));
+    assert_eq!(l.dependences["B"].iter().map(|(v, c)| (v.as_str(), *c)).collect::<Vec<_>>(), vec![("X", Linear)]);
+    assert_eq!(l.loops.len(), 1);
+    assert!(l.loops[0].fusable, "{:?}", l.loops[0].nonlinear_carried);
+}
+
+/// Hascoët, Naumann and Pascual, section 6 and appendix B (the Bratu loop, canonicalized): the
+/// temporaries exp5..exp10 are used nonlinearly in active terms and overwritten by the next
+/// iteration, so they are recorded; f(i-1), f(i), f(i+1) enter no partial and are not; x and prm
+/// are required but never overwritten (appendix B pushes neither).
+#[test]
+fn tbr_reproduces_the_bratu_case_study() {
+    let report = report("tbr_bratu.xaif");
+    let tbr = &head(&report).tbr;
+    let temporaries: Vec<String> = (5..=10).map(|k| format!("EXP{k}")).collect();
+    for t in &temporaries {
+        assert!(tbr.recorded.contains(t), "{t} not recorded: {tbr:?}");
+    }
+    assert!(!tbr.required.contains(&"F".to_owned()), "{tbr:?}");
+    assert!(!tbr.recorded.contains(&"F".to_owned()), "{tbr:?}");
+    for v in ["PRM", "X"] {
+        assert!(tbr.not_recorded.contains(&v.to_owned()), "{v}: {tbr:?}");
+    }
+    // exp(exp5) needs exp5; h*h*prm(1)/12.0*exp6 needs exp6 (and h, prm, and the subscript i).
+    let statement = |id: &str| tbr.statements.iter().find(|s| s.statement == id).expect("statement");
+    assert_eq!(statement("4").required, names(&["EXP5"]));
+    assert_eq!(statement("5").required, names(&["EXP6", "H", "I", "PRM"]));
+}
+
+/// The alias map: g and h name one storage (a common block declared differently in two
+/// routines). foo's adjoint needs g, and foo1 overwrites that storage as h after foo returns,
+/// so g is recorded and the values strategy pushes it; h, read after g = x, carries x (active).
+#[test]
+fn analyses_follow_the_alias_map() {
+    use xaifbooster::analysis::activity;
+    use xaifbooster::analysis::effects::Effects;
+    use xaifbooster::analysis::linearity::Linearity;
+    use xaifbooster::passes::adjoint::{AdjointConfig, TapeStrategy};
+    use xaifbooster::pipeline::Config;
+
+    let report = report("common_block.xaif");
+    let foo = report.routines.iter().find(|r| r.name == "foo").expect("foo");
+    assert_eq!(foo.tbr.statements.len(), 1, "{:?}", foo.tbr);
+    assert_eq!(foo.tbr.statements[0].required, names(&["G"]));
+    assert_eq!(foo.tbr.statements[0].recorded, names(&["G"]));
+
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/analysis/common_block.xaif");
+    let cg = xaif::read(&std::fs::read(&path).expect("file"), "common_block", &ReadOptions::default())
+        .expect("reads")
+        .call_graph;
+    let effects = Effects::of(&cg);
+    let linearity = Linearity::of(&cg, Catalogue::builtin(), &effects);
+    let (independents, dependents) = activity::default_seeds(&cg, &effects);
+    let active = activity::activity(&cg, &effects, &linearity, independents, dependents);
+    let h = cg.symbols.iter().find(|(_, s)| cg.name(s.name) == "H").map(|(id, _)| id).expect("h");
+    assert!(active.is_active(&cg, h), "h shares g's storage, which holds x");
+
+    let mut adjoint = cg.clone();
+    let config = Config {
+        adjoint: AdjointConfig { tape: TapeStrategy::Values, ..AdjointConfig::default() },
+        ..Config::default()
+    };
+    xaifbooster::pipeline::adjoint(&mut adjoint, Catalogue::builtin(), &config).expect("adjoint");
+    let output = String::from_utf8(xaif::write(&adjoint, &xaif::WriteOptions::default())).expect("utf-8");
+    assert!(output.contains("push_s0"), "the values strategy must push g");
+}
+
 /// Varied and useful: q never depends on x, r never reaches y, though the front end flagged
 /// both active.
 #[test]

@@ -2,7 +2,8 @@
 //! dependent depends on it (useful). The dependences are those of the linearity analysis at
 //! every point of every routine, joined across calls (a formal depends on its actuals, a
 //! written actual on its formal): varied is what the independents reach forwards along them,
-//! useful what the dependents reach backwards. Symbol-level and context-insensitive, as the
+//! useful what the dependents reach backwards; variables the alias map says share storage
+//! depend on each other. Symbol-level and context-insensitive, as the
 //! front ends' own analyses are; what it finds passive that a front end flagged active is
 //! where ours is more precise.
 
@@ -96,6 +97,10 @@ pub fn activity(
                 depends.entry(actual).or_default().insert(formal);
             }
         }
+    }
+    // Variables sharing storage (the alias map) carry each other's values.
+    for (a, partners) in &effects.partners {
+        depends.entry(*a).or_default().extend(partners.iter().copied());
     }
     let mut dependents_of: FxHashMap<SymbolId, Vec<SymbolId>> = FxHashMap::default();
     for (x, deps) in &depends {

@@ -3,6 +3,12 @@
 //! which globals a call may write, computed bottom-up over the call graph (iterated to the
 //! fixed point for recursion); a call to a routine the document does not define may write
 //! every variable argument and every global.
+//!
+//! Alias-aware through the front end's alias map: two variables of the same frame (both of one
+//! routine's body, or both outliving every routine: common-block members and module variables
+//! seen under different names) whose references' address ranges overlap share storage, so
+//! writing one may overwrite the other. Formals are left out: their aliasing is the call
+//! sites' business (see `tbr`).
 
 use la_arena::ArenaMap;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -65,12 +71,15 @@ impl Frame {
 pub struct Effects {
     pub kills: ArenaMap<RoutineId, KillSummary>,
     pub by_symbol: FxHashMap<SymbolId, RoutineId>,
+    /// Per variable, the others of its frame the alias map says may share its storage.
+    pub partners: FxHashMap<SymbolId, Vec<SymbolId>>,
 }
 
 impl Effects {
     pub fn of(cg: &CallGraph) -> Effects {
         let by_symbol: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
-        let mut effects = Effects { kills: ArenaMap::default(), by_symbol };
+        let partners = alias_partners(cg);
+        let mut effects = Effects { kills: ArenaMap::default(), by_symbol, partners };
         let order = bottom_up_order(cg);
         for &r in &order {
             effects.kills.insert(r, KillSummary::default());
@@ -110,6 +119,14 @@ impl Effects {
         }
     }
 
+    /// Adds `symbol` and what may share its storage to `out`.
+    fn write(&self, symbol: SymbolId, out: &mut SymbolSet) {
+        out.insert(symbol);
+        if let Some(partners) = self.partners.get(&symbol) {
+            out.symbols.extend(partners.iter().copied());
+        }
+    }
+
     /// The routine a call runs, if the document defines it.
     pub fn callee(&self, call: &SubroutineCall) -> Option<RoutineId> {
         call.symbol.and_then(|s| self.by_symbol.get(&s).copied())
@@ -122,7 +139,7 @@ impl Effects {
                 if !a.lhs.deriv
                     && let Some(base) = a.lhs.base_symbol()
                 {
-                    out.insert(base);
+                    self.write(base, out);
                 }
             }
             Statement::SubroutineCall(call) => {
@@ -131,7 +148,7 @@ impl Effects {
                     let ArgumentValue::Variable(reference) = &argument.value else { continue };
                     let may_write = summary.is_none_or(|k| k.unknown || k.formals.contains(&argument.position));
                     if may_write && let Some(base) = reference.base_symbol() {
-                        out.insert(base);
+                        self.write(base, out);
                     }
                 }
                 match summary {
@@ -150,7 +167,7 @@ impl Effects {
                         && !reference.deriv
                         && let Some(base) = reference.base_symbol()
                     {
-                        out.insert(base);
+                        self.write(base, out);
                     }
                 }
             }
@@ -170,11 +187,132 @@ impl Effects {
             CfgVertexKind::ForLoop(f) => {
                 for a in f.initialization.iter().chain(&f.update) {
                     if let Some(base) = a.lhs.base_symbol() {
-                        out.insert(base);
+                        self.write(base, out);
                     }
                 }
             }
             _ => {}
         }
     }
+}
+
+/// The alias map's may-share-storage relation between variables of the same frame: the ranges
+/// of all references to a variable, overlapping another's. Frames: each routine's body scopes,
+/// and everything outside every routine.
+fn alias_partners(cg: &CallGraph) -> FxHashMap<SymbolId, Vec<SymbolId>> {
+    let mut partners: FxHashMap<SymbolId, Vec<SymbolId>> = FxHashMap::default();
+    if cg.alias_sets.iter().all(|set| set.ranges.is_empty()) {
+        return partners;
+    }
+    // The alias sets each variable is referenced with.
+    let mut keyed: FxHashSet<(SymbolId, u32)> = FxHashSet::default();
+    let mut note = |r: &VariableReference| {
+        if let (Some(set), Some(base)) = (r.alias, r.base_symbol()) {
+            keyed.insert((base, set.0));
+        }
+    };
+    let expression = |e: &Expression, note: &mut dyn FnMut(&VariableReference)| {
+        for (_, v) in e.vertices.iter() {
+            if let ExprVertex::Variable(r) = v {
+                note(r);
+            }
+        }
+    };
+    for (_, cfg) in cg.cfgs() {
+        for (_, vertex) in cfg.graph.vertices.iter() {
+            match &vertex.kind {
+                CfgVertexKind::BasicBlock(block) => {
+                    for statement in &block.statements {
+                        match statement {
+                            Statement::Assignment(a) => {
+                                note(&a.lhs);
+                                expression(&a.rhs, &mut note);
+                            }
+                            Statement::SubroutineCall(call) => {
+                                for argument in &call.arguments {
+                                    if let ArgumentValue::Variable(r) = &argument.value {
+                                        note(r);
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                CfgVertexKind::ForLoop(f) => {
+                    for a in f.initialization.iter().chain(&f.update) {
+                        note(&a.lhs);
+                        expression(&a.rhs, &mut note);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // The routine whose body each scope belongs to (none: outside every routine).
+    let mut parent: FxHashMap<ScopeId, ScopeId> = FxHashMap::default();
+    for edge in &cg.scope_edges {
+        parent.insert(edge.source, edge.target);
+    }
+    let bodies: FxHashMap<ScopeId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.body_scope, id)).collect();
+    let mut owner: FxHashMap<ScopeId, Option<RoutineId>> = FxHashMap::default();
+    let mut owner_of = |scope: ScopeId| -> Option<RoutineId> {
+        if let Some(&o) = owner.get(&scope) {
+            return o;
+        }
+        let (mut at, mut found) = (scope, None);
+        // The reader guarantees a forest, so the climb ends.
+        for _ in 0..=cg.scopes.len() {
+            if let Some(&r) = bodies.get(&at) {
+                found = Some(r);
+                break;
+            }
+            match parent.get(&at) {
+                Some(&up) => at = up,
+                None => break,
+            }
+        }
+        owner.insert(scope, found);
+        found
+    };
+    // Formals alias only through their call sites (the same variable passed twice, or a global
+    // passed): Fortran forbids writing through a dummy argument associated with another.
+    let formals: FxHashSet<SymbolId> =
+        cg.cfgs().flat_map(|(_, cfg)| cfg.arguments.iter().flatten().map(|a| a.symbol)).collect();
+    // Per frame, the address ranges of its variables; overlaps found by a sweep over starts.
+    let mut frames: FxHashMap<Option<RoutineId>, Vec<(u64, u64, SymbolId)>> = FxHashMap::default();
+    let mut keyed: Vec<(SymbolId, u32)> = keyed.into_iter().collect();
+    keyed.sort_unstable_by_key(|&(s, k)| (s.into_raw().into_u32(), k));
+    for (symbol, set) in keyed {
+        if formals.contains(&symbol) {
+            continue;
+        }
+        let Some(set) = cg.alias_sets.get(set as usize) else { continue };
+        let frame = owner_of(cg.symbols[symbol].scope);
+        for range in &set.ranges {
+            frames.entry(frame).or_default().push((range.from, range.to, symbol));
+        }
+    }
+    let mut pairs: FxHashSet<(SymbolId, SymbolId)> = FxHashSet::default();
+    for (_, mut ranges) in frames {
+        ranges.sort_unstable_by_key(|&(from, to, s)| (from, to, s.into_raw().into_u32()));
+        let mut open: Vec<(u64, SymbolId)> = Vec::new();
+        for (from, to, symbol) in ranges {
+            open.retain(|&(end, _)| end >= from);
+            for &(_, other) in &open {
+                if other != symbol {
+                    pairs.insert((symbol, other));
+                    pairs.insert((other, symbol));
+                }
+            }
+            open.push((to, symbol));
+        }
+    }
+    for (a, b) in pairs {
+        partners.entry(a).or_default().push(b);
+    }
+    for list in partners.values_mut() {
+        list.sort_unstable_by_key(|s| s.into_raw().into_u32());
+    }
+    partners
 }
