@@ -139,6 +139,14 @@ CASES = {
         '<xaif:Symbol symbol_id="k" type="integer" shape="vector" active="false">'
         '<xaif:DimensionBounds lower="1" upper="100000000000"/></xaif:Symbol>',
     ),
+    # The same array as a global (the routines' common scope): allocated before any routine
+    # runs, so the failure is located at its declaration.
+    "global_array_huge": replace(
+        '<xaif:Symbol symbol_id="head" kind="subroutine" type="void"/>',
+        '<xaif:Symbol symbol_id="head" kind="subroutine" type="void"/>\n'
+        '        <xaif:Symbol symbol_id="g" type="integer" shape="vector" active="false">'
+        '<xaif:DimensionBounds lower="1" upper="100000000000"/></xaif:Symbol>',
+    ),
     # Bounds whose difference overflows a 64-bit integer.
     "array_bounds_overflow": replace(
         '<xaif:Symbol symbol_id="k" type="integer" active="false"/>',

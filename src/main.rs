@@ -1288,6 +1288,9 @@ fn run_run(args: &RunArgs) -> Outcome {
 /// stopped, with the front end's source line.
 fn locate_in(path: &Path, at: &xaifbooster::interp::Location, message: String) -> Option<Diagnostic> {
     let (input, file) = read_input(path).ok()?;
+    if let Some((scope, symbol)) = at.symbol.as_ref().filter(|_| at.routine.is_empty()) {
+        return Some(xaifbooster::xaif::validate::locate_symbol(&input, &file, scope, symbol, message));
+    }
     let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
     Some(xaifbooster::xaif::validate::locate(&input, &file, &at.routine, vertex, statement, message))
 }

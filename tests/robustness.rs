@@ -51,6 +51,11 @@ const CASES: &[(&str, Reading, Option<&str>)] = &[
         Some("array k: memory limit of 2 GiB exceeded: 100000000000 more elements would not fit"),
     ),
     (
+        "global_array_huge",
+        Read(&[]),
+        Some("7:9: Symbol: array g: memory limit of 2 GiB exceeded: 100000000000 more elements would not fit"),
+    ),
+    (
         "array_bounds_overflow",
         Read(&[]),
         Some("array k: the bounds -9223372036854775808:9223372036854775807 span more than 2^63 elements"),
@@ -289,6 +294,27 @@ fn run_stops_with_a_reason_and_where() {
     let finding = recursion.stderr.lines().find(|l| !l.starts_with("xaifbooster: note: driver inferred")).unwrap_or("");
     assert!(finding.starts_with("recursive_routine.xaif:34:7: SubroutineCall: recursion too deep: "), "{finding}");
     assert!(recursion.stderr.contains("(at routine head, vertex '2', statement 'c1')"), "{}", recursion.stderr);
+    // Driver flags that do not fit the routine's interface are located at the routine.
+    for command in ["run", "verify"] {
+        let mut args = vec![command];
+        if command == "verify" {
+            args.extend(["--original", "array_huge.xaif", "--transformed", "array_huge.xaif", "--mode", "tangent"]);
+        } else {
+            args.push("array_huge.xaif");
+        }
+        args.extend(["--inputs", "1", "--outputs", "7"]);
+        let outcome = xaifbooster(&dir, &args, LIMIT);
+        assert_eq!(outcome.code, Some(1), "{command}: {}", outcome.stdout);
+        assert!(
+            outcome
+                .stderr
+                .lines()
+                .any(|l| l.starts_with("array_huge.xaif:27:3: ControlFlowGraph: ")
+                    && l.contains("head has no argument 7")),
+            "{command}: {}",
+            outcome.stderr
+        );
+    }
 }
 
 #[test]

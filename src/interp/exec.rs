@@ -149,7 +149,17 @@ impl<'p> Machine<'p> {
             if let Storage::Global { slot } = sym.storage
                 && let (Some(bounds), Some(init)) = (&sym.bounds, sym.initial_value())
             {
-                globals[slot as usize] = Some(allocate(&mut mem, bounds, init, 0, &sym.name)?);
+                // Before any routine runs: a failure is located at the declaration.
+                let binding = allocate(&mut mem, bounds, init, 0, &sym.name).map_err(|error| ExecError::Located {
+                    error: Box::new(error),
+                    at: super::Location {
+                        routine: String::new(),
+                        vertex: None,
+                        statement: None,
+                        symbol: Some((sym.scope.clone(), sym.name.clone())),
+                    },
+                })?;
+                globals[slot as usize] = Some(binding);
             }
         }
         Ok(Machine {
@@ -197,6 +207,7 @@ impl<'p> Machine<'p> {
             routine: self.prog.routines[spot.routine].name.clone(),
             vertex: spot.graph.vertex_ids.get(spot.node).cloned(),
             statement: statement.filter(|id| !id.is_empty()).cloned(),
+            symbol: None,
         })
     }
 

@@ -29,6 +29,8 @@ pub enum Storage {
 #[derive(Clone, Debug)]
 pub struct SymInfo {
     pub name: String,
+    /// The `vertex_id` of the scope declaring it.
+    pub scope: String,
     pub ty: SymbolType,
     pub rank: usize,
     /// Declared `(lower, upper)` bounds; `None` for an array declared without bounds
@@ -360,6 +362,7 @@ pub fn lower(cg: &CallGraph) -> Program {
         debug_assert!(symbol.shape != Shape::Void || rank == 0);
         syms.push(SymInfo {
             name: cg.name(symbol.name).to_owned(),
+            scope: cg.name(cg.scopes[symbol.scope].id).to_owned(),
             ty: symbol.ty,
             rank,
             bounds,

@@ -71,10 +71,18 @@ pub struct Location {
     pub routine: String,
     pub vertex: Option<String>,
     pub statement: Option<String>,
+    /// For a failure before any routine runs (allocating a global): the symbol's scope
+    /// `vertex_id` and `symbol_id`; `routine` is empty then.
+    pub symbol: Option<(String, String)>,
 }
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some((scope, symbol)) = &self.symbol
+            && self.routine.is_empty()
+        {
+            return write!(f, "symbol {symbol} of scope {scope}");
+        }
         write!(f, "routine {}", self.routine)?;
         if let Some(vertex) = &self.vertex {
             write!(f, ", vertex '{vertex}'")?;

@@ -424,6 +424,22 @@ fn show_value(value: ArgValue) -> String {
 impl<'p> Driver<'p> {
     pub fn new(prog: &'p Program, config: &DriverConfig) -> Result<Driver<'p>, ExecError> {
         let entry = find_entry(prog, config.entry.as_deref())?;
+        // What does not fit the routine's interface is located at the routine.
+        Driver::bind(prog, config, entry).map_err(|error| match error.location() {
+            Some(_) => error,
+            None => ExecError::Located {
+                error: Box::new(error),
+                at: super::Location {
+                    routine: prog.routines[entry].name.clone(),
+                    vertex: None,
+                    statement: None,
+                    symbol: None,
+                },
+            },
+        })
+    }
+
+    fn bind(prog: &'p Program, config: &DriverConfig, entry: usize) -> Result<Driver<'p>, ExecError> {
         let routine = &prog.routines[entry];
         let mut formals = Vec::new();
         let (mut n, mut m) = (0, 0);

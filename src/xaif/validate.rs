@@ -188,6 +188,31 @@ pub fn locate(
     finding(Severity::Error, file, line, column, &element, message)
 }
 
+/// Locates `message` at the declaration of `symbol` in the scope whose `vertex_id` is `scope`
+/// (at 1:1 when the input no longer has it).
+pub fn locate_symbol(input: &[u8], file: &str, scope: &str, symbol: &str, message: String) -> Diagnostic {
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
+    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
+    let text = std::str::from_utf8(input).ok();
+    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
+    let found = doc.as_ref().and_then(|doc| {
+        let scope = doc
+            .descendants()
+            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Scope")) && d.attribute("vertex_id") == Some(scope))?;
+        let at = scope
+            .descendants()
+            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Symbol")) && d.attribute("symbol_id") == Some(symbol))?;
+        Some(at.range().start)
+    });
+    match found {
+        Some(offset) => {
+            let (line, column) = super::diagnostic::line_column(input, offset);
+            finding(Severity::Error, file, line, column, "Symbol", message)
+        }
+        None => finding(Severity::Error, file, 1, 1, "document", message),
+    }
+}
+
 fn finding(severity: Severity, file: &str, line: usize, column: usize, element: &str, message: String) -> Diagnostic {
     Diagnostic { severity, file: file.to_owned(), line, column, element: element.to_owned(), message }
 }
