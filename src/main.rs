@@ -1249,7 +1249,7 @@ fn run_run(args: &RunArgs) -> Outcome {
             } else {
                 xaifbooster::interp::verify::Mode::Tangent
             };
-            let (j, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            let (j, _, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
             warnings = xaifbooster::interp::verify::zero_jacobian_warnings(
                 &j,
                 driver.n,

@@ -363,6 +363,8 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
     // Totals over the examples where the reference and all our strategies verify.
     let (mut reference_total, mut totals) = (0u64, [0u64; 3]);
     let (mut untaped_reference, mut untaped) = (0u64, [0u64; 3]);
+    // Floating-point operations of one adjoint sweep, over the same examples.
+    let (mut reference_operations, mut operation_totals) = (0u64, [0u64; 3]);
     for input in &common::corpus_files("adm.in.xaif") {
         let dir = input.parent().expect("example folder");
         let example = dir.file_name().expect("name").to_string_lossy().into_owned();
@@ -370,6 +372,7 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
         let Ok(read) = xaif::read(&bytes, &example, &ReadOptions::default()) else { continue };
         inputs += 1;
         let mut words = [None; 3];
+        let mut operations = [0u64; 3];
         for (k, strategy) in strategies.into_iter().enumerate() {
             let mut cg = read.call_graph.clone();
             let config = Config {
@@ -385,6 +388,7 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
                         verified[k][t].insert(example.clone());
                         if template == Template::Split {
                             words[k] = Some(ours.tape.total());
+                            operations[k] = ours.operations.adjoint_sweep();
                         }
                     }
                     Status::Mismatch(why) => problems.push(format!("{example} ({strategy:?}, {template:?}): {why}")),
@@ -396,8 +400,13 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
             problems.push(format!("{example}: verifies with factors but not with every strategy: {words:?}"));
         }
         let theirs = std::fs::read(dir.join("adm-split.ref.xaif")).ok().map(|b| report(dir, &b, Template::Split));
-        let reference = theirs.filter(|r| matches!(r.status, Status::Ok)).map(|r| r.tape.total());
+        let theirs = theirs.filter(|r| matches!(r.status, Status::Ok));
+        let reference = theirs.as_ref().map(|r| r.tape.total());
         if let (Some(r), [Some(f), Some(v), Some(b)]) = (reference, words) {
+            reference_operations += theirs.as_ref().map_or(0, |r| r.operations.adjoint_sweep());
+            for (total, count) in operation_totals.iter_mut().zip(operations) {
+                *total += count;
+            }
             if b > r {
                 longer.push(format!("{example}: {b} > {r}"));
             }
@@ -432,6 +441,11 @@ fn tape_strategies_verify_and_best_tapes_at_most_six_tenths_of_the_reference() {
     );
     let ratio = totals[2] as f64 / reference_total as f64;
     eprintln!("best / reference = {ratio:.3}");
+    eprintln!(
+        "operations of one adjoint sweep (split, same examples): reference {reference_operations}, factors {}, \
+         values {}, best {}",
+        operation_totals[0], operation_totals[1], operation_totals[2]
+    );
     for (t, template) in templates.into_iter().enumerate() {
         eprintln!(
             "{template:?}: OK of {inputs} inputs: factors {}, values {}, best {}",

@@ -20,14 +20,20 @@ impl Machine<'_> {
         match e {
             Expr::Const(v) => Ok(v.clone()),
             Expr::Load(r) => self.load(r, k),
-            Expr::Elemental(op, args) => match args.as_slice() {
-                [a] => intrinsics::apply(*op, &[self.eval(a, k)?]),
-                [a, b] => intrinsics::apply(*op, &[self.eval(a, k)?, self.eval(b, k)?]),
-                more => {
-                    let values = more.iter().map(|a| self.eval(a, k)).collect::<Result<Vec<_>, _>>()?;
-                    intrinsics::apply(*op, &values)
+            Expr::Elemental(op, args) => {
+                let value = match args.as_slice() {
+                    [a] => intrinsics::apply(*op, &[self.eval(a, k)?]),
+                    [a, b] => intrinsics::apply(*op, &[self.eval(a, k)?, self.eval(b, k)?]),
+                    more => {
+                        let values = more.iter().map(|a| self.eval(a, k)).collect::<Result<Vec<_>, _>>()?;
+                        intrinsics::apply(*op, &values)
+                    }
+                }?;
+                if matches!(value, Value::Real(_)) {
+                    self.count_operations(1);
                 }
-            },
+                Ok(value)
+            }
             Expr::Array(op, r, rest) => self.array_intrinsic(*op, r, rest, k),
             Expr::Bool(op, args) => self.boolean(*op, args, k),
             Expr::Unsupported(why) => Err(ExecError::Unsupported(why.clone())),

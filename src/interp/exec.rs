@@ -128,6 +128,10 @@ pub struct Machine<'p> {
     pub(crate) spot: Option<Spot<'p>>,
     /// The stack address at the outermost call, to measure how deep calls go.
     stack_base: Option<usize>,
+    /// The placeholder whose code runs (0 outside replacement lists), and the floating-point
+    /// operations counted per placeholder (a `Cell`: expressions are evaluated through `&self`).
+    placeholder: usize,
+    operations: std::cell::Cell<super::memory::Operations>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -174,7 +178,21 @@ impl<'p> Machine<'p> {
             steps: 0,
             spot: None,
             stack_base: None,
+            placeholder: 0,
+            operations: std::cell::Cell::default(),
         })
+    }
+
+    /// Counts `n` floating-point operations for the placeholder whose code runs.
+    pub(crate) fn count_operations(&self, n: usize) {
+        let mut operations = self.operations.get();
+        operations.by_placeholder[self.placeholder] += n as u64;
+        self.operations.set(operations);
+    }
+
+    /// The floating-point operations counted so far.
+    pub fn operations(&self) -> super::memory::Operations {
+        self.operations.get()
     }
 
     /// Allocates a variable for the caller of a top routine (a driver's own variable).
@@ -409,7 +427,12 @@ impl<'p> Machine<'p> {
 
     fn run_template(&mut self, graphs: &'p [Option<Graph>]) -> Result<(), ExecError> {
         let run = |m: &mut Self, placeholder: usize| match &graphs[placeholder] {
-            Some(g) => m.run_graph(g),
+            Some(g) => {
+                let outer = std::mem::replace(&mut m.placeholder, placeholder);
+                let result = m.run_graph(g);
+                m.placeholder = outer;
+                result
+            }
             None => Ok(()),
         };
         match self.config.template {

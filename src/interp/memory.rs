@@ -320,6 +320,29 @@ pub struct Tape {
     pub pushed: TapeWords,
 }
 
+/// Floating-point operations executed, by the placeholder of the replacement list whose code
+/// ran them (0: code outside any replacement list). An elemental operation with a real result
+/// counts one per element; derivative code counts what it computes: `Saxpy` a multiplication
+/// and an addition per element, `Sax` a multiplication, `IncDeriv`/`DecDeriv` an addition,
+/// `ZeroDeriv` and plain copies nothing. Comparing two adjoints of one program by these counts
+/// says which sweep does more arithmetic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Operations {
+    pub by_placeholder: [u64; 14],
+}
+
+impl Operations {
+    /// The adjoint sweep: placeholders 3 and 11 (its strictly anonymous copy).
+    pub fn adjoint_sweep(&self) -> u64 {
+        self.by_placeholder[3] + self.by_placeholder[11]
+    }
+
+    /// The taping sweep: placeholders 2 and 10.
+    pub fn taping_sweep(&self) -> u64 {
+        self.by_placeholder[2] + self.by_placeholder[10]
+    }
+}
+
 /// How many words were pushed on each tape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TapeWords {

@@ -25,8 +25,8 @@ impl Machine<'_> {
         match op {
             PropOp::Set { target, source } => self.deriv_pair(target, source, |_, s| s),
             PropOp::SetNeg { target, source } => self.deriv_pair(target, source, |_, s| -s),
-            PropOp::Inc { target, source } => self.deriv_pair(target, source, |t, s| t + s),
-            PropOp::Dec { target, source } => self.deriv_pair(target, source, |t, s| t - s),
+            PropOp::Inc { target, source } => self.counted_deriv_pair(target, source, |t, s| t + s),
+            PropOp::Dec { target, source } => self.counted_deriv_pair(target, source, |t, s| t - s),
             PropOp::Zero(x) => {
                 let p = self.place(x)?;
                 for k in 0..p.len() {
@@ -47,6 +47,9 @@ impl Machine<'_> {
                     }
                 }
                 let incremental = matches!(op, PropOp::Saxpy { .. });
+                // A multiplication per term and element, an addition per term but the first
+                // of a `Sax`.
+                self.count_operations(n * (2 * terms.len() - usize::from(!incremental)));
                 for (k, sum) in sums.into_iter().enumerate() {
                     let d = self.mem.deriv_mut(y.slot(k))?;
                     *d = if incremental { *d + sum } else { sum };
@@ -54,6 +57,19 @@ impl Machine<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// `target.d = f(target.d, source.d)` elementwise, an operation per element.
+    fn counted_deriv_pair(
+        &mut self,
+        target: &super::lower::Ref,
+        source: &super::lower::Ref,
+        f: fn(f64, f64) -> f64,
+    ) -> Result<(), ExecError> {
+        let t = self.place(target)?;
+        self.count_operations(t.len());
+        let s = self.place(source)?;
+        self.deriv_places(&t, &s, f)
     }
 
     /// `target.d = f(target.d, source.d)` elementwise.
@@ -206,7 +222,7 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            "IncDeriv" | "inc_deriv" | "incderiv" => self.inline_pair(call, |t, s| t + s),
+            "IncDeriv" | "inc_deriv" | "incderiv" => self.counted_inline_pair(call, |t, s| t + s),
             // Older engines: move the source's adjoint into the target unless both are the
             // same location (then it stays where it is).
             "CondIncZeroDeriv" | "condinczeroderiv" => {
@@ -220,12 +236,13 @@ impl Machine<'_> {
                     if from != to {
                         let d = self.mem.deriv(from)?;
                         *self.mem.deriv_mut(to)? += d;
+                        self.count_operations(1);
                         *self.mem.deriv_mut(from)? = 0.0;
                     }
                 }
                 Ok(())
             }
-            "DecDeriv" | "dec_deriv" | "decderiv" => self.inline_pair(call, |t, s| t - s),
+            "DecDeriv" | "dec_deriv" | "decderiv" => self.counted_inline_pair(call, |t, s| t - s),
             "SetDeriv" | "setderiv" => self.inline_pair(call, |_, s| s),
             "SetNegDeriv" | "set_neg_deriv" => self.inline_pair(call, |_, s| -s),
             "Saxpy" | "saxpy" | "Sax" | "sax" => {
@@ -234,6 +251,7 @@ impl Machine<'_> {
                 let y = self.arg_place(call, 2)?;
                 let incremental = name.eq_ignore_ascii_case("saxpy");
                 let n = y.len();
+                self.count_operations(n * if incremental { 2 } else { 1 });
                 let values: Vec<f64> = (0..n)
                     .map(|k| Ok(self.mem.get(a.slot(k))?.as_f64()? * self.mem.deriv(x.slot(k))?))
                     .collect::<Result<_, ExecError>>()?;
@@ -281,6 +299,14 @@ impl Machine<'_> {
     }
 
     /// Inlinable `XxxDeriv(source, target)`.
+    /// As [`Self::inline_pair`], an operation per element.
+    fn counted_inline_pair(&mut self, call: &Inline, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
+        let s = self.arg_place(call, 0)?;
+        let t = self.arg_place(call, 1)?;
+        self.count_operations(t.len());
+        self.deriv_places(&t, &s, f)
+    }
+
     fn inline_pair(&mut self, call: &Inline, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
         let s = self.arg_place(call, 0)?;
         let t = self.arg_place(call, 1)?;

@@ -94,6 +94,8 @@ pub struct RunResult {
     pub steps: u64,
     /// Words pushed on the tapes during the run.
     pub tape: super::memory::TapeWords,
+    /// Floating-point operations during the run, by placeholder.
+    pub operations: super::memory::Operations,
 }
 
 /// How derivative components are seeded and which sweep runs.
@@ -696,6 +698,7 @@ impl<'p> Driver<'p> {
             y_deriv: read(&ys, true)?,
             steps: machine.steps,
             tape: machine.tape.pushed,
+            operations: machine.operations(),
         })
     }
 }
@@ -754,6 +757,8 @@ pub struct VerifyReport {
     pub steps: u64,
     /// Adjoint mode: words the taping pushed in one reverse sweep (the first).
     pub tape: super::memory::TapeWords,
+    /// Adjoint mode: floating-point operations of that reverse sweep, by placeholder.
+    pub operations: super::memory::Operations,
     /// What suggests the call is not the intended one (a zero Jacobian or column).
     pub warnings: Vec<String>,
     /// Where the program that failed stopped, if one did.
@@ -781,6 +786,7 @@ impl VerifyReport {
             rtol: 0.0,
             steps: 0,
             tape: Default::default(),
+            operations: Default::default(),
             warnings: Vec::new(),
             failure: None,
         }
@@ -856,6 +862,12 @@ impl VerifyReport {
                 t.logicals,
                 t.strings
             );
+            let _ = writeln!(
+                out,
+                "operations: {} in the adjoint sweep, {} in the taping sweep (one reverse sweep)",
+                self.operations.adjoint_sweep(),
+                self.operations.taping_sweep()
+            );
         }
         if let Some(d) = &self.dot {
             let _ = writeln!(
@@ -907,6 +919,10 @@ impl VerifyReport {
                 "logicals": self.tape.logicals,
                 "strings": self.tape.strings,
             });
+            value["operations"] = serde_json::json!({
+                "adjoint_sweep": self.operations.adjoint_sweep(),
+                "taping_sweep": self.operations.taping_sweep(),
+            });
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -947,12 +963,13 @@ pub fn jacobian(
     driver: &Driver<'_>,
     mode: Mode,
     x: &[f64],
-) -> Result<(Vec<f64>, Vec<f64>, u64, super::memory::TapeWords), ExecError> {
+) -> Result<(Vec<f64>, Vec<f64>, u64, super::memory::TapeWords, super::memory::Operations), ExecError> {
     let (n, m) = (driver.n, driver.m);
     let mut j = vec![0.0; n * m];
     let mut values = Vec::new();
     let mut steps = 0;
     let mut tape = super::memory::TapeWords::default();
+    let mut operations = super::memory::Operations::default();
     match mode {
         Mode::Tangent => {
             for col in 0..n {
@@ -974,6 +991,7 @@ pub fn jacobian(
                 steps += r.steps;
                 if row == 0 {
                     tape = r.tape;
+                    operations = r.operations;
                 }
                 j[row * n..(row + 1) * n].copy_from_slice(&r.x_deriv);
             }
@@ -984,7 +1002,7 @@ pub fn jacobian(
             values = r.y;
         }
     }
-    Ok((j, values, steps, tape))
+    Ok((j, values, steps, tape, operations))
 }
 
 /// Warnings about a Jacobian (row-major `m × n`) that says the driver is probably not the
@@ -1067,7 +1085,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
-    let (ad, values, steps, tape) = match jacobian(&trans, config.mode, &x0) {
+    let (ad, values, steps, tape, operations) = match jacobian(&trans, config.mode, &x0) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
@@ -1077,6 +1095,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     };
     report.steps = steps;
     report.tape = tape;
+    report.operations = operations;
     report.values = base.y.iter().copied().zip(values.iter().copied()).collect();
     let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,

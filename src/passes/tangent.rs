@@ -131,6 +131,8 @@ pub fn tangent_with_plans(
         let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
         let mut graph = std::mem::take(&mut cfg.graph);
         let symbol = cfg.symbol;
+        let body_scope = cfg.body_scope;
+        let formals: FxHashSet<SymbolId> = cfg.arguments.iter().flatten().map(|a| a.symbol).collect();
         let routine_name = cg.symbol_name(symbol).to_owned();
         let mut result = Ok(());
         for (_, vertex) in graph.vertices.iter_mut() {
@@ -146,6 +148,8 @@ pub fn tangent_with_plans(
                 block: block_name,
                 stats: &mut stats,
                 plans,
+                body_scope,
+                formals: &formals,
             };
             match context.transform(std::mem::take(&mut block.statements)) {
                 Ok(statements) => block.statements = statements,
@@ -174,6 +178,9 @@ struct BlockContext<'a> {
     block: String,
     stats: &'a mut TangentStats,
     plans: &'a mut PlanCache,
+    /// The routine's own scope and formals: which variables are its locals.
+    body_scope: ScopeId,
+    formals: &'a FxHashSet<SymbolId>,
 }
 
 /// A vertex of a sequence's linearized computational graph.
@@ -205,6 +212,9 @@ struct Sequence {
     touched: FxHashMap<String, (Option<SymbolId>, bool)>,
     /// Variables assigned, in first-assignment order: key, spelling.
     assigned: Vec<(String, VariableReference)>,
+    /// Per assigned variable, its last assignment: the item's position and the du-ud set of
+    /// its left-hand side (the statements that use the value it defines).
+    last_definition: FxHashMap<String, (usize, Option<DuUdSetId>)>,
     /// Symbols used inside subscripts of the sequence's references.
     subscript_symbols: FxHashSet<SymbolId>,
     active_statements: usize,
@@ -305,6 +315,45 @@ impl BlockContext<'_> {
         sequence.touched.values().any(|(base, written)| *written && base.is_some_and(|b| subscripts.contains(&b)))
     }
 
+    /// The assigned variables whose final value only later statements of the sequence use,
+    /// by the du-ud map: local scalars (not formals, globals or arrays) whose last
+    /// definition's use set is non-empty and names only statements after it in the sequence
+    /// (a use at or before it is one from a later iteration, or from elsewhere).
+    fn consumed_within(&self, sequence: &Sequence) -> FxHashSet<String> {
+        let mut dead = FxHashSet::default();
+        let mut position: Option<FxHashMap<Name, usize>> = None;
+        for (key, reference) in &sequence.assigned {
+            let [VarRefVertex::Symbol(s)] = reference.vertices.as_slice() else { continue };
+            let symbol = &self.cg.symbols[s.symbol];
+            if symbol.scope != self.body_scope || self.formals.contains(&s.symbol) || symbol.shape != Shape::Scalar {
+                continue;
+            }
+            let Some(&(defined_at, Some(set))) = sequence.last_definition.get(key) else { continue };
+            let uses = &self.cg.duud_sets[set.0 as usize].statements;
+            if uses.is_empty() {
+                continue;
+            }
+            let position = position.get_or_insert_with(|| {
+                let mut at = FxHashMap::default();
+                for (k, item) in sequence.items.iter().enumerate() {
+                    let id = match item {
+                        Item::Passive(statement) => statement.id(),
+                        Item::Active(linearized) => Some(linearized.statement.id),
+                    };
+                    if let Some(id) = id {
+                        at.entry(id).or_insert(k);
+                    }
+                }
+                at
+            });
+            let later = |id: &Name| !self.cg.name(*id).is_empty() && position.get(id).is_some_and(|&k| k > defined_at);
+            if uses.iter().all(later) {
+                dead.insert(key.clone());
+            }
+        }
+        dead
+    }
+
     fn add(&mut self, sequence: &mut Sequence, linearized: LinearizedAssignment) {
         let graph = &linearized.graph;
         let mut operand_vertex = Vec::with_capacity(graph.operands.len());
@@ -352,6 +401,7 @@ impl BlockContext<'_> {
         if !sequence.assigned.iter().any(|(k, _)| *k == key) {
             sequence.assigned.push((key.clone(), lhs.clone()));
         }
+        sequence.last_definition.insert(key.clone(), (sequence.items.len(), lhs.du_ud));
         sequence.current.insert(key.clone(), result);
         sequence.touched.insert(key, (lhs.base_symbol(), true));
         collect_subscript_symbols(lhs, &mut sequence.subscript_symbols);
@@ -366,6 +416,7 @@ impl BlockContext<'_> {
             return;
         }
         let statements = sequence.items.len();
+        let dead = self.consumed_within(&sequence);
         let statement_ids: Vec<String> = if self.config.record_graphs {
             let id = |item: &Item| match item {
                 Item::Passive(statement) => statement.id(),
@@ -389,10 +440,18 @@ impl BlockContext<'_> {
         if sequence.active_statements == 0 {
             return;
         }
-        // Dependents: a fresh sink per assigned variable, fed by its final value.
+        // Dependents: a fresh sink per assigned variable, fed by its final value, unless the
+        // front end's du-ud map says only later statements of this sequence use that value (a
+        // local scalar the block computes and consumes): then nothing after the sequence reads
+        // its derivative, and neither the propagator nor the adjoint needs to carry it.
         let mut vertices = sequence.vertices;
         let mut edges = sequence.edges;
+        let mut dependents = 0;
         for (key, reference) in &sequence.assigned {
+            if dead.contains(key) {
+                continue;
+            }
+            dependents += 1;
             let value = sequence.current[key];
             vertices.push(Vertex::Dependent(reference.clone()));
             edges.push((value, vertices.len() - 1, Partial::One));
@@ -404,7 +463,7 @@ impl BlockContext<'_> {
             vertices: vertices.len(),
             edges: edges.len(),
             independents: vertices.iter().filter(|v| matches!(v, Vertex::Independent(_))).count(),
-            dependents: sequence.assigned.len(),
+            dependents,
             ..SequenceStats::default()
         };
         let before = self.config.record_graphs.then(|| edges.clone());
