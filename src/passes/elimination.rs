@@ -935,7 +935,12 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
             }
         }
         let cost = ar.multiplications + graph.propagation(model);
-        if model == CostModel::Classic || cost < best.cost() {
+        // Every step lowers the cost or keeps it and removes edges. Under the adjoint model a
+        // step of the second kind is kept too: each remainder edge, unit or not, is an
+        // operation of every adjoint sweep (`IncDeriv`, `Saxpy`), so a chain of unit edges
+        // folded away is arithmetic saved there.
+        let better = cost < best.cost() || (model == CostModel::Adjoint && cost == best.cost());
+        if model == CostModel::Classic || better {
             // The order itself is cut to this prefix at the end.
             best = Plan {
                 method: Method::Greedy,

@@ -311,13 +311,14 @@ impl LineGraph {
         edges.into_iter().filter(|(_, l)| !l.is_zero()).map(|((t, s), l)| (s, t, l)).collect()
     }
 
-    /// Propagation multiplications through the remainder (parallel edges summed first).
+    /// What the remainder costs to propagate through (parallel edges summed first): its
+    /// non-unit edges, each weighed as the model weighs them (the adjoint's three).
     fn propagation(&self, model: CostModel) -> usize {
         if model == CostModel::Classic {
             return 0;
         }
         let mut ar = Arith::planning(model);
-        self.remainder(&mut ar).iter().filter(|(_, _, l)| !l.is_unit()).count()
+        self.remainder(&mut ar).iter().filter(|(_, _, l)| !l.is_unit()).count() * model.edge_weight()
     }
 }
 
