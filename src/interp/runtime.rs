@@ -132,7 +132,9 @@ impl Machine<'_> {
     }
 
     fn inline_call_inner(&mut self, call: &Inline, name: &str) -> Result<(), ExecError> {
-        match name {
+        // The tangent runtime's propagators (`-H`) take the target first, the source second,
+        // and are named with their arguments' shapes (`setderiv_s0_s0`).
+        match tangent_routine(name).unwrap_or(name) {
             "push_s0" | "push_s1" | "push_s2" | "apush" | "push" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
@@ -215,14 +217,15 @@ impl Machine<'_> {
                 Ok(())
             }
             // Adjoint propagation: the source comes first, the target second.
-            "ZeroDeriv" | "zero_deriv" | "zeroderiv" => {
+            "ZeroDeriv" | "zeroderiv" | "zero_deriv" => {
                 let p = self.arg_place(call, 0)?;
                 for k in 0..p.len() {
                     *self.mem.deriv_mut(p.slot(k))? = 0.0;
                 }
                 Ok(())
             }
-            "IncDeriv" | "inc_deriv" | "incderiv" => self.counted_inline_pair(call, |t, s| t + s),
+            "IncDeriv" | "incderiv" => self.counted_inline_pair(call, 0, |t, s| t + s),
+            "inc_deriv" => self.counted_inline_pair(call, 1, |t, s| t + s),
             // Older engines: move the source's adjoint into the target unless both are the
             // same location (then it stays where it is).
             "CondIncZeroDeriv" | "condinczeroderiv" => {
@@ -242,23 +245,40 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            "DecDeriv" | "dec_deriv" | "decderiv" => self.counted_inline_pair(call, |t, s| t - s),
-            "SetDeriv" | "setderiv" => self.inline_pair(call, |_, s| s),
-            "SetNegDeriv" | "set_neg_deriv" => self.inline_pair(call, |_, s| -s),
-            "Saxpy" | "saxpy" | "Sax" | "sax" => {
-                let a = self.arg_place(call, 0)?;
-                let x = self.arg_place(call, 1)?;
-                let y = self.arg_place(call, 2)?;
-                let incremental = name.eq_ignore_ascii_case("saxpy");
-                let n = y.len();
-                self.count_operations(n * if incremental { 2 } else { 1 });
-                let values: Vec<f64> = (0..n)
-                    .map(|k| Ok(self.mem.get(a.slot(k))?.as_f64()? * self.mem.deriv(x.slot(k))?))
-                    .collect::<Result<_, ExecError>>()?;
-                for (k, v) in values.into_iter().enumerate() {
-                    let d = self.mem.deriv_mut(y.slot(k))?;
-                    *d = if incremental { *d + v } else { v };
+            "DecDeriv" | "decderiv" => self.counted_inline_pair(call, 0, |t, s| t - s),
+            "dec_deriv" => self.counted_inline_pair(call, 1, |t, s| t - s),
+            "SetDeriv" => self.inline_pair(call, 0, |_, s| s),
+            "setderiv" => self.inline_pair(call, 1, |_, s| s),
+            "SetNegDeriv" => self.inline_pair(call, 0, |_, s| -s),
+            "set_neg_deriv" => self.inline_pair(call, 1, |_, s| -s),
+            // `Sax(a₁, x₁, …, aₙ, xₙ, y)`: `y.d = Σ aᵢ·xᵢ.d` (`Saxpy`: `y.d +=`), elementwise, a
+            // scalar `a` or `x` broadcast; all terms are summed before `y` is written.
+            routine @ ("Saxpy" | "Sax" | "saxpy" | "sax") => {
+                let incremental = routine.eq_ignore_ascii_case("saxpy");
+                let pairs = call.args.len() / 2;
+                if pairs == 0 || call.args.len().is_multiple_of(2) {
+                    return Err(ExecError::Runtime(format!("{name} with {} arguments", call.args.len())));
                 }
+                let y = self.arg_place(call, 2 * pairs)?;
+                let n = y.len();
+                let mut sums = vec![0.0; n];
+                for pair in 0..pairs {
+                    let a = self.arg_place(call, 2 * pair)?;
+                    let x = self.arg_place(call, 2 * pair + 1)?;
+                    for (k, sum) in sums.iter_mut().enumerate() {
+                        *sum += self.mem.get(a.slot(k))?.as_f64()? * self.mem.deriv(x.slot(k))?;
+                    }
+                }
+                self.count_operations(n * (2 * pairs - usize::from(!incremental)));
+                for (k, sum) in sums.into_iter().enumerate() {
+                    let d = self.mem.deriv_mut(y.slot(k))?;
+                    *d = if incremental { *d + sum } else { sum };
+                }
+                Ok(())
+            }
+            // OpenAD's operation counters (`-C`): the interpreter counts operations itself.
+            "countmult" | "countadd" => {
+                self.arg_place(call, 0)?;
                 Ok(())
             }
             "oad_convert" | "convert_a2p_scalar" | "convert_p2a_scalar" | "convert_a2p_vector"
@@ -300,16 +320,20 @@ impl Machine<'_> {
 
     /// Inlinable `XxxDeriv(source, target)`.
     /// As [`Self::inline_pair`], an operation per element.
-    fn counted_inline_pair(&mut self, call: &Inline, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
-        let s = self.arg_place(call, 0)?;
-        let t = self.arg_place(call, 1)?;
+    /// `target.d = f(target.d, source.d)` of a call's two arguments, the source at position
+    /// `source` (0: the adjoint runtime's order, 1: the tangent runtime's), an operation per
+    /// element.
+    fn counted_inline_pair(&mut self, call: &Inline, source: usize, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
+        let s = self.arg_place(call, source)?;
+        let t = self.arg_place(call, 1 - source)?;
         self.count_operations(t.len());
         self.deriv_places(&t, &s, f)
     }
 
-    fn inline_pair(&mut self, call: &Inline, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
-        let s = self.arg_place(call, 0)?;
-        let t = self.arg_place(call, 1)?;
+    /// As [`Self::counted_inline_pair`], uncounted.
+    fn inline_pair(&mut self, call: &Inline, source: usize, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
+        let s = self.arg_place(call, source)?;
+        let t = self.arg_place(call, 1 - source)?;
         self.deriv_places(&t, &s, f)
     }
 
@@ -437,4 +461,19 @@ impl Machine<'_> {
 
 fn underflow(what: &str) -> ExecError {
     ExecError::Runtime(format!("{what} tape underflow: pop without a matching push"))
+}
+
+/// The routine of OpenAD's tangent runtime a call names, its shape suffix (`_s0_s1…`) removed:
+/// `setderiv`, `set_neg_deriv`, `inc_deriv`, `dec_deriv`, `zero_deriv`, `sax` or `saxpy`.
+fn tangent_routine(name: &str) -> Option<&'static str> {
+    let mut base = name;
+    while let Some((head, shape)) = base.rsplit_once("_s")
+        && !shape.is_empty()
+        && shape.bytes().all(|b| b.is_ascii_digit())
+    {
+        base = head;
+    }
+    ["setderiv", "set_neg_deriv", "inc_deriv", "dec_deriv", "zero_deriv", "sax", "saxpy"]
+        .into_iter()
+        .find(|r| *r == base)
 }
