@@ -502,17 +502,19 @@ struct ReverseSwitches {
     top_routine: Option<String>,
 }
 
-/// Switches of the original's preaccumulation; the ones that tuned its elimination library or
-/// shaped its propagators are accepted with no effect.
+/// Switches of the original's preaccumulation; the ones that tuned its elimination library are
+/// accepted with no effect.
 #[derive(Args, Debug)]
 struct PreaccumulationSwitches {
-    /// N-ary Sax propagators (not implemented: no effect)
+    /// N-ary Sax propagators: one Sax per propagated derivative over all its in-edges
     #[arg(short = 'n')]
     nary_sax: bool,
-    /// Propagators as inlinable calls (not implemented: no effect)
+    /// Propagators as inlinable calls of OpenAD's runtime (setderiv_s0_s0, saxpy_s0_s0_s0, …);
+    /// tangent only
     #[arg(short = 'H')]
     inline_propagators: bool,
-    /// Runtime operation counters (not implemented: no effect)
+    /// Runtime operation counters: each basic block ends with countmult(n) and countadd(n), its
+    /// preaccumulation's multiplications and additions; tangent only
     #[arg(short = 'C')]
     counters: bool,
     /// Awareness of unit (1) and constant (2) edges in the original's elimination library: no
@@ -522,7 +524,7 @@ struct PreaccumulationSwitches {
     /// Allow eliminations that keep the nontrivial edge count (original's library): no effect
     #[arg(short = 'm')]
     maintaining: bool,
-    /// No alias check among left-hand sides of a sequence (not implemented: no effect)
+    /// No alias check among left-hand sides of a sequence: a(i) after a(j) does not end it
     #[arg(short = 'Q')]
     no_alias_check: bool,
     /// Randomized heuristics of the original's library: no effect
@@ -815,16 +817,18 @@ impl TransformArgs {
 }
 
 impl PreaccumulationSwitches {
-    fn no_effect_notes(&self) -> Vec<String> {
+    /// Notes for the switches given that have no effect in `mode`.
+    fn no_effect_notes(&self, mode: Mode) -> Vec<String> {
         let library = "tuned the original's elimination library (ANGEL): no effect";
-        let unbuilt = "is not implemented: no effect";
+        // The original printed these in its tangent output only; its reverse mode printed its
+        // own sweeps.
+        let tangent_only = "applies to the tangent mode only (as in the original): no effect";
+        let adjoint = mode == Mode::Adjoint;
         [
-            (self.nary_sax, "-n (n-ary Sax propagators)", unbuilt),
-            (self.inline_propagators, "-H (propagators as inlinable calls)", unbuilt),
-            (self.counters, "-C (runtime operation counters)", unbuilt),
+            (self.inline_propagators && adjoint, "-H (propagators as inlinable calls)", tangent_only),
+            (self.counters && adjoint, "-C (runtime operation counters)", tangent_only),
             (self.awareness.is_some(), "-A (unit/constant edge awareness)", library),
             (self.maintaining, "-m (count-maintaining eliminations)", library),
-            (self.no_alias_check, "-Q (no alias check among a sequence's left-hand sides)", unbuilt),
             (self.randomized, "-a (randomized heuristics)", library),
             (self.metric.is_some(), "-M (preaccumulation metric)", library),
             (self.reroutings, "-R (reroutings)", library),
@@ -982,7 +986,7 @@ fn run_tangent(args: &TangentArgs) -> Outcome {
 
 fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let common = &args.common;
-    for note in common.no_effect_notes(Mode::Tangent).into_iter().chain(args.original.no_effect_notes()) {
+    for note in common.no_effect_notes(Mode::Tangent).into_iter().chain(args.original.no_effect_notes(Mode::Tangent)) {
         session.note(&note);
     }
     // Every destination is ready before any work, and nothing is written before all of it
@@ -1008,6 +1012,10 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         preaccumulation,
         elimination,
         compare_methods: args.stats.is_some(),
+        nary_sax: args.original.nary_sax,
+        inline_propagators: args.original.inline_propagators,
+        runtime_counters: args.original.counters,
+        permit_aliased_lhs: args.original.no_alias_check,
         ..TangentConfig::default()
     });
     let started = Instant::now();
@@ -1122,7 +1130,7 @@ fn run_adjoint(args: &AdjointArgs) -> Outcome {
 fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let common = &args.common;
     let notes = common.no_effect_notes(Mode::Adjoint);
-    for note in notes.into_iter().chain(args.original.no_effect_notes()) {
+    for note in notes.into_iter().chain(args.original.no_effect_notes(Mode::Adjoint)) {
         session.note(&note);
     }
     let output = output::prepare(&common.output())?;
@@ -1136,7 +1144,13 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         Err(reported) => return Ok(Err(reported)),
     };
     let preaccumulation = if args.statement_level { Preaccumulation::Statement } else { Preaccumulation::BasicBlock };
-    let mut config = common.pipeline_config(TangentConfig { preaccumulation, ..TangentConfig::default() });
+    // -n and -Q shape the sequences and propagators the adjoint reverses, as in the original.
+    let mut config = common.pipeline_config(TangentConfig {
+        preaccumulation,
+        nary_sax: args.original.nary_sax,
+        permit_aliased_lhs: args.original.no_alias_check,
+        ..TangentConfig::default()
+    });
     config.adjoint.tape = args.tape;
     config.adjoint.record_everything = args.no_tbr;
     config.adjoint.loops = args.loop_reversal;

@@ -175,7 +175,14 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
         originals.insert(id, cfg.graph.clone());
     }
     // The adjoint's preaccumulation weighs what the tape holds.
-    let tangent = TangentConfig { cost_model: CostModel::Adjoint, ..config.tangent.clone() };
+    // `-H` and `-C` shape the tangent's printed propagators only (the original's reverse mode
+    // printed its own sweeps): the adjoint reverses `DerivativePropagator`s.
+    let tangent = TangentConfig {
+        cost_model: CostModel::Adjoint,
+        inline_propagators: false,
+        runtime_counters: false,
+        ..config.tangent.clone()
+    };
     report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &tangent)?;
     let adjoint_config =
         AdjointConfig { initialize_derivatives: config.initialize_derivatives, ..config.adjoint.clone() };

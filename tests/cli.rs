@@ -171,6 +171,11 @@ fn every_switch_of_the_original_is_accepted_and_those_without_effect_say_so() {
         vec!["-d", path(&log)],
         vec!["-d", path(&log), "-g", "64"],
         vec!["-d", path(&log), "-T", "tangent"],
+        // The original's propagator switches (tests/tangent_switches.rs checks what they do).
+        vec!["-n"],
+        vec!["-H"],
+        vec!["-C"],
+        vec!["-Q"],
     ];
     for switches in &effective {
         let result = xaifbooster()
@@ -181,8 +186,8 @@ fn every_switch_of_the_original_is_accepted_and_those_without_effect_say_so() {
         assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
         assert_eq!(stderr(&result), "", "{switches:?}");
     }
-    // Switches of the original's elimination library, of unbuilt features and of the adjoint
-    // mode: accepted, with a one-line note naming the switch.
+    // Switches of the original's elimination library and of the adjoint mode: accepted, with a
+    // one-line note naming the switch.
     let without_effect: Vec<Vec<&str>> = vec![
         vec!["-I"],
         vec!["-P"],
@@ -191,12 +196,8 @@ fn every_switch_of_the_original_is_accepted_and_those_without_effect_say_so() {
         vec!["-U"],
         vec!["-t", "head"],
         vec!["-b"],
-        vec!["-n"],
-        vec!["-H"],
-        vec!["-C"],
         vec!["-A", "2"],
         vec!["-m"],
-        vec!["-Q"],
         vec!["-a"],
         vec!["-M", "0"],
         vec!["-R"],
@@ -247,7 +248,7 @@ fn the_adjoint_mode_takes_the_same_switches_and_acts_on_minus_capital_i_and_p() 
     assert!(fs::read_to_string(&out).expect("out").contains("reverse_subroutine_template"));
     assert!(fs::read_to_string(&log).expect("log").contains("METRIC adjoint: "));
     // These act in adjoint mode: no note.
-    for switches in [vec!["-f"], vec!["-D"], vec!["-S"]] {
+    for switches in [vec!["-f"], vec!["-D"], vec!["-S"], vec!["-n"], vec!["-Q"]] {
         let result = xaifbooster()
             .args(["adjoint", "-i", &example(), "-o", path(&out)])
             .args(&switches)
@@ -256,7 +257,8 @@ fn the_adjoint_mode_takes_the_same_switches_and_acts_on_minus_capital_i_and_p() 
         assert!(result.status.success(), "{switches:?}: {}", stderr(&result));
         assert_eq!(stderr(&result), "", "{switches:?}");
     }
-    for switches in [vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-H"]] {
+    // -H and -C shape the tangent's output only, as in the original.
+    for switches in [vec!["-u"], vec!["-U"], vec!["-t", "head"], vec!["-b"], vec!["-H"], vec!["-C"]] {
         let result = xaifbooster()
             .args(["adjoint", "-i", &example(), "-o", path(&out)])
             .args(&switches)

@@ -12,6 +12,11 @@
 //! A sequence ends before a subroutine call, before a statement that may touch a variable the
 //! sequence already refers to under another spelling (`a(i)` against `a(j)`), and before a
 //! passive assignment to a variable used in a subscript of the sequence.
+//!
+//! The original engine's propagator switches are [`TangentConfig`] fields: `-n` (one n-ary
+//! `Sax` per propagated vertex), `-H` (propagator entries as OpenAD runtime calls), `-C`
+//! (`countmult`/`countadd` at the end of every basic block) and `-Q` (left-hand sides that may
+//! alias do not end a sequence).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -49,6 +54,20 @@ pub struct TangentConfig {
     /// Keep each sequence's graph and elimination in its statistics ([`SequenceStats::graph`]),
     /// for the graph views of the command line.
     pub record_graphs: bool,
+    /// `-n`: one n-ary `Sax` per propagated vertex, collecting every in-edge's `a·x` (unit
+    /// edges as the factors 1 and −1) instead of `SetDeriv`/`IncDeriv`/… and binary
+    /// `Sax`/`Saxpy` entries.
+    pub nary_sax: bool,
+    /// `-H`: each propagator entry printed as an inlinable call of OpenAD's runtime
+    /// (`setderiv_s0_s0(y, x)`, `saxpy_s0_s0_s0(a, x, y)`, …) instead of a
+    /// `DerivativePropagator`.
+    pub inline_propagators: bool,
+    /// `-C`: every basic block ends with `countmult(n)` and `countadd(n)`, its
+    /// preaccumulation's multiplications and additions.
+    pub runtime_counters: bool,
+    /// `-Q`: a left-hand side that may alias one the sequence already assigned (`a(i)` after
+    /// `a(j)`) does not end the sequence.
+    pub permit_aliased_lhs: bool,
 }
 
 /// A sequence's linearized computational graph before and after preaccumulation, as text
@@ -151,8 +170,18 @@ pub fn tangent_with_plans(
                 body_scope,
                 formals: &formals,
             };
+            let first_sequence = context.stats.sequences.len();
             match context.transform(std::mem::take(&mut block.statements)) {
-                Ok(statements) => block.statements = statements,
+                Ok(mut statements) => {
+                    if config.runtime_counters {
+                        let sequences = &stats.sequences[first_sequence..];
+                        let multiplications = sequences.iter().map(|s| s.accumulation_multiplications).sum();
+                        let additions = sequences.iter().map(|s| s.accumulation_additions).sum();
+                        statements.push(counter_call(cg, temporaries, "countmult", multiplications));
+                        statements.push(counter_call(cg, temporaries, "countadd", additions));
+                    }
+                    block.statements = statements;
+                }
                 Err(source) => {
                     result = Err(TangentError::Linearize { routine: routine_name.clone(), source });
                     break;
@@ -289,8 +318,12 @@ impl BlockContext<'_> {
         let lhs = &linearized.statement.lhs;
         let lhs_key = reference_key(self.cg, lhs);
         let lhs_base = lhs.base_symbol();
-        // The left-hand side against everything the sequence read or wrote.
-        for (key, (base, _)) in &sequence.touched {
+        // The left-hand side against everything the sequence read or wrote (with `-Q`, only
+        // against what it read: left-hand sides may alias one another).
+        for (key, (base, written)) in &sequence.touched {
+            if *written && self.config.permit_aliased_lhs {
+                continue;
+            }
             if *base == lhs_base && *key != lhs_key {
                 return true;
             }
@@ -476,7 +509,11 @@ impl BlockContext<'_> {
         }
         let (allocations, propagator) = self.propagate(&vertices, &edges, &mut stats);
         out.extend(allocations);
-        out.push(Statement::DerivativePropagator(propagator));
+        if self.config.inline_propagators {
+            propagator_calls(self.cg, self.temporaries, propagator, out);
+        } else {
+            out.push(Statement::DerivativePropagator(propagator));
+        }
         self.stats.sequences.push(stats);
     }
 
@@ -686,6 +723,17 @@ impl BlockContext<'_> {
                         entries.push(PropagatorEntry::ZeroDeriv(target));
                         continue;
                     }
+                    if self.config.nary_sax {
+                        // One Sax over every in-edge, unit factors spelled out.
+                        stats.propagator_multiplications += terms.len();
+                        let terms =
+                            terms.into_iter().map(|(x, partial)| ScaledTerm { a: self.factor(partial), x }).collect();
+                        entries.push(PropagatorEntry::Sax { terms, y: target.clone() });
+                        let mut held = target;
+                        held.deriv = true;
+                        holder[v] = Some(held);
+                        continue;
+                    }
                     for (i, (source, partial)) in terms.into_iter().enumerate() {
                         let target = target.clone();
                         let entry = match (i == 0, partial) {
@@ -738,6 +786,140 @@ impl BlockContext<'_> {
             }
         };
         expression
+    }
+}
+
+/// `countmult(n)` or `countadd(n)` (`-C`): OpenAD's runtime adds `n` to its operation
+/// counters; the statement ids are `inline_countmult`, `inline_countadd` (numbered on reuse).
+fn counter_call(cg: &mut CallGraph, temporaries: &mut Temporaries, routine: &str, count: usize) -> Statement {
+    let id = temporaries.statement_id(cg, &format!("inline_{routine}"));
+    let subroutine_name = cg.names.intern(routine);
+    let value = cg.names.intern(&count.to_string());
+    let constant = Constant {
+        id: cg.names.intern("1"),
+        annotation: Name::EMPTY,
+        ty: ConstantType::Integer,
+        fe_type: Name::EMPTY,
+        value,
+    };
+    Statement::InlinableSubroutineCall(InlinableSubroutineCall {
+        id,
+        subroutine_name,
+        arguments: vec![Argument { position: 1, annotation: Name::EMPTY, value: ArgumentValue::Constant(constant) }],
+    })
+}
+
+/// A propagator's entries as inlinable calls of OpenAD's runtime (`-H`), in its argument
+/// order: the target first for `setderiv`, `set_neg_deriv`, `inc_deriv`, `dec_deriv` and
+/// `zero_deriv`; the `(a, x)` pairs and then `y` for `sax` and `saxpy`. Each name is suffixed
+/// with its arguments' shapes (`_s0` scalar, `_s1` vector, …) unless an argument is an array
+/// section, which the runtime's shaped routines do not take.
+fn propagator_calls(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    propagator: DerivativePropagator,
+    out: &mut Vec<Statement>,
+) {
+    for entry in propagator.entries {
+        let mut call = RuntimeCall::default();
+        let routine = match entry {
+            PropagatorEntry::SetDeriv { target, source } => call.pair(cg, "setderiv", target, source),
+            PropagatorEntry::SetNegDeriv { target, source } => call.pair(cg, "set_neg_deriv", target, source),
+            PropagatorEntry::IncDeriv { target, source } => call.pair(cg, "inc_deriv", target, source),
+            PropagatorEntry::DecDeriv { target, source } => call.pair(cg, "dec_deriv", target, source),
+            PropagatorEntry::ZeroDeriv(target) => {
+                call.variable(cg, target);
+                "zero_deriv"
+            }
+            PropagatorEntry::Sax { terms, y } => call.sax(cg, "sax", terms, y),
+            PropagatorEntry::Saxpy { terms, y } => call.sax(cg, "saxpy", terms, y),
+        };
+        let name = if call.shaped { format!("{routine}{}", call.suffix) } else { routine.to_owned() };
+        let id = temporaries.statement_id(cg, &format!("inline_{routine}"));
+        let subroutine_name = cg.names.intern(&name);
+        let arguments = call
+            .arguments
+            .into_iter()
+            .zip(1..)
+            .map(|(value, position)| Argument { position, annotation: Name::EMPTY, value })
+            .collect();
+        out.push(Statement::InlinableSubroutineCall(InlinableSubroutineCall { id, subroutine_name, arguments }));
+    }
+}
+
+/// The arguments of one runtime call being built, and its name's shape suffix.
+struct RuntimeCall {
+    arguments: Vec<ArgumentValue>,
+    suffix: String,
+    /// No argument is an array section (whose shape the suffix cannot name).
+    shaped: bool,
+}
+
+impl Default for RuntimeCall {
+    fn default() -> Self {
+        RuntimeCall { arguments: Vec::new(), suffix: String::new(), shaped: true }
+    }
+}
+
+impl RuntimeCall {
+    /// The target, then the source: `name(y, x)`.
+    fn pair(
+        &mut self,
+        cg: &mut CallGraph,
+        routine: &'static str,
+        target: VariableReference,
+        source: VariableReference,
+    ) -> &'static str {
+        self.variable(cg, target);
+        self.variable(cg, source);
+        routine
+    }
+
+    /// `name(a₁, x₁, …, aₙ, xₙ, y)`.
+    fn sax(
+        &mut self,
+        cg: &mut CallGraph,
+        routine: &'static str,
+        terms: Vec<ScaledTerm>,
+        y: VariableReference,
+    ) -> &'static str {
+        for term in terms {
+            self.factor(cg, &term.a);
+            self.variable(cg, term.x);
+        }
+        self.variable(cg, y);
+        routine
+    }
+
+    /// An active variable, passed whole (the runtime reads and writes its derivative).
+    fn variable(&mut self, cg: &mut CallGraph, mut reference: VariableReference) {
+        reference.deriv = false;
+        reference.id = cg.names.intern("1");
+        let rank = match reference_shape(cg, &reference) {
+            ValueShape::Scalar => 0,
+            ValueShape::Known(bounds) => bounds.len(),
+            ValueShape::Matching { rank, .. } => rank,
+        };
+        if rank > 0 && reference.array_access().is_some() {
+            self.shaped = false;
+        }
+        self.suffix.push_str(&format!("_s{rank}"));
+        self.arguments.push(ArgumentValue::Variable(reference));
+    }
+
+    /// A Sax factor: a constant or a (scalar or array) variable holding the partial.
+    fn factor(&mut self, cg: &mut CallGraph, a: &Expression) {
+        let root = a.root().map(|root| &a.vertices[root]);
+        match root {
+            Some(ExprVertex::Constant(constant)) => {
+                let mut constant = constant.clone();
+                constant.id = cg.names.intern("1");
+                self.suffix.push_str("_s0");
+                self.arguments.push(ArgumentValue::Constant(constant));
+            }
+            Some(ExprVertex::Variable(reference)) => self.variable(cg, reference.clone()),
+            _ => unreachable!("a propagator factor is a constant or a variable"),
+        }
     }
 }
 
