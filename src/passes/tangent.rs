@@ -793,20 +793,9 @@ impl BlockContext<'_> {
 /// counters; the statement ids are `inline_countmult`, `inline_countadd` (numbered on reuse).
 fn counter_call(cg: &mut CallGraph, temporaries: &mut Temporaries, routine: &str, count: usize) -> Statement {
     let id = temporaries.statement_id(cg, &format!("inline_{routine}"));
-    let subroutine_name = cg.names.intern(routine);
-    let value = cg.names.intern(&count.to_string());
-    let constant = Constant {
-        id: cg.names.intern("1"),
-        annotation: Name::EMPTY,
-        ty: ConstantType::Integer,
-        fe_type: Name::EMPTY,
-        value,
-    };
-    Statement::InlinableSubroutineCall(InlinableSubroutineCall {
-        id,
-        subroutine_name,
-        arguments: vec![Argument { position: 1, annotation: Name::EMPTY, value: ArgumentValue::Constant(constant) }],
-    })
+    let id = cg.name(id).to_owned();
+    let count = crate::ir::build::integer_constant(cg, i64::try_from(count).unwrap_or(i64::MAX));
+    crate::ir::build::inlinable_call(cg, &id, routine, vec![ArgumentValue::Constant(count)])
 }
 
 /// A propagator's entries as inlinable calls of OpenAD's runtime (`-H`), in its argument
