@@ -17,6 +17,13 @@ static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// Measurements must not overlap (the test harness runs tests on several threads).
 static MEASURING: Mutex<()> = Mutex::new(());
+/// Nor may one test's preparation (generating and reading its inputs) overlap another's
+/// measurement: the count is of the whole process. Each test holds this throughout.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -50,6 +57,7 @@ fn peak_of_round_trip(bytes: &[u8]) -> usize {
 
 #[test]
 fn round_trip_peak_memory_stays_within_ten_times_the_input() {
+    let _serial = serial();
     let shared = common::shared_dir();
     let dir = tempfile::tempdir().expect("temp dir");
     let synthetic = dir.path().join("synthetic.xaif");
@@ -91,6 +99,7 @@ fn peak_of(run: impl FnOnce()) -> usize {
 /// but slower than the input.
 #[test]
 fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
+    let _serial = serial();
     use xaifbooster::pipeline::Config;
     use xaifbooster::streaming;
     use xaifbooster::xaif::intrinsics::Catalogue;
@@ -131,4 +140,37 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
     let (small, large) = (peaks[0], peaks[1]);
     assert!(large.1 < small.1 * 3, "identity peak grew from {} to {} for 4x the input", small.1, large.1);
     assert!(large.2 < small.2 * 4, "tangent peak grew from {} to {} for 4x the input", small.2, large.2);
+}
+
+/// Validation before a transformation checks one child of the `CallGraph` at a time: its peak
+/// is one routine's tree, the tables (scopes, symbols, map keys, statement ids) and the
+/// reader's pass, not the whole document's tree (about 4.5 times the input).
+#[test]
+fn validation_peak_memory_is_one_routine_not_the_document() {
+    let _serial = serial();
+    use xaifbooster::xaif::validate::{ValidateOptions, validate};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("synthetic.xaif");
+    let status = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen_xaif.py"))
+        .args(["--mb", "8", "--seed", "5", "-o"])
+        .arg(&path)
+        .status()
+        .expect("python3 runs the generator");
+    assert!(status.success());
+    let bytes = std::fs::read(&path).expect("generated");
+    let options = ValidateOptions { strict: false, activity: false };
+    let mut findings = Vec::new();
+    let peak = peak_of(|| findings = validate(&bytes, "memory", &options));
+    assert_eq!(findings, Vec::new(), "the synthetic input is valid");
+    // The activity check (outputs only) still checks the whole document's tree.
+    let whole = peak_of(|| {
+        validate(&bytes, "memory", &ValidateOptions::default());
+    });
+    let (ratio, whole_ratio) = (peak as f64 / bytes.len() as f64, whole as f64 / bytes.len() as f64);
+    eprintln!(
+        "validation: {} bytes in, peak {peak} bytes ({ratio:.3}x); whole tree {whole} ({whole_ratio:.2}x)",
+        bytes.len()
+    );
+    assert!(ratio <= 0.5, "validation's peak {ratio:.2}x the input");
 }

@@ -10,8 +10,17 @@
 //! One named check, the activity check (`validate/activity.rs`), holds only for outputs:
 //! front-end inputs break it by design until the TypeChange pass converts, so
 //! [`ValidateOptions::activity`] turns it off for them.
+//!
+//! Without the activity check, the document is checked one child of the `CallGraph` at a time
+//! (`validate/fragments.rs`), so memory holds one routine's tree, not the whole document's
+//! (about 4.5 times the input); the findings are the same. The activity check, and documents
+//! that do not scan cleanly (malformed ones, to report exactly where), take the whole tree.
 
 mod activity;
+mod fragments;
+
+use std::cell::OnceCell;
+use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -89,28 +98,19 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
             )];
         }
     };
-    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-    let doc = match roxmltree::Document::parse_with_options(text, parse_options) {
-        Ok(doc) => doc,
-        Err(error) => {
-            let (line, column) = xml_error_position(&error, input);
-            let message = match error {
-                roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
-                other => format!("malformed XML: {other}"),
-            };
-            return vec![finding(Severity::Error, file, line, column, "document", message)];
-        }
+    // The activity check relates calls to routines anywhere in the document: it keeps the
+    // whole document's tree (it runs on outputs, by `validate`, not before transformations).
+    let fragment_wise = match checks {
+        Checks::All if !options.activity => fragments::check(text, file, options.strict),
+        _ => None,
     };
-    let lines = LineIndex::new(input);
-    let mut validator = Validator { doc: &doc, lines: &lines, file, strict: options.strict, findings: Vec::new() };
-    match checks {
-        Checks::All => validator.document(options.activity),
-        Checks::ActivityOnly => validator.activity(doc.root_element()),
-    }
-    let mut findings = validator.findings;
-    // The tree is several times the input: gone before the reader builds anything.
-    drop(lines);
-    drop(doc);
+    let mut findings = match fragment_wise {
+        Some(findings) => findings,
+        None => match check_whole(text, file, options, checks) {
+            Ok(findings) => findings,
+            Err(malformed) => return vec![malformed],
+        },
+    };
     if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
         // The semantic checks run as the reader reads (`check.rs`); reading here too makes
         // `validate` accept exactly what every mode reads. What both report (lenient
@@ -138,6 +138,42 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
     }
     findings.sort_by_key(|f| (f.line, f.column));
     findings
+}
+
+/// The checks on the tree of the whole document: the fallback of [`fragments::check`], and the
+/// path of the activity check. A document that does not parse gives its one finding as `Err`.
+fn check_whole(
+    text: &str,
+    file: &str,
+    options: &ValidateOptions,
+    checks: Checks,
+) -> Result<Vec<Diagnostic>, Diagnostic> {
+    let input = text.as_bytes();
+    let doc = match roxmltree::Document::parse_with_options(text, parse_options()) {
+        Ok(doc) => doc,
+        Err(error) => {
+            let (line, column) = xml_error_position(&error, input);
+            let message = match error {
+                roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),
+                other => format!("malformed XML: {other}"),
+            };
+            return Err(finding(Severity::Error, file, line, column, "document", message));
+        }
+    };
+    let mut validator = Validator::new(input, file, options.strict, Rc::new([(0, 0)]));
+    match checks {
+        Checks::All => validator.document(doc.root_element(), options.activity),
+        Checks::ActivityOnly => {
+            validator.phase = Phase::Activity;
+            validator.activity(doc.root_element());
+        }
+    }
+    Ok(validator.into_findings())
+}
+
+/// roxmltree's options: no DTD, so no entity expansion.
+fn parse_options<'i>() -> roxmltree::ParsingOptions<'i> {
+    roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() }
 }
 
 /// An error about a place in routine `routine` (its symbol's name) that a pass or the executor
@@ -610,30 +646,92 @@ fn required_children(content: Content) -> &'static [&'static str] {
 
 type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
 
-struct Validator<'a, 'input> {
-    doc: &'a roxmltree::Document<'input>,
-    /// Positions of findings (roxmltree's own lookup scans from the start each time).
-    lines: &'a LineIndex<'input>,
-    file: &'a str,
-    strict: bool,
-    findings: Vec<Diagnostic>,
+/// The phases of the checks. The whole-document path runs them one after another; findings at
+/// one place keep that order whichever way the tree was parsed (see [`Validator::into_findings`]).
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Phase {
+    Structure,
+    Tables,
+    References,
+    Activity,
 }
 
-/// What the reference checks need, gathered in a first walk.
+/// The checks, on nodes of whichever tree holds them: the whole document's, or one fragment's
+/// (`fragments.rs`), whose offsets `map` takes back to the input's.
+struct Validator<'v> {
+    input: &'v [u8],
+    /// Positions of findings (roxmltree's own lookup scans from the start each time), built at
+    /// the first finding.
+    lines: OnceCell<LineIndex<'v>>,
+    file: &'v str,
+    strict: bool,
+    /// The phase findings are reported in.
+    phase: Phase,
+    /// `(offset in the tree's text, offset in the input)` at the start of each piece of the
+    /// tree's text, in order: the tree's text is pieces of the input.
+    map: Rc<[(usize, usize)]>,
+    findings: Vec<(Phase, Diagnostic)>,
+}
+
+/// What the reference checks need, gathered in a first walk (statement ids, for the
+/// fragment-wise path, in a first scan: `StatementId`s of the head refer to later routines).
 #[derive(Default)]
-struct Tables<'a> {
-    scopes: FxHashMap<&'a str, FxHashSet<&'a str>>,
+struct Tables<'t> {
+    scopes: FxHashMap<Box<str>, FxHashSet<Box<str>>>,
     alias_keys: FxHashSet<u64>,
     duud_keys: FxHashSet<u64>,
     do_keys: FxHashSet<u64>,
-    statements: FxHashSet<&'a str>,
+    statements: FxHashSet<&'t str>,
 }
 
-impl<'a, 'input> Validator<'a, 'input> {
+/// Whether elements of this local name are statements, whose `statement_id`s `StatementId`
+/// elements refer to.
+fn is_statement(name: &str) -> bool {
+    matches!(name, "Assignment" | "SubroutineCall" | "Marker" | "Initialization" | "Update" | "InlinableSubroutineCall")
+}
+
+/// Whether a child of the `CallGraph` with this local name feeds the [`Tables`].
+fn is_table_section(name: &str) -> bool {
+    matches!(name, "ScopeHierarchy" | "AliasSetMap" | "DUUDSetMap" | "DOSetMap")
+}
+
+/// What [`Validator::structure_child`] found a child to be.
+enum Step {
+    /// An element to check in turn, as this content.
+    Descend(Content),
+    /// An element nested deeper than [`MAX_NESTING`].
+    TooDeep,
+    /// Text, a comment, or an element already reported.
+    Done,
+}
+
+impl<'v> Validator<'v> {
+    fn new(input: &'v [u8], file: &'v str, strict: bool, map: Rc<[(usize, usize)]>) -> Self {
+        Validator { input, lines: OnceCell::new(), file, strict, phase: Phase::Structure, map, findings: Vec::new() }
+    }
+
+    /// The findings, in document order; at one place, in the order of the phases.
+    fn into_findings(self) -> Vec<Diagnostic> {
+        let mut findings = self.findings;
+        findings.sort_by_key(|(phase, f)| (f.line, f.column, *phase));
+        findings.into_iter().map(|(_, f)| f).collect()
+    }
+
+    /// Line and column in the input of an offset in the tree's text.
+    fn position(&self, offset: usize) -> (usize, usize) {
+        let piece = self.map.partition_point(|(start, _)| *start <= offset).max(1) - 1;
+        let (start, input_start) = self.map[piece];
+        let lines = self.lines.get_or_init(|| LineIndex::new(self.input));
+        lines.line_column(input_start + offset.saturating_sub(start))
+    }
+
+    fn report_at(&mut self, severity: Severity, offset: usize, element: &str, message: String) {
+        let (line, column) = self.position(offset);
+        self.findings.push((self.phase, finding(severity, self.file, line, column, element, message)));
+    }
+
     fn report(&mut self, severity: Severity, node: Node, message: String) {
-        let (line, column) = self.lines.line_column(node.range().start);
-        let element = node.tag_name().name().to_owned();
-        self.findings.push(finding(severity, self.file, line, column, &element, message));
+        self.report_at(severity, node.range().start, node.tag_name().name(), message);
     }
 
     fn error(&mut self, node: Node, message: String) {
@@ -645,92 +743,131 @@ impl<'a, 'input> Validator<'a, 'input> {
         self.report(severity, node, message);
     }
 
-    fn document(&mut self, activity: bool) {
-        let root = self.doc.root_element();
-        if root.tag_name().namespace() != Some(XAIF_NAMESPACE) {
-            let message = match root.tag_name().namespace() {
-                Some(uri) => format!("element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"),
-                None => format!("element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"),
-            };
-            self.error(root, message);
-            return;
-        }
-        if root.tag_name().name() != "CallGraph" {
-            self.error(root, "the root element must be CallGraph".into());
+    /// All checks on the tree of the whole document.
+    fn document<'a>(&mut self, root: Node<'a, '_>, activity: bool) {
+        self.phase = Phase::Structure;
+        if !self.root(root) {
             return;
         }
         if !self.structure(root, Content::CallGraph, 1) {
             // Too deep to check further (or to read).
             return;
         }
-        let tables = self.tables(root);
-        self.references(root, &tables);
+        self.phase = Phase::Tables;
+        let mut tables = Tables::default();
+        for section in root.children().filter(|c| c.is_element()) {
+            self.table_section(section, &mut tables);
+        }
+        for node in root.descendants().filter(|n| n.is_element() && is_statement(n.tag_name().name())) {
+            if let Some(id) = node.attribute("statement_id") {
+                tables.statements.insert(id);
+            }
+        }
+        self.phase = Phase::References;
+        let routine_ids = self.routine_ids(root);
+        for node in root.descendants().filter(|n| n.is_element()) {
+            self.references(node, &tables, &routine_ids);
+        }
         if activity {
+            self.phase = Phase::Activity;
             self.activity(root);
         }
+    }
+
+    /// Whether the root element is XAIF's `CallGraph` (reported when not).
+    fn root(&mut self, root: Node) -> bool {
+        if root.tag_name().namespace() != Some(XAIF_NAMESPACE) {
+            let message = match root.tag_name().namespace() {
+                Some(uri) => format!("element is in namespace '{uri}', expected the XAIF namespace {XAIF_NAMESPACE}"),
+                None => format!("element is not in the XAIF namespace {XAIF_NAMESPACE} (no namespace declaration)"),
+            };
+            self.error(root, message);
+            return false;
+        }
+        if root.tag_name().name() != "CallGraph" {
+            self.error(root, "the root element must be CallGraph".into());
+            return false;
+        }
+        true
     }
 
     // ------------------------------------------------------------------ structure
 
     /// Checks an element at `depth` (the root is at 1) and what it holds; false when some
     /// element nests deeper than [`MAX_NESTING`] (then what lies below it is not checked).
-    fn structure(&mut self, node: Node<'a, 'input>, content: Content, depth: usize) -> bool {
+    fn structure(&mut self, node: Node, content: Content, depth: usize) -> bool {
         let mut shallow = true;
         self.check_attributes(node, content);
-        let mut required = required_children(content).iter().peekable();
         let mut seen_sections = 0usize;
         for child in node.children() {
-            if child.is_text() {
-                let text = child.text().unwrap_or_default();
-                let leading = text.len() - text.trim_start().len();
-                if leading < text.len() {
-                    let (line, column) = self.lines.line_column(child.range().start + leading);
-                    let element = node.tag_name().name();
-                    let message = "unexpected text content".to_owned();
-                    self.findings.push(finding(Severity::Error, self.file, line, column, element, message));
-                }
-                continue;
+            match self.structure_child(node, content, child, depth, &mut seen_sections) {
+                Step::Descend(child_type) => shallow &= self.structure(child, child_type, depth + 1),
+                Step::TooDeep => shallow = false,
+                Step::Done => {}
             }
-            if !child.is_element() {
-                continue;
-            }
-            let name = child.tag_name().name();
-            if child.tag_name().namespace() != Some(XAIF_NAMESPACE) {
-                self.error(child, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}"));
-                continue;
-            }
-            let Some(child_type) = child_content(content, name) else {
-                self.error(child, format!("unexpected element in {}", node.tag_name().name()));
-                continue;
-            };
-            if content == Content::CallGraph {
-                let order = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
-                match order.iter().position(|s| *s == name) {
-                    Some(i) if i != seen_sections => {
-                        let message = if i < seen_sections {
-                            "appears twice in CallGraph".to_owned()
-                        } else {
-                            format!("must come after {}", order[seen_sections])
-                        };
-                        self.error(child, message);
-                    }
-                    Some(_) => seen_sections += 1,
-                    None if seen_sections < order.len() => {
-                        self.error(child, format!("unexpected here: CallGraph needs {} first", order[seen_sections]));
-                    }
-                    None => {}
-                }
-            }
-            while required.peek().is_some_and(|r| **r == name) {
-                required.next();
-            }
-            if depth + 1 > MAX_NESTING {
-                self.error(child, format!("elements nest deeper than {MAX_NESTING} levels"));
-                shallow = false;
-                continue;
-            }
-            shallow &= self.structure(child, child_type, depth + 1);
         }
+        self.structure_end(node, content);
+        shallow
+    }
+
+    /// Checks one child of `node` (at `depth`) where it stands; `seen_sections` counts the
+    /// `CallGraph`'s head sections seen so far. What the child holds is for the caller.
+    fn structure_child(
+        &mut self,
+        node: Node,
+        content: Content,
+        child: Node,
+        depth: usize,
+        seen_sections: &mut usize,
+    ) -> Step {
+        if child.is_text() {
+            let text = child.text().unwrap_or_default();
+            let leading = text.len() - text.trim_start().len();
+            if leading < text.len() {
+                let message = "unexpected text content".to_owned();
+                self.report_at(Severity::Error, child.range().start + leading, node.tag_name().name(), message);
+            }
+            return Step::Done;
+        }
+        if !child.is_element() {
+            return Step::Done;
+        }
+        let name = child.tag_name().name();
+        if child.tag_name().namespace() != Some(XAIF_NAMESPACE) {
+            self.error(child, format!("element is not in the XAIF namespace {XAIF_NAMESPACE}"));
+            return Step::Done;
+        }
+        let Some(child_type) = child_content(content, name) else {
+            self.error(child, format!("unexpected element in {}", node.tag_name().name()));
+            return Step::Done;
+        };
+        if content == Content::CallGraph {
+            let order = ["ScopeHierarchy", "AliasSetMap", "DUUDSetMap", "DOSetMap"];
+            match order.iter().position(|s| *s == name) {
+                Some(i) if i != *seen_sections => {
+                    let message = if i < *seen_sections {
+                        "appears twice in CallGraph".to_owned()
+                    } else {
+                        format!("must come after {}", order[*seen_sections])
+                    };
+                    self.error(child, message);
+                }
+                Some(_) => *seen_sections += 1,
+                None if *seen_sections < order.len() => {
+                    self.error(child, format!("unexpected here: CallGraph needs {} first", order[*seen_sections]));
+                }
+                None => {}
+            }
+        }
+        if depth + 1 > MAX_NESTING {
+            self.error(child, format!("elements nest deeper than {MAX_NESTING} levels"));
+            return Step::TooDeep;
+        }
+        Step::Descend(child_type)
+    }
+
+    /// The checks of an element after its children: required children and attributes.
+    fn structure_end(&mut self, node: Node, content: Content) {
         let present: FxHashSet<&str> =
             node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
         for needed in required_children(content) {
@@ -742,7 +879,6 @@ impl<'a, 'input> Validator<'a, 'input> {
             let inferred = if self.strict { "" } else { " (inferred)" };
             self.lenient(node, format!("missing required attribute 'formalArgCount'{inferred}"));
         }
-        shallow
     }
 
     fn check_attributes(&mut self, node: Node, content: Content) {
@@ -771,61 +907,51 @@ impl<'a, 'input> Validator<'a, 'input> {
 
     // ------------------------------------------------------------------ references
 
-    fn tables(&mut self, root: Node<'a, 'input>) -> Tables<'a> {
-        let mut tables = Tables::default();
-        for section in root.children().filter(|c| c.is_element()) {
-            match section.tag_name().name() {
-                "ScopeHierarchy" => {
-                    for scope in section.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Scope"))) {
-                        let id = scope.attribute("vertex_id").unwrap_or("1");
-                        if tables.scopes.contains_key(id) {
-                            self.error(scope, format!("duplicate vertex_id '{id}' in ScopeHierarchy"));
-                            continue;
+    /// Adds what a child of the `CallGraph` declares (scopes and their symbols, map keys) to
+    /// `tables`; other children add nothing.
+    fn table_section(&mut self, section: Node, tables: &mut Tables) {
+        match section.tag_name().name() {
+            "ScopeHierarchy" => {
+                for scope in section.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Scope"))) {
+                    let id = scope.attribute("vertex_id").unwrap_or("1");
+                    if tables.scopes.contains_key(id) {
+                        self.error(scope, format!("duplicate vertex_id '{id}' in ScopeHierarchy"));
+                        continue;
+                    }
+                    let mut symbols = FxHashSet::default();
+                    for symbol in scope.descendants().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Symbol"))) {
+                        let Some(name) = symbol.attribute("symbol_id") else { continue };
+                        if !symbols.insert(Box::from(name)) {
+                            self.error(symbol, format!("duplicate symbol_id '{name}' in scope {id}"));
                         }
-                        let mut symbols = FxHashSet::default();
-                        for symbol in scope.descendants().filter(|c| c.has_tag_name((XAIF_NAMESPACE, "Symbol"))) {
-                            let Some(name) = symbol.attribute("symbol_id") else { continue };
-                            if !symbols.insert(name) {
-                                self.error(symbol, format!("duplicate symbol_id '{name}' in scope {id}"));
-                            }
-                        }
-                        tables.scopes.insert(id, symbols);
+                    }
+                    tables.scopes.insert(id.into(), symbols);
+                }
+            }
+            "AliasSetMap" | "DUUDSetMap" | "DOSetMap" => {
+                let what = section.tag_name().name();
+                let mut keys = FxHashSet::default();
+                for set in section.children().filter(|c| c.is_element()) {
+                    let Some(key) = set.attribute("key").and_then(|k| k.trim().parse::<u64>().ok()) else {
+                        continue;
+                    };
+                    if !keys.insert(key) {
+                        self.error(set, format!("duplicate key {key} in {what}"));
                     }
                 }
-                "AliasSetMap" | "DUUDSetMap" | "DOSetMap" => {
-                    let what = section.tag_name().name();
-                    let mut keys = FxHashSet::default();
-                    for set in section.children().filter(|c| c.is_element()) {
-                        let Some(key) = set.attribute("key").and_then(|k| k.trim().parse::<u64>().ok()) else {
-                            continue;
-                        };
-                        if !keys.insert(key) {
-                            self.error(set, format!("duplicate key {key} in {what}"));
-                        }
-                    }
-                    match what {
-                        "AliasSetMap" => tables.alias_keys = keys,
-                        "DUUDSetMap" => tables.duud_keys = keys,
-                        _ => tables.do_keys = keys,
-                    }
+                match what {
+                    "AliasSetMap" => tables.alias_keys = keys,
+                    "DUUDSetMap" => tables.duud_keys = keys,
+                    _ => tables.do_keys = keys,
                 }
-                _ => {}
             }
+            _ => {}
         }
-        for node in root.descendants().filter(|n| n.is_element()) {
-            let statement = matches!(
-                node.tag_name().name(),
-                "Assignment" | "SubroutineCall" | "Marker" | "Initialization" | "Update" | "InlinableSubroutineCall"
-            );
-            if let Some(id) = node.attribute("statement_id").filter(|_| statement) {
-                tables.statements.insert(id);
-            }
-        }
-        tables
     }
 
-    fn references(&mut self, root: Node<'a, 'input>, tables: &Tables<'a>) {
-        // Scope edges and call graph edges.
+    /// The `vertex_id`s of the routines under the `CallGraph` `root`, each reported where it
+    /// repeats.
+    fn routine_ids<'a>(&mut self, root: Node<'a, '_>) -> FxHashSet<&'a str> {
         let mut routine_ids = FxHashSet::default();
         for routine in root.children().filter(|c| matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList"))
         {
@@ -834,84 +960,86 @@ impl<'a, 'input> Validator<'a, 'input> {
                 self.error(routine, format!("duplicate vertex_id '{id}' in CallGraph"));
             }
         }
-        for node in root.descendants().filter(|n| n.is_element()) {
-            let name = node.tag_name().name();
-            match name {
-                "ScopeEdge" => {
-                    for end in ["source", "target"] {
-                        if let Some(v) = node.attribute(end).filter(|v| !tables.scopes.contains_key(v)) {
-                            self.error(node, format!("{end} '{v}' names no scope"));
-                        }
-                    }
-                }
-                "CallGraphEdge" => {
-                    for end in ["source", "target"] {
-                        if let Some(v) = node.attribute(end).filter(|v| !routine_ids.contains(v)) {
-                            self.error(node, format!("{end} '{v}' names no vertex of the CallGraph"));
-                        }
-                    }
-                }
-                "ControlFlowGraph" | "Replacement" => self.flow_graph(node),
-                "AssignmentRHS" | "Condition" | "Index" | "Bound" | "Stride" | "A" => self.expression_graph(node),
-                _ => {}
-            }
-            if child_is_reference(node) {
-                self.reference_graph(node);
-            }
-            // Symbol and scope references.
-            let scope_attribute = match name {
-                "BasicBlock" => Some("scope_id"),
-                "ControlFlowGraph" | "ReplacementList" => Some("controlflowgraph_scope_id"),
-                _ => None,
-            };
-            if let Some(attribute) = scope_attribute
-                && let Some(scope) = node.attribute(attribute)
-                && !tables.scopes.contains_key(scope)
-            {
-                self.error(node, format!("{attribute} '{scope}' names no scope"));
-            }
-            if matches!(
-                name,
-                "SymbolReference"
-                    | "ArgumentSymbolReference"
-                    | "ControlFlowGraph"
-                    | "ReplacementList"
-                    | "SubroutineCall"
-                    | "FunctionCall"
-            ) && let (Some(symbol), Some(scope)) = (node.attribute("symbol_id"), node.attribute("scope_id"))
-            {
-                match tables.scopes.get(scope) {
-                    None => self.error(node, format!("scope_id '{scope}' names no scope")),
-                    Some(symbols) if !symbols.contains(symbol) => {
-                        self.error(node, format!("symbol '{symbol}' is not declared in scope {scope}"));
-                    }
-                    Some(_) => {}
-                }
-            }
-            // Map keys (0 means "no information" and is always allowed).
-            for (attribute, keys, map) in [
-                ("alias", &tables.alias_keys, "AliasSetMap"),
-                ("du_ud", &tables.duud_keys, "DUUDSetMap"),
-                ("do_chain", &tables.do_keys, "DOSetMap"),
-            ] {
-                let Some(value) = node.attribute(attribute) else { continue };
-                let Ok(key) = value.trim().parse::<i64>() else { continue };
-                if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
-                    self.error(node, format!("{attribute} key {value} is not in the {map}"));
-                }
-            }
-            if name == "StatementId"
-                && let Some(id) = node.attribute("idRef")
-                && !id.is_empty()
-                && !tables.statements.contains(id)
-            {
-                self.lenient(node, format!("idRef '{id}' names no statement of the document"));
-            }
-        }
+        routine_ids
     }
 
+    /// The reference checks of one element (and of the graphs it holds).
+    fn references(&mut self, node: Node, tables: &Tables, routine_ids: &FxHashSet<&str>) {
+        let name = node.tag_name().name();
+        match name {
+            "ScopeEdge" => {
+                for end in ["source", "target"] {
+                    if let Some(v) = node.attribute(end).filter(|v| !tables.scopes.contains_key(*v)) {
+                        self.error(node, format!("{end} '{v}' names no scope"));
+                    }
+                }
+            }
+            "CallGraphEdge" => {
+                for end in ["source", "target"] {
+                    if let Some(v) = node.attribute(end).filter(|v| !routine_ids.contains(v)) {
+                        self.error(node, format!("{end} '{v}' names no vertex of the CallGraph"));
+                    }
+                }
+            }
+            "ControlFlowGraph" | "Replacement" => self.flow_graph(node),
+            "AssignmentRHS" | "Condition" | "Index" | "Bound" | "Stride" | "A" => self.expression_graph(node),
+            _ => {}
+        }
+        if child_is_reference(node) {
+            self.reference_graph(node);
+        }
+        // Symbol and scope references.
+        let scope_attribute = match name {
+            "BasicBlock" => Some("scope_id"),
+            "ControlFlowGraph" | "ReplacementList" => Some("controlflowgraph_scope_id"),
+            _ => None,
+        };
+        if let Some(attribute) = scope_attribute
+            && let Some(scope) = node.attribute(attribute)
+            && !tables.scopes.contains_key(scope)
+        {
+            self.error(node, format!("{attribute} '{scope}' names no scope"));
+        }
+        if matches!(
+            name,
+            "SymbolReference"
+                | "ArgumentSymbolReference"
+                | "ControlFlowGraph"
+                | "ReplacementList"
+                | "SubroutineCall"
+                | "FunctionCall"
+        ) && let (Some(symbol), Some(scope)) = (node.attribute("symbol_id"), node.attribute("scope_id"))
+        {
+            match tables.scopes.get(scope) {
+                None => self.error(node, format!("scope_id '{scope}' names no scope")),
+                Some(symbols) if !symbols.contains(symbol) => {
+                    self.error(node, format!("symbol '{symbol}' is not declared in scope {scope}"));
+                }
+                Some(_) => {}
+            }
+        }
+        // Map keys (0 means "no information" and is always allowed).
+        for (attribute, keys, map) in [
+            ("alias", &tables.alias_keys, "AliasSetMap"),
+            ("du_ud", &tables.duud_keys, "DUUDSetMap"),
+            ("do_chain", &tables.do_keys, "DOSetMap"),
+        ] {
+            let Some(value) = node.attribute(attribute) else { continue };
+            let Ok(key) = value.trim().parse::<i64>() else { continue };
+            if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
+                self.error(node, format!("{attribute} key {value} is not in the {map}"));
+            }
+        }
+        if name == "StatementId"
+            && let Some(id) = node.attribute("idRef")
+            && !id.is_empty()
+            && !tables.statements.contains(id)
+        {
+            self.lenient(node, format!("idRef '{id}' names no statement of the document"));
+        }
+    }
     /// Unique vertex ids, edges between existing vertices, and the shape of the graph.
-    fn flow_graph(&mut self, graph: Node<'a, 'input>) {
+    fn flow_graph(&mut self, graph: Node) {
         let container = graph.tag_name().name();
         let vertices: Vec<Node> = graph
             .children()
@@ -972,7 +1100,7 @@ impl<'a, 'input> Validator<'a, 'input> {
         }
     }
 
-    fn expression_graph(&mut self, expression: Node<'a, 'input>) {
+    fn expression_graph(&mut self, expression: Node) {
         let container = expression.tag_name().name();
         let mut ids = FxHashSet::default();
         for vertex in expression.children().filter(|c| c.is_element() && c.tag_name().name() != "ExpressionEdge") {
@@ -984,7 +1112,7 @@ impl<'a, 'input> Validator<'a, 'input> {
         self.edges(expression, "ExpressionEdge", &ids, container);
     }
 
-    fn reference_graph(&mut self, reference: Node<'a, 'input>) {
+    fn reference_graph(&mut self, reference: Node) {
         let container = reference.tag_name().name();
         let mut ids = FxHashSet::default();
         for vertex in
@@ -998,7 +1126,7 @@ impl<'a, 'input> Validator<'a, 'input> {
         self.edges(reference, "VariableReferenceEdge", &ids, container);
     }
 
-    fn edges(&mut self, graph: Node<'a, 'input>, element: &str, ids: &FxHashSet<&str>, container: &str) {
+    fn edges(&mut self, graph: Node, element: &str, ids: &FxHashSet<&str>, container: &str) {
         let mut edge_ids = FxHashSet::default();
         for edge in graph.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, element))) {
             if let Some(id) = edge.attribute("edge_id")
@@ -1134,5 +1262,87 @@ mod tests {
         );
         let text = format!("{HEAD}{body}</xaif:CallGraph>");
         assert_eq!(validate(text.as_bytes(), "t.xaif", &ValidateOptions { strict: true, activity: false }), Vec::new());
+    }
+
+    /// The fragment-wise checks find exactly what the whole document's tree finds: over the
+    /// test data, documents with findings at the top level, and a few mutations of each file.
+    #[test]
+    fn fragment_wise_findings_are_the_whole_documents() {
+        fn xaif_files(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).expect("test data").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    xaif_files(&path, files);
+                } else if path.extension().is_some_and(|e| e == "xaif") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        xaif_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata"), &mut files);
+        files.sort();
+        let mut documents: Vec<String> = Vec::new();
+        for file in &files {
+            let bytes = std::fs::read(file).expect("readable");
+            let Ok(text) = String::from_utf8(bytes) else { continue };
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_owned();
+            // Mutations: a line dropped, a line repeated, text and a comment at the top level.
+            let lines: Vec<&str> = text.lines().collect();
+            for k in [lines.len() / 3, lines.len() / 2, lines.len().saturating_sub(3)] {
+                let mut dropped = lines.clone();
+                if k < dropped.len() {
+                    dropped.remove(k);
+                }
+                documents.push(dropped.join("\n"));
+                let mut repeated = lines.clone();
+                if k < repeated.len() {
+                    repeated.insert(k, lines[k]);
+                }
+                documents.push(repeated.join("\n"));
+            }
+            documents.push(text.replacen("<xaif:AliasSetMap", "oops <!-- c --> &amp; <xaif:AliasSetMap", 1));
+            documents.push(text);
+        }
+        let head = HEAD.replace(
+            "<xaif:AliasSetMap>",
+            "<!-- comment --> text <![CDATA[x]]> <?pi?><xaif:CallGraphEdge edge_id=\"1\" source=\"1\" target=\"9\"/>\
+             <xaif:AliasSetMap>",
+        );
+        let routine = r#"<xaif:ControlFlowGraph vertex_id="r" symbol_id="head" scope_id="1" controlflowgraph_scope_id="1">
+<xaif:Entry vertex_id="1"/><xaif:BasicBlock vertex_id="2" scope_id="1">
+<xaif:Marker statement_id="m1"/></xaif:BasicBlock><xaif:Exit vertex_id="3"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/><xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+</xaif:ControlFlowGraph>"#;
+        documents.extend([
+            format!("{head}{routine}{routine}</xaif:CallGraph>"),
+            format!("{HEAD}{routine}<x:Other xmlns:x=\"urn:x\"><x:a/></x:Other>\n<ReplacementList/></xaif:CallGraph>"),
+            format!("{}{routine}</xaif:CallGraph>", HEAD.replace("<xaif:AliasSetMap>", "<xaif:DOSetMap/><xaif:AliasSetMap>")),
+            format!("{}{routine}</xaif:CallGraph>", HEAD.replace("key=\"0\"/></xaif:DUUDSetMap>", "key=\"0\"><xaif:StatementId idRef=\"m1\"/><xaif:StatementId idRef=\"m2\"/></xaif:StmtIdSet></xaif:DUUDSetMap>")),
+            format!("{}{routine}</xaif:CallGraph>", HEAD.replace("xmlns:xaif=", "alias=\"3\" colour=\"red\" xmlns:xaif=")),
+            format!("{HEAD}{routine}</xaif:CallGraph><!-- after -->\n"),
+            format!("{HEAD}</xaif:CallGraph>"),
+            "<xaif:CallGraph xmlns:xaif=\"http://www.mcs.anl.gov/XAIF\"/>".to_owned(),
+            "<CallGraph><ScopeHierarchy/></CallGraph>".to_owned(),
+        ]);
+        let mut pieces = 0;
+        for text in &documents {
+            for strict in [false, true] {
+                let options = ValidateOptions { strict, activity: false };
+                let whole = check_whole(text, "t.xaif", &options, Checks::All);
+                match fragments::check(text, "t.xaif", strict) {
+                    Some(fragment_wise) => {
+                        assert_eq!(Ok(fragment_wise), whole, "{text}");
+                        pieces += 1;
+                    }
+                    // Only malformed documents, or too deep ones, are checked whole.
+                    None => assert!(
+                        whole.as_ref().is_err()
+                            || whole.as_ref().is_ok_and(|f| f.iter().any(|f| f.message.contains("nest deeper"))),
+                        "{text}"
+                    ),
+                }
+            }
+        }
+        assert!(pieces >= files.len() * 2, "{pieces} of {} checked in pieces", documents.len() * 2);
     }
 }

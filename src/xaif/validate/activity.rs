@@ -99,9 +99,9 @@ fn boolean(text: &str) -> Option<bool> {
     }
 }
 
-impl<'a, 'input> Validator<'a, 'input> {
+impl Validator<'_> {
     /// Reports every activity finding of the document under `root` (a `CallGraph`).
-    pub(super) fn activity(&mut self, root: Node<'a, 'input>) {
+    pub(super) fn activity(&mut self, root: Node) {
         let tables = activity_tables(root);
         for node in root.descendants().filter(|n| n.is_element() && n.tag_name().namespace() == Some(XAIF_NAMESPACE)) {
             if node.tag_name().name() == "SubroutineCall" {
@@ -118,7 +118,7 @@ impl<'a, 'input> Validator<'a, 'input> {
         }
     }
 
-    fn call_activity(&mut self, call: Node<'a, 'input>, tables: &ActivityTables<'a>) {
+    fn call_activity<'a>(&mut self, call: Node<'a, '_>, tables: &ActivityTables<'a>) {
         let (Some(callee), Some(callee_scope)) = (call.attribute("symbol_id"), call.attribute("scope_id")) else {
             return;
         };

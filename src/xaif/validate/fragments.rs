@@ -1,0 +1,321 @@
+//! Validation one child of the `CallGraph` at a time, so that memory holds one routine's tree
+//! (the whole document's tree is about 4.5 times the input).
+//!
+//! A first scan with the tokenizer ([`Layout::scan`]) finds the root's start tag, where each of
+//! its element children begins and ends, and every statement id (`StatementId`s of the head
+//! refer to statements of later routines). The checks then run on trees roxmltree parses from
+//! pieces of the input:
+//! - the *skeleton*: the document with each child of the root cut down to its start tag, made
+//!   empty (`<xaif:ControlFlowGraph …/>`). It holds the root, its attributes, the text between
+//!   its children and the children's names and attributes: what the checks of the `CallGraph`
+//!   itself look at;
+//! - each child, wrapped in a copy of the root's start tag (its namespace declarations) and end
+//!   tag: first the head sections, for the scope and key tables, then every child in turn for
+//!   its structure and references.
+//!
+//! Each tree's offsets are mapped back to the input's, so findings are those of the whole
+//! document's tree, at the same places, in the same order ([`Validator::into_findings`] orders
+//! them by place, then phase, as the whole-document path reports them).
+//!
+//! Together, the skeleton and the wrapped children are the document token for token, so they
+//! all parse exactly when the document does. Anything unusual — malformed XML the scan meets,
+//! a piece roxmltree refuses, statement ids that need decoding, elements nested deeper than
+//! [`MAX_NESTING`], more namespace declarations than roxmltree takes in one document — takes
+//! the whole-document path, which reports it as before. (roxmltree's other document-wide
+//! limits, 2^32 nodes or attributes, need inputs larger than memory.)
+
+use std::rc::Rc;
+
+use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
+use rustc_hash::FxHashSet;
+
+use super::{Content, Diagnostic, MAX_NESTING, Node, Phase, Tables, Validator, is_statement, is_table_section};
+
+/// The findings of the structure, table and reference checks (not the activity check), or
+/// `None` when the document should be checked whole.
+pub(super) fn check(text: &str, file: &str, strict: bool) -> Option<Vec<Diagnostic>> {
+    let mut layout = Layout::scan(text)?;
+    let statements = std::mem::take(&mut layout.statements);
+    let (skeleton, skeleton_map) = layout.skeleton(text);
+    let skeleton_map: Rc<[(usize, usize)]> = skeleton_map.into();
+    let skeleton_doc = roxmltree::Document::parse_with_options(&skeleton, super::parse_options()).ok()?;
+    let root = skeleton_doc.root_element();
+    let mut validator = Validator::new(text.as_bytes(), file, strict, skeleton_map.clone());
+    // Each child of the root in the skeleton stands for one child the scan found.
+    let stand_ins: Vec<Node> = root.children().filter(|c| c.is_element()).collect();
+    if stand_ins.len() != layout.children.len()
+        || stand_ins.iter().zip(&layout.children).any(|(node, child)| {
+            let piece = skeleton_map.partition_point(|(start, _)| *start <= node.range().start) - 1;
+            skeleton_map[piece].1 + node.range().start - skeleton_map[piece].0 != child.start
+        })
+    {
+        return None;
+    }
+    if !validator.root(root) {
+        return Some(validator.into_findings());
+    }
+    let mut fragment = Fragment::new(&layout, text);
+
+    // The tables, from the head sections.
+    validator.phase = Phase::Tables;
+    let mut tables = Tables { statements, ..Tables::default() };
+    for (stand_in, child) in stand_ins.iter().zip(&layout.children) {
+        if is_table_section(stand_in.tag_name().name()) {
+            validator.map = fragment.map(child);
+            let doc = fragment.parse(child)?;
+            validator.table_section(Fragment::node(&doc)?, &mut tables);
+        }
+    }
+
+    // The root's own references; the routines' ids, from their start tags.
+    validator.phase = Phase::References;
+    validator.map = skeleton_map.clone();
+    let routine_ids = validator.routine_ids(root);
+    validator.references(root, &tables, &routine_ids);
+
+    // The structure of the root, then each child: where it stands in the skeleton, then what
+    // it holds and its references in its own tree.
+    validator.phase = Phase::Structure;
+    validator.check_attributes(root, Content::CallGraph);
+    let mut seen_sections = 0usize;
+    let mut children = layout.children.iter();
+    for child in root.children() {
+        validator.phase = Phase::Structure;
+        validator.map = skeleton_map.clone();
+        let step = validator.structure_child(root, Content::CallGraph, child, 1, &mut seen_sections);
+        if !child.is_element() {
+            continue;
+        }
+        let span = children.next()?;
+        validator.map = fragment.map(span);
+        let doc = fragment.parse(span)?;
+        let node = Fragment::node(&doc)?;
+        match step {
+            // The scan saw no element deeper than the limit.
+            super::Step::Descend(content) => {
+                validator.structure(node, content, 2);
+            }
+            super::Step::TooDeep => return None,
+            super::Step::Done => {}
+        }
+        validator.phase = Phase::References;
+        for descendant in node.descendants().filter(|n| n.is_element()) {
+            validator.references(descendant, &tables, &routine_ids);
+        }
+    }
+    validator.phase = Phase::Structure;
+    validator.map = skeleton_map;
+    validator.structure_end(root, Content::CallGraph);
+    Some(validator.into_findings())
+}
+
+/// Where an element child of the root lies in the input.
+#[derive(Copy, Clone, Debug)]
+struct Span {
+    /// Its `<`.
+    start: usize,
+    /// After its start tag's `>`.
+    tag_end: usize,
+    /// After its end tag (`tag_end` for an empty element).
+    end: usize,
+}
+
+/// What the first scan finds.
+#[derive(Debug)]
+struct Layout<'t> {
+    /// The root's start tag.
+    root_tag: &'t str,
+    /// The root's qualified name, for the end tag of wrapped children.
+    root_name: &'t str,
+    children: Vec<Span>,
+    statements: FxHashSet<&'t str>,
+}
+
+/// The most namespace declarations (counted as `xmlns` anywhere) a document may hold to be
+/// checked in pieces: roxmltree refuses a document with 2^16 distinct ones, which its pieces,
+/// holding fewer each, would not show.
+const MAX_NAMESPACE_DECLARATIONS: usize = 60_000;
+
+impl<'t> Layout<'t> {
+    /// Scans `text`; `None` when it should be checked whole.
+    fn scan(text: &'t str) -> Option<Layout<'t>> {
+        if namespace_declarations(text) > MAX_NAMESPACE_DECLARATIONS {
+            return None;
+        }
+        let mut reader = Reader::from_str(text);
+        reader.config_mut().check_end_names = true;
+        let mut root: Option<(usize, usize, &'t str)> = None;
+        let mut closed = false;
+        let mut children = Vec::new();
+        let mut statements = FxHashSet::default();
+        // Open elements.
+        let mut depth = 0usize;
+        loop {
+            let before = usize::try_from(reader.buffer_position()).ok()?;
+            let event = reader.read_event().ok()?;
+            let after = usize::try_from(reader.buffer_position()).ok()?;
+            let (start, empty) = match &event {
+                Event::Start(start) => (start, false),
+                Event::Empty(start) => (start, true),
+                Event::End(_) => {
+                    depth = depth.checked_sub(1)?;
+                    match depth {
+                        0 => closed = true,
+                        1 => children.last_mut().map(|c: &mut Span| c.end = after)?,
+                        _ => {}
+                    }
+                    continue;
+                }
+                Event::Eof => break,
+                _ => continue,
+            };
+            if depth + 1 > MAX_NESTING {
+                return None;
+            }
+            match depth {
+                0 if root.is_some() => return None,
+                0 => {
+                    let name = text.get(before + 1..)?.get(..start.name().as_ref().len())?;
+                    root = Some((before, after, name));
+                    if empty {
+                        closed = true;
+                    }
+                }
+                1 => children.push(Span { start: before, tag_end: after, end: after }),
+                _ => {}
+            }
+            if is_statement(local_name(start)?)
+                && let Some(id) = statement_id(start, text)?
+            {
+                statements.insert(id);
+            }
+            if !empty {
+                depth += 1;
+            }
+        }
+        let (start, tag_end, root_name) = root?;
+        if !closed {
+            return None;
+        }
+        Some(Layout { root_tag: text.get(start..tag_end)?, root_name, children, statements })
+    }
+
+    /// The document with each child of the root cut down to its start tag, made empty, and
+    /// the map of its offsets to the input's.
+    fn skeleton(&self, text: &str) -> (String, Vec<(usize, usize)>) {
+        let mut skeleton = String::new();
+        let mut map = Vec::new();
+        let mut copy = |skeleton: &mut String, from: usize, to: usize| {
+            map.push((skeleton.len(), from));
+            skeleton.push_str(&text[from..to]);
+        };
+        let mut at = 0;
+        for child in &self.children {
+            copy(&mut skeleton, at, child.start);
+            if child.tag_end == child.end {
+                copy(&mut skeleton, child.start, child.end);
+            } else {
+                copy(&mut skeleton, child.start, child.tag_end - 1);
+                skeleton.push_str("/>");
+            }
+            at = child.end;
+        }
+        copy(&mut skeleton, at, text.len());
+        (skeleton, map)
+    }
+}
+
+/// Occurrences of `xmlns` in `text` (a bound on its namespace declarations), counted in pieces
+/// that hold it at all (a fast search): only the root declares namespaces, usually.
+fn namespace_declarations(text: &str) -> usize {
+    const PIECE: usize = 1 << 16;
+    let mut count = 0;
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + PIECE).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        // Pieces overlap by four bytes, so that a word across a border is seen once.
+        let mut from = start.saturating_sub(4);
+        while !text.is_char_boundary(from) {
+            from -= 1;
+        }
+        let piece = &text[from..end];
+        if piece.contains("xmlns") {
+            count += piece.match_indices("xmlns").filter(|(i, _)| from + i + 5 > start).count();
+        }
+        start = end;
+    }
+    count
+}
+
+/// An element's local name.
+fn local_name<'s>(start: &'s BytesStart) -> Option<&'s str> {
+    Some(start.local_name().into_inner())
+}
+
+/// An element's `statement_id`, as it stands in `text`. `None` (check the document whole) when
+/// the attributes do not parse or the value needs decoding (entities, whitespace).
+fn statement_id<'t>(start: &BytesStart, text: &'t str) -> Option<Option<&'t str>> {
+    for attribute in start.attributes().with_checks(false) {
+        let attribute = attribute.ok()?;
+        if attribute.key.into_inner() != "statement_id" {
+            continue;
+        }
+        let value: &str = &attribute.value;
+        if value.bytes().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
+            return None;
+        }
+        // The value's place in `text` (the scan's events borrow from it; a copy elsewhere
+        // fails the bounds check).
+        let offset = (value.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+        return Some(Some(text.get(offset..offset.checked_add(value.len())?)?));
+    }
+    Some(None)
+}
+
+/// The text a child of the root is parsed from: the root's start tag, the child, the root's
+/// end tag. One buffer serves every child in turn.
+struct Fragment<'l, 't> {
+    layout: &'l Layout<'t>,
+    text: &'t str,
+    buffer: String,
+}
+
+impl<'l, 't> Fragment<'l, 't> {
+    fn new(layout: &'l Layout<'t>, text: &'t str) -> Self {
+        Fragment { layout, text, buffer: String::new() }
+    }
+
+    /// The tree of one child, wrapped; `None` when it does not parse alone.
+    fn parse(&mut self, child: &Span) -> Option<roxmltree::Document<'_>> {
+        self.buffer.clear();
+        self.buffer.push_str(self.layout.root_tag);
+        self.buffer.push_str(&self.text[child.start..child.end]);
+        self.buffer.push_str("</");
+        self.buffer.push_str(self.layout.root_name);
+        self.buffer.push('>');
+        let doc = roxmltree::Document::parse_with_options(&self.buffer, super::parse_options()).ok()?;
+        // The wrapper holds exactly the child.
+        let mut held = doc.root_element().children();
+        let node = held.next()?;
+        let wrapped = self.layout.root_tag.len();
+        if held.next().is_some() || !node.is_element() || node.range() != (wrapped..wrapped + child.end - child.start) {
+            return None;
+        }
+        Some(doc)
+    }
+
+    /// The child in its tree.
+    fn node<'a, 'i>(doc: &'a roxmltree::Document<'i>) -> Option<Node<'a, 'i>> {
+        doc.root_element().first_child()
+    }
+
+    /// The map of the child's tree's offsets to the input's.
+    fn map(&self, child: &Span) -> Rc<[(usize, usize)]> {
+        let root_start = self.layout.root_tag.as_ptr() as usize - self.text.as_ptr() as usize;
+        Rc::new([(0, root_start), (self.layout.root_tag.len(), child.start)])
+    }
+}
