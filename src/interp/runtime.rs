@@ -23,10 +23,10 @@ enum Kind {
 impl Machine<'_> {
     pub(crate) fn propagate(&mut self, op: &PropOp) -> Result<(), ExecError> {
         match op {
-            PropOp::Set { target, source } => self.deriv_pair(target, source, |_, s| s),
-            PropOp::SetNeg { target, source } => self.deriv_pair(target, source, |_, s| -s),
-            PropOp::Inc { target, source } => self.counted_deriv_pair(target, source, |t, s| t + s),
-            PropOp::Dec { target, source } => self.counted_deriv_pair(target, source, |t, s| t - s),
+            PropOp::Set { target, source } => self.deriv_pair(target, source, Pair::Set),
+            PropOp::SetNeg { target, source } => self.deriv_pair(target, source, Pair::SetNeg),
+            PropOp::Inc { target, source } => self.deriv_pair(target, source, Pair::Inc),
+            PropOp::Dec { target, source } => self.deriv_pair(target, source, Pair::Dec),
             PropOp::Zero(x) => {
                 let p = self.place(x)?;
                 for k in 0..p.len() {
@@ -59,29 +59,17 @@ impl Machine<'_> {
         }
     }
 
-    /// `target.d = f(target.d, source.d)` elementwise, an operation per element.
-    fn counted_deriv_pair(
-        &mut self,
-        target: &super::lower::Ref,
-        source: &super::lower::Ref,
-        f: fn(f64, f64) -> f64,
-    ) -> Result<(), ExecError> {
-        let t = self.place(target)?;
-        self.count_operations(t.len());
-        let s = self.place(source)?;
-        self.deriv_places(&t, &s, f)
-    }
-
-    /// `target.d = f(target.d, source.d)` elementwise.
+    /// `target.d = op(target.d, source.d)` elementwise.
     fn deriv_pair(
         &mut self,
         target: &super::lower::Ref,
         source: &super::lower::Ref,
-        f: fn(f64, f64) -> f64,
+        op: Pair,
     ) -> Result<(), ExecError> {
         let t = self.place(target)?;
         let s = self.place(source)?;
-        self.deriv_places(&t, &s, f)
+        self.count_operations(t.len() * op.operations());
+        self.deriv_places(&t, &s, op.function())
     }
 
     fn deriv_places(&mut self, t: &Place, s: &Place, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
@@ -224,8 +212,8 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            "IncDeriv" | "incderiv" => self.counted_inline_pair(call, 0, |t, s| t + s),
-            "inc_deriv" => self.counted_inline_pair(call, 1, |t, s| t + s),
+            "IncDeriv" | "incderiv" => self.inline_pair(call, 0, Pair::Inc),
+            "inc_deriv" => self.inline_pair(call, 1, Pair::Inc),
             // Older engines: move the source's adjoint into the target unless both are the
             // same location (then it stays where it is).
             "CondIncZeroDeriv" | "condinczeroderiv" => {
@@ -245,12 +233,12 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            "DecDeriv" | "decderiv" => self.counted_inline_pair(call, 0, |t, s| t - s),
-            "dec_deriv" => self.counted_inline_pair(call, 1, |t, s| t - s),
-            "SetDeriv" => self.inline_pair(call, 0, |_, s| s),
-            "setderiv" => self.inline_pair(call, 1, |_, s| s),
-            "SetNegDeriv" => self.inline_pair(call, 0, |_, s| -s),
-            "set_neg_deriv" => self.inline_pair(call, 1, |_, s| -s),
+            "DecDeriv" | "decderiv" => self.inline_pair(call, 0, Pair::Dec),
+            "dec_deriv" => self.inline_pair(call, 1, Pair::Dec),
+            "SetDeriv" => self.inline_pair(call, 0, Pair::Set),
+            "setderiv" => self.inline_pair(call, 1, Pair::Set),
+            "SetNegDeriv" => self.inline_pair(call, 0, Pair::SetNeg),
+            "set_neg_deriv" => self.inline_pair(call, 1, Pair::SetNeg),
             // `Sax(a₁, x₁, …, aₙ, xₙ, y)`: `y.d = Σ aᵢ·xᵢ.d` (`Saxpy`: `y.d +=`), elementwise, a
             // scalar `a` or `x` broadcast; all terms are summed before `y` is written.
             routine @ ("Saxpy" | "Sax" | "saxpy" | "sax") => {
@@ -318,23 +306,13 @@ impl Machine<'_> {
         }
     }
 
-    /// Inlinable `XxxDeriv(source, target)`.
-    /// As [`Self::inline_pair`], an operation per element.
-    /// `target.d = f(target.d, source.d)` of a call's two arguments, the source at position
-    /// `source` (0: the adjoint runtime's order, 1: the tangent runtime's), an operation per
-    /// element.
-    fn counted_inline_pair(&mut self, call: &Inline, source: usize, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
+    /// Inlinable `XxxDeriv`: `target.d = op(target.d, source.d)` of a call's two arguments, the
+    /// source at position `source` (0: the adjoint runtime's order, 1: the tangent runtime's).
+    fn inline_pair(&mut self, call: &Inline, source: usize, op: Pair) -> Result<(), ExecError> {
         let s = self.arg_place(call, source)?;
         let t = self.arg_place(call, 1 - source)?;
-        self.count_operations(t.len());
-        self.deriv_places(&t, &s, f)
-    }
-
-    /// As [`Self::counted_inline_pair`], uncounted.
-    fn inline_pair(&mut self, call: &Inline, source: usize, f: fn(f64, f64) -> f64) -> Result<(), ExecError> {
-        let s = self.arg_place(call, source)?;
-        let t = self.arg_place(call, 1 - source)?;
-        self.deriv_places(&t, &s, f)
+        self.count_operations(t.len() * op.operations());
+        self.deriv_places(&t, &s, op.function())
     }
 
     /// `oad_AllocateMatching(to, from)`: gives the unallocated local `to` the shape of `from`.
@@ -476,4 +454,32 @@ fn tangent_routine(name: &str) -> Option<&'static str> {
     ["setderiv", "set_neg_deriv", "inc_deriv", "dec_deriv", "zero_deriv", "sax", "saxpy"]
         .into_iter()
         .find(|r| *r == base)
+}
+
+/// What a derivative operation between two variables does, elementwise.
+#[derive(Copy, Clone)]
+enum Pair {
+    Set,
+    SetNeg,
+    Inc,
+    Dec,
+}
+
+impl Pair {
+    fn function(self) -> fn(f64, f64) -> f64 {
+        match self {
+            Pair::Set => |_, s| s,
+            Pair::SetNeg => |_, s| -s,
+            Pair::Inc => |t, s| t + s,
+            Pair::Dec => |t, s| t - s,
+        }
+    }
+
+    /// Floating-point operations per element: copies and negations count none.
+    fn operations(self) -> usize {
+        match self {
+            Pair::Set | Pair::SetNeg => 0,
+            Pair::Inc | Pair::Dec => 1,
+        }
+    }
 }
