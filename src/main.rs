@@ -1263,7 +1263,7 @@ fn run_run(args: &RunArgs) -> Outcome {
             } else {
                 xaifbooster::interp::verify::Mode::Tangent
             };
-            let (j, _, _, _, _) = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?;
+            let j = xaifbooster::interp::verify::jacobian(&driver, mode, &x)?.jacobian;
             warnings = xaifbooster::interp::verify::zero_jacobian_warnings(
                 &j,
                 driver.n,

@@ -156,12 +156,12 @@ impl<'p> Machine<'p> {
                 // Before any routine runs: a failure is located at the declaration.
                 let binding = allocate(&mut mem, bounds, init, 0, &sym.name).map_err(|error| ExecError::Located {
                     error: Box::new(error),
-                    at: super::Location {
+                    at: Box::new(super::Location {
                         routine: String::new(),
                         vertex: None,
                         statement: None,
                         symbol: Some((sym.scope.clone(), sym.name.clone())),
-                    },
+                    }),
                 })?;
                 globals[slot as usize] = Some(binding);
             }

@@ -32,9 +32,10 @@ pub enum ExecError {
     /// The program misbehaved (index out of bounds, tape underflow, endless loop, …).
     #[error("{0}")]
     Runtime(String),
-    /// One of the others, with where execution stopped.
+    /// One of the others, with where execution stopped (boxed: every evaluation returns this
+    /// type, and a small `Err` keeps its `Result`s small).
     #[error("{error} (at {at})")]
-    Located { error: Box<ExecError>, at: Location },
+    Located { error: Box<ExecError>, at: Box<Location> },
 }
 
 impl ExecError {

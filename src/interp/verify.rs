@@ -431,12 +431,12 @@ impl<'p> Driver<'p> {
             Some(_) => error,
             None => ExecError::Located {
                 error: Box::new(error),
-                at: super::Location {
+                at: Box::new(super::Location {
                     routine: prog.routines[entry].name.clone(),
                     vertex: None,
                     statement: None,
                     symbol: None,
-                },
+                }),
             },
         })
     }
@@ -629,7 +629,7 @@ impl<'p> Driver<'p> {
         let result = self.drive(&mut machine, x, sweep);
         // A failure says where execution stopped.
         result.map_err(|error| match machine.location() {
-            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at },
+            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at: Box::new(at) },
             _ => error,
         })
     }
@@ -958,12 +958,21 @@ fn classify_transformed(e: ExecError) -> Status {
     }
 }
 
-/// The Jacobian (row-major `m × n`) of a transformed program.
-pub fn jacobian(
-    driver: &Driver<'_>,
-    mode: Mode,
-    x: &[f64],
-) -> Result<(Vec<f64>, Vec<f64>, u64, super::memory::TapeWords, super::memory::Operations), ExecError> {
+/// What computing a Jacobian with a transformed program gave.
+pub struct JacobianRun {
+    /// Row-major `m × n`.
+    pub jacobian: Vec<f64>,
+    /// The outputs' values.
+    pub values: Vec<f64>,
+    /// Steps executed by all sweeps.
+    pub steps: u64,
+    /// Adjoint mode: what the first reverse sweep pushed and computed.
+    pub tape: super::memory::TapeWords,
+    pub operations: super::memory::Operations,
+}
+
+/// The Jacobian of a transformed program.
+pub fn jacobian(driver: &Driver<'_>, mode: Mode, x: &[f64]) -> Result<JacobianRun, ExecError> {
     let (n, m) = (driver.n, driver.m);
     let mut j = vec![0.0; n * m];
     let mut values = Vec::new();
@@ -1002,7 +1011,7 @@ pub fn jacobian(
             values = r.y;
         }
     }
-    Ok((j, values, steps, tape, operations))
+    Ok(JacobianRun { jacobian: j, values, steps, tape, operations })
 }
 
 /// Warnings about a Jacobian (row-major `m × n`) that says the driver is probably not the
@@ -1085,7 +1094,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
-    let (ad, values, steps, tape, operations) = match jacobian(&trans, config.mode, &x0) {
+    let JacobianRun { jacobian: ad, values, steps, tape, operations } = match jacobian(&trans, config.mode, &x0) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
