@@ -61,13 +61,7 @@ fn round_trip_peak_memory_stays_within_ten_times_the_input() {
     let shared = common::shared_dir();
     let dir = tempfile::tempdir().expect("temp dir");
     let synthetic = dir.path().join("synthetic.xaif");
-    let status = std::process::Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen_xaif.py"))
-        .args(["--mb", "10", "--seed", "2", "-o"])
-        .arg(&synthetic)
-        .status()
-        .expect("python3 runs the generator");
-    assert!(status.success());
+    common::synthetic_input(&synthetic, "10", 2);
     let files: Vec<PathBuf> = vec![
         shared.join("corpus/graphEx2/tlm.in.xaif"),
         shared.join("corpus/RoehFlux/tlm.in.xaif"),
@@ -107,13 +101,7 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
     let mut peaks = Vec::new();
     for megabytes in ["2", "8"] {
         let path = dir.path().join(format!("synthetic_{megabytes}.xaif"));
-        let status = std::process::Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen_xaif.py"))
-            .args(["--mb", megabytes, "--seed", "4", "-o"])
-            .arg(&path)
-            .status()
-            .expect("python3 runs the generator");
-        assert!(status.success());
+        common::synthetic_input(&path, megabytes, 4);
         let bytes = std::fs::read(&path).expect("generated");
         let options = ReadOptions::default();
         let write = WriteOptions::default();
@@ -151,13 +139,7 @@ fn validation_peak_memory_is_one_routine_not_the_document() {
     use xaifbooster::xaif::validate::{ValidateOptions, validate};
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("synthetic.xaif");
-    let status = std::process::Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen_xaif.py"))
-        .args(["--mb", "8", "--seed", "5", "-o"])
-        .arg(&path)
-        .status()
-        .expect("python3 runs the generator");
-    assert!(status.success());
+    common::synthetic_input(&path, "8", 5);
     let bytes = std::fs::read(&path).expect("generated");
     let options = ValidateOptions { strict: false, activity: false };
     let mut findings = Vec::new();

@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use xaifbooster::pipeline::{self, Config};
 use xaifbooster::streaming::{self, StreamError};
@@ -136,13 +135,7 @@ fn tangent_streamed_equals_whole_document_with_derivative_initialization() {
 fn streamed_equals_whole_document_on_synthetic_inputs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("synthetic.xaif");
-    let status = std::process::Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen_xaif.py"))
-        .args(["--mb", "0.5", "--seed", "3", "-o"])
-        .arg(&path)
-        .status()
-        .expect("python3 runs the generator");
-    assert!(status.success());
+    common::synthetic_input(&path, "0.5", 3);
     let forward = std::fs::read_to_string(&path).expect("generated");
     let reversed = reverse_routines(&forward);
     assert_ne!(forward, reversed);

@@ -129,9 +129,9 @@ pub struct Machine<'p> {
     /// The stack address at the outermost call, to measure how deep calls go.
     stack_base: Option<usize>,
     /// The placeholder whose code runs (0 outside replacement lists), and the floating-point
-    /// operations counted per placeholder (a `Cell`: expressions are evaluated through `&self`).
+    /// operations counted per placeholder (`Cell`s: expressions are evaluated through `&self`).
     placeholder: usize,
-    operations: std::cell::Cell<super::memory::Operations>,
+    operations: [std::cell::Cell<u64>; 14],
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -179,20 +179,20 @@ impl<'p> Machine<'p> {
             spot: None,
             stack_base: None,
             placeholder: 0,
-            operations: std::cell::Cell::default(),
+            operations: Default::default(),
         })
     }
 
     /// Counts `n` floating-point operations for the placeholder whose code runs.
     pub(crate) fn count_operations(&self, n: usize) {
-        let mut operations = self.operations.get();
-        operations.by_placeholder[self.placeholder] += n as u64;
-        self.operations.set(operations);
+        // One cell: this runs for every elemental operation the program evaluates.
+        let count = &self.operations[self.placeholder];
+        count.set(count.get() + n as u64);
     }
 
     /// The floating-point operations counted so far.
     pub fn operations(&self) -> super::memory::Operations {
-        self.operations.get()
+        super::memory::Operations { by_placeholder: self.operations.each_ref().map(std::cell::Cell::get) }
     }
 
     /// Allocates a variable for the caller of a top routine (a driver's own variable).

@@ -49,7 +49,7 @@ impl Machine<'_> {
                 let incremental = matches!(op, PropOp::Saxpy { .. });
                 // A multiplication per term and element, an addition per term but the first
                 // of a `Sax`.
-                self.count_operations(n * (2 * terms.len() - usize::from(!incremental)));
+                self.count_operations(n * (2 * terms.len()).saturating_sub(usize::from(!incremental)));
                 for (k, sum) in sums.into_iter().enumerate() {
                     let d = self.mem.deriv_mut(y.slot(k))?;
                     *d = if incremental { *d + sum } else { sum };

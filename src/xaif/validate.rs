@@ -187,11 +187,7 @@ pub fn locate(
     statement: Option<&str>,
     message: String,
 ) -> Diagnostic {
-    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
-    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-    let text = std::str::from_utf8(input).ok();
-    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
-    let found = doc.as_ref().and_then(|doc| {
+    locate_element(input, file, message, |doc| {
         let routine = doc.root_element().children().find(|c| {
             matches!(c.tag_name().name(), "ControlFlowGraph" | "ReplacementList")
                 && c.attribute("symbol_id") == Some(routine)
@@ -205,11 +201,40 @@ pub fn locate(
             });
             vertex.and_then(|v| vertices.filter(|d| d.is_element()).find(|d| d.attribute("vertex_id") == Some(v)))
         };
-        let at = by_statement.or_else(by_vertex).unwrap_or(routine);
+        Some(by_statement.or_else(by_vertex).unwrap_or(routine))
+    })
+}
+
+/// Locates `message` at the declaration of `symbol` in the scope whose `vertex_id` is `scope`
+/// (at 1:1 when the input no longer has it).
+pub fn locate_symbol(input: &[u8], file: &str, scope: &str, symbol: &str, message: String) -> Diagnostic {
+    locate_element(input, file, message, |doc| {
+        let scope = doc
+            .descendants()
+            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Scope")) && d.attribute("vertex_id") == Some(scope))?;
+        scope
+            .descendants()
+            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Symbol")) && d.attribute("symbol_id") == Some(symbol))
+    })
+}
+
+/// `message` as an error at the element `find` picks in the parsed input (with the front end's
+/// source line where it has one), or at the document's start when the input does not parse or
+/// has no such element.
+fn locate_element(
+    input: &[u8],
+    file: &str,
+    message: String,
+    find: impl for<'a, 'i> FnOnce(&'a roxmltree::Document<'i>) -> Option<Node<'a, 'i>>,
+) -> Diagnostic {
+    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
+    let text = std::str::from_utf8(input).ok();
+    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options()).ok());
+    let found = doc.as_ref().and_then(find).map(|at| {
         let source_line = at.attribute("lineNumber").filter(|l| *l != "0").map(str::to_owned);
-        Some((at.range().start, at.tag_name().name().to_owned(), source_line))
+        (at.range().start, at.tag_name().name().to_owned(), source_line)
     });
-    let (line, column, element, message) = match found {
+    match found {
         Some((offset, element, source_line)) => {
             let (line, column) = super::diagnostic::line_column(input, offset);
             // The front end's `lineNumber` is where the statement is in the user's source.
@@ -217,33 +242,7 @@ pub fn locate(
                 Some(source) => format!("{message} (source line {source})"),
                 None => message,
             };
-            (line, column, element, message)
-        }
-        None => (1, 1, "document".to_owned(), message),
-    };
-    finding(Severity::Error, file, line, column, &element, message)
-}
-
-/// Locates `message` at the declaration of `symbol` in the scope whose `vertex_id` is `scope`
-/// (at 1:1 when the input no longer has it).
-pub fn locate_symbol(input: &[u8], file: &str, scope: &str, symbol: &str, message: String) -> Diagnostic {
-    let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
-    let parse_options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-    let text = std::str::from_utf8(input).ok();
-    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options).ok());
-    let found = doc.as_ref().and_then(|doc| {
-        let scope = doc
-            .descendants()
-            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Scope")) && d.attribute("vertex_id") == Some(scope))?;
-        let at = scope
-            .descendants()
-            .find(|d| d.has_tag_name((XAIF_NAMESPACE, "Symbol")) && d.attribute("symbol_id") == Some(symbol))?;
-        Some(at.range().start)
-    });
-    match found {
-        Some(offset) => {
-            let (line, column) = super::diagnostic::line_column(input, offset);
-            finding(Severity::Error, file, line, column, "Symbol", message)
+            finding(Severity::Error, file, line, column, &element, message)
         }
         None => finding(Severity::Error, file, 1, 1, "document", message),
     }

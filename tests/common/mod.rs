@@ -5,6 +5,18 @@ use std::path::{Path, PathBuf};
 
 use xaifbooster::interp::lower::{Body, Program};
 
+/// Writes a synthetic input of about `megabytes` MiB to `path` (`scripts/gen_xaif.py`, with
+/// alias and du-ud keys as a front end writes them).
+pub fn synthetic_input(path: &Path, megabytes: &str, seed: u32) {
+    let status = std::process::Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen_xaif.py"))
+        .args(["--mb", megabytes, "--seed", &seed.to_string(), "-o"])
+        .arg(path)
+        .status()
+        .expect("python3 runs the generator");
+    assert!(status.success(), "gen_xaif.py --mb {megabytes} failed");
+}
+
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 /// Missing material is a failure, never a skip: CI must not pass by testing nothing.
 pub fn shared_dir() -> PathBuf {
