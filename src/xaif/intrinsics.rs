@@ -15,12 +15,18 @@ use std::sync::OnceLock;
 
 use super::diagnostic::Diagnostic;
 
+#[rustfmt::skip]
+mod builtin;
 mod parse;
 #[cfg(test)]
 mod tests;
 
-const BUILTIN_INLINABLE: &str = include_str!("../../schema/intrinsics/inlinable_intrinsics.xaif");
-const BUILTIN_NONINLINABLE: &str = include_str!("../../schema/intrinsics/noninlinable_intrinsics.xaif");
+/// The catalogue files the built-in catalogue is generated from (`builtin.rs`), kept for the
+/// test that holds the two equal.
+#[cfg(test)]
+const BUILTIN_INLINABLE_XML: &str = include_str!("../../schema/intrinsics/inlinable_intrinsics.xaif");
+#[cfg(test)]
+const BUILTIN_NONINLINABLE_XML: &str = include_str!("../../schema/intrinsics/noninlinable_intrinsics.xaif");
 
 /// How a partial derivative behaves, as the catalogue classifies it (`partial_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -200,18 +206,12 @@ impl CatalogueError {
 }
 
 impl Catalogue {
-    /// The catalogue built into the binary, parsed on first use.
+    /// The catalogue built into the binary, constructed on first use from Rust generated out of
+    /// `schema/intrinsics/` (no XML is parsed at run time; see `builtin.rs`).
     pub fn builtin() -> &'static Catalogue {
         static BUILTIN: OnceLock<Catalogue> = OnceLock::new();
-        BUILTIN.get_or_init(|| {
-            // Both files are compiled in and checked by this module's tests, so a failure
-            // here is a build defect, not bad user input.
-            let mut catalogue = Catalogue::parse(BUILTIN_INLINABLE.as_bytes(), "builtin inlinable catalogue")
-                .unwrap_or_else(|e| panic!("embedded catalogue is invalid: {e}"));
-            catalogue
-                .merge_noninlinable(BUILTIN_NONINLINABLE.as_bytes(), "builtin non-inlinable catalogue")
-                .unwrap_or_else(|e| panic!("embedded catalogue is invalid: {e}"));
-            catalogue
+        BUILTIN.get_or_init(|| Catalogue {
+            definitions: builtin::definitions().into_iter().map(|d| (d.name.clone(), d)).collect(),
         })
     }
 

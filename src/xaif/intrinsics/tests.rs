@@ -528,7 +528,7 @@ fn malformed_noninlinable_catalogues_give_located_errors() {
 /// Bytes that are not a catalogue never make the reader panic.
 #[test]
 fn arbitrary_inputs_do_not_panic() {
-    let valid = BUILTIN_INLINABLE.as_bytes();
+    let valid = BUILTIN_INLINABLE_XML.as_bytes();
     let mut random = Lcg(3);
     for _ in 0..300 {
         let mut bytes = valid[..valid.len().min(3000)].to_vec();
@@ -553,4 +553,111 @@ fn elemental_intrinsics_are_told_from_reductions_and_inquiries() {
     for name in ["size", "lbound", "ubound", "len", "present", "nc_maxval", "nc_minval", "sum_arr", "transpose_arr"] {
         assert!(!catalogue.get(name).unwrap().is_elemental(), "{name}");
     }
+}
+
+/// Rust source constructing `catalogue`'s definitions: what `builtin.rs` holds, so that the
+/// binary starts without parsing XML (the parse took 2.3 M instructions, more than reading a
+/// small corpus file).
+fn render_builtin_source(catalogue: &Catalogue) -> String {
+    use std::fmt::Write as _;
+
+    fn string(text: &str) -> String {
+        format!("{text:?}")
+    }
+    fn option(text: Option<&str>) -> String {
+        text.map_or_else(|| "None".to_owned(), |t| format!("Some(s({}))", string(t)))
+    }
+    fn expression(e: &PartialExpr) -> String {
+        match e {
+            PartialExpr::Constant { value, ty } => format!("c({}, ConstantKind::{ty:?})", string(value)),
+            PartialExpr::Argument(i) => format!("a({i})"),
+            PartialExpr::Intrinsic { name, arguments } => {
+                let arguments: Vec<String> = arguments.iter().map(expression).collect();
+                format!("f({}, vec![{}])", string(name), arguments.join(", "))
+            }
+        }
+    }
+    fn function(f: &FunctionDefinition) -> String {
+        match f {
+            FunctionDefinition::Builtin { builtin_name } => {
+                format!("FunctionDefinition::Builtin {{ builtin_name: s({}) }}", string(builtin_name))
+            }
+            FunctionDefinition::UserDefined { builtin_name, expression: e } => format!(
+                "FunctionDefinition::UserDefined {{ builtin_name: {}, expression: {} }}",
+                option(builtin_name.as_deref()),
+                e.as_ref().map_or_else(|| "None".to_owned(), |e| format!("Some({})", expression(e)))
+            ),
+            FunctionDefinition::DirectAction { deriv_action } => {
+                format!("FunctionDefinition::DirectAction {{ deriv_action: s({}) }}", string(deriv_action))
+            }
+            FunctionDefinition::ExplicitJacobian { jacobian, entries } => {
+                let entries: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("JacobianEntry {{ dep: {}, indep: {}, partial: {} }}", e.dep, e.indep, e.partial))
+                    .collect();
+                format!(
+                    "FunctionDefinition::ExplicitJacobian {{ jacobian: s({}), entries: vec![{}] }}",
+                    string(jacobian),
+                    entries.join(", ")
+                )
+            }
+        }
+    }
+
+    let mut out = String::from(
+        "//! The built-in intrinsics catalogue as Rust, generated from `schema/intrinsics/*.xaif` by the\n\
+         //! test `builtin_source_is_current` (which rewrites this file when the catalogue changes and\n\
+         //! fails until the result is committed): do not edit by hand.\n\n\
+         use super::*;\n\n\
+         fn s(text: &str) -> String {\n    text.to_owned()\n}\n\n\
+         fn a(argument: usize) -> PartialExpr {\n    PartialExpr::Argument(argument)\n}\n\n\
+         fn c(value: &str, ty: ConstantKind) -> PartialExpr {\n    PartialExpr::Constant { value: s(value), ty }\n}\n\n\
+         fn f(name: &str, arguments: Vec<PartialExpr>) -> PartialExpr {\n    PartialExpr::Intrinsic { name: s(name), arguments }\n}\n\n\
+         fn p(kind: PartialKind, expression: PartialExpr, non_value_inquiry: bool) -> Partial {\n    Partial { kind, expression, non_value_inquiry }\n}\n\n\
+         /// Every definition of the built-in catalogue, inlinable and non-inlinable, sorted by name.\n\
+         pub(super) fn definitions() -> Vec<IntrinsicDefinition> {\n    vec![\n",
+    );
+    for name in catalogue.names() {
+        let d = catalogue.get(name).expect("listed");
+        let partials: Vec<String> = d
+            .partials
+            .iter()
+            .map(|p| format!("p(PartialKind::{:?}, {}, {})", p.kind, expression(&p.expression), p.non_value_inquiry))
+            .collect();
+        writeln!(
+            out,
+            "        IntrinsicDefinition {{\n            name: s({}),\n            arity: {},\n            \
+             return_type: {},\n            function: {},\n            builtin_name: {},\n            \
+             partials: vec![{}],\n            inlinable: {},\n            non_smooth: {},\n            \
+             shape_change: ShapeChange::{:?},\n        }},",
+            string(&d.name),
+            d.arity,
+            option(d.return_type.as_deref()),
+            function(&d.function),
+            option(d.builtin_name.as_deref()),
+            partials.join(", "),
+            d.inlinable,
+            d.non_smooth,
+            d.shape_change,
+        )
+        .expect("writing to a String");
+    }
+    out.push_str("    ]\n}\n");
+    out
+}
+
+/// `builtin.rs` is what the catalogue files say: parsed here, rendered, compared. A stale file
+/// is rewritten (so the next build has it) and the test fails until it is committed.
+#[test]
+fn builtin_source_is_current() {
+    let mut parsed = Catalogue::parse(BUILTIN_INLINABLE_XML.as_bytes(), "inlinable_intrinsics.xaif").expect("parses");
+    parsed.merge_noninlinable(BUILTIN_NONINLINABLE_XML.as_bytes(), "noninlinable_intrinsics.xaif").expect("merges");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/xaif/intrinsics/builtin.rs");
+    let expected = render_builtin_source(&parsed);
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    if current != expected {
+        std::fs::write(path, &expected).expect("rewriting builtin.rs");
+        panic!("{path} was stale and has been rewritten: rebuild and commit it");
+    }
+    assert_eq!(parsed.definitions, Catalogue::builtin().definitions, "builtin() builds what the files say");
 }
