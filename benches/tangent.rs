@@ -26,6 +26,7 @@ fn stream(bytes: &[u8]) -> usize {
         &xaifbooster::pipeline::Config::default(),
         &WriteOptions::default(),
         &mut body,
+        None,
     )
     .expect("tangent");
     streamed.head.len() + body.len() + streamed.tail.len()

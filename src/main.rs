@@ -16,7 +16,11 @@ use xaifbooster::passes::passivate::Passivation;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
 use xaifbooster::streaming::{self, StreamError};
 use xaifbooster::xaif::intrinsics::Catalogue;
-use xaifbooster::xaif::validate::{ValidateOptions, validate};
+use xaifbooster::xaif::read::{ReadError, ReadOutput};
+use xaifbooster::xaif::validate::{
+    Progress, ValidateOptions, validate, validate_without_reader, validate_without_reader_progressively,
+    with_reader_findings,
+};
 use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 
 /// The object model is many small allocations (expression vertices, references, names);
@@ -842,46 +846,117 @@ impl PreaccumulationSwitches {
 
 /// Validates and reads the input of a transforming command; findings are reported.
 fn load(args: &TransformArgs, catalogue: &Catalogue, session: &mut Session) -> Result<Result<CallGraph, Reported>> {
-    let (input, file) = match validated_input(args, session)? {
-        Ok(input) => input,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    read_whole(args, catalogue, session, &input, &file)
-}
-
-/// The input of a transforming command, validated; findings are reported.
-fn validated_input(args: &TransformArgs, session: &mut Session) -> Result<Result<(Vec<u8>, String), Reported>> {
+    let mut checked = Checked::read(args)?;
     let started = Instant::now();
-    let (input, file) = read_input(args.input())?;
-    // Inputs come from the front end: their call-site activity mismatches are for the
-    // TypeChange pass to convert, so the activity check is for outputs only.
-    let findings = validate(&input, &file, &ValidateOptions { strict: args.strict, activity: false });
-    session.findings("validate", &findings);
-    session.timing("validate", started);
-    if findings.iter().any(|f| f.severity == Severity::Error) {
+    let options = ReadOptions { strict: args.strict, catalogue };
+    let Some(read) = checked.validating(session, |input, file, _| xaif::read(input, file, &options)) else {
         return Ok(Err(Reported(1)));
-    }
-    Ok(Ok((input, file)))
+    };
+    session.timing("validate and read", started);
+    Ok(checked.report_read(session, read))
 }
 
-/// Reads a validated input whole.
+/// From this input size on, validation runs on a second thread while the command reads and
+/// transforms (below it, a thread costs more than it saves). The environment variable
+/// `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` (bytes) moves the threshold, so tests can take the
+/// concurrent path on small inputs and hold it to the sequential one's results.
+fn validate_alongside_from() -> usize {
+    std::env::var("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
+}
+
+/// A transforming command's input and its validation. The validator's checks that need no
+/// reader run first, or alongside the command's own read ([`Checked::validating`]); their
+/// errors end the run; their warnings wait in `findings` for the reader's, which complete the
+/// validation ([`Checked::report`]). The document is read once, not once to validate and once
+/// to transform.
+struct Checked {
+    input: Vec<u8>,
+    file: String,
+    options: ValidateOptions,
+    findings: Vec<Diagnostic>,
+}
+
+impl Checked {
+    fn read(args: &TransformArgs) -> Result<Checked> {
+        let (input, file) = read_input(args.input())?;
+        // Inputs come from the front end: their call-site activity mismatches are for the
+        // TypeChange pass to convert, so the activity check is for outputs only.
+        let options = ValidateOptions { strict: args.strict, activity: false };
+        Ok(Checked { input, file, options, findings: Vec::new() })
+    }
+
+    /// Runs `work` (the command's read, or its streamed run) with the checks that need no
+    /// reader: before it on small inputs, alongside it on large ones, where `work` gets the
+    /// checks' [`Progress`] and must wait on it before it transforms a routine, so it never
+    /// transforms what the checks refuse (the reader itself takes any input without harm).
+    /// `None` when the checks found an error; their findings are then reported.
+    fn validating<T>(&mut self, session: &mut Session, work: impl FnOnce(&[u8], &str, Option<&Progress>) -> T) -> Option<T> {
+        let (input, file, options) = (&self.input[..], &self.file[..], &self.options);
+        let (findings, result) = if input.len() < validate_alongside_from() {
+            let findings = validate_without_reader(input, file, options);
+            if findings.iter().any(|f| f.severity == Severity::Error) {
+                session.findings("validate", &findings);
+                return None;
+            }
+            let result = work(input, file, None);
+            (findings, result)
+        } else {
+            let progress = Progress::default();
+            std::thread::scope(|scope| {
+                let checks = scope.spawn(|| validate_without_reader_progressively(input, file, options, &progress));
+                let result = work(input, file, Some(&progress));
+                let findings = checks.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (findings, result)
+            })
+        };
+        if findings.iter().any(|f| f.severity == Severity::Error) {
+            session.findings("validate", &findings);
+            return None;
+        }
+        self.findings = findings;
+        Some(result)
+    }
+
+    /// Reports the findings of a whole read with the checks' and passes its call graph on.
+    fn report_read(&mut self, session: &mut Session, read: Result<ReadOutput, ReadError>) -> Result<CallGraph, Reported> {
+        match read {
+            Ok(read) => self.report(session, read.warnings).map(|()| read.call_graph),
+            Err(error) => self.report(session, error.findings().to_vec()).and(Err(Reported(1))),
+        }
+    }
+
+    /// Reports the validation's findings once the command's reader has run: `from_reader` is
+    /// its warnings, or the findings of its failed read. `Err` when there is an error among them.
+    fn report(&mut self, session: &mut Session, from_reader: Vec<Diagnostic>) -> Result<(), Reported> {
+        let findings = with_reader_findings(std::mem::take(&mut self.findings), from_reader);
+        session.findings("validate", &findings);
+        if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
+    }
+
+    /// Reports the validation's findings when the command failed before its reader finished (a
+    /// transformation error while streaming): the document is read again for them, as
+    /// `validate` reads it. `Err` when there is an error among them, which then stands for the
+    /// run's failure.
+    fn report_after_failure(&mut self, session: &mut Session) -> Result<(), Reported> {
+        let findings = validate(&self.input, &self.file, &self.options);
+        self.findings.clear();
+        session.findings("validate", &findings);
+        if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
+    }
+}
+
+/// Reads a validated input whole (after a streamed run declined it); the validation's
+/// findings are reported with the reader's.
 fn read_whole(
     args: &TransformArgs,
     catalogue: &Catalogue,
     session: &mut Session,
-    input: &[u8],
-    file: &str,
+    mut checked: Checked,
 ) -> Result<Result<CallGraph, Reported>> {
     let started = Instant::now();
-    let read = xaif::read(input, file, &ReadOptions { strict: args.strict, catalogue });
+    let read = xaif::read(&checked.input, &checked.file, &ReadOptions { strict: args.strict, catalogue });
     session.timing("read", started);
-    match read {
-        Ok(read) => Ok(Ok(read.call_graph)),
-        Err(error) => {
-            session.error("read", &error.diagnostic().to_string());
-            Ok(Err(Reported(1)))
-        }
-    }
+    Ok(checked.report_read(session, read))
 }
 
 /// The intrinsics catalogue of a run: `-c` (and `-N`) or the embedded one.
@@ -928,38 +1003,46 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let (input, file) = match validated_input(args, session)? {
-        Ok(input) => input,
-        Err(reported) => return Ok(Err(reported)),
-    };
+    let mut checked = Checked::read(args)?;
     let config = args.pipeline_config(TangentConfig::default());
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
     let mut body = output.spill();
-    match streaming::identity(&input, &file, &read_options, &config, &options, &mut body) {
+    let streamed = checked.validating(session, |input, file, gate| {
+        streaming::identity(input, file, &read_options, &config, &options, &mut body, gate)
+    });
+    let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
+    match streamed {
         Ok(streamed) => {
             session.timing("read, transform and write, routine by routine", started);
+            if let Err(reported) = checked.report(session, streamed.warnings) {
+                return Ok(Err(reported));
+            }
             output.stage_streamed(streamed.head, body, streamed.tail)?;
             output.commit()?;
             return Ok(Ok(()));
         }
         Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
         Err(StreamError::Read(error)) => {
-            session.error("read", &error.diagnostic().to_string());
-            return Ok(Err(Reported(1)));
+            return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
         }
         Err(StreamError::Pipeline(error)) => {
+            if let Err(reported) = checked.report_after_failure(session) {
+                return Ok(Err(reported));
+            }
             session.error("identity", &error.to_string());
             return Ok(Err(Reported(1)));
         }
         Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
+        // The checks stop the run only with an error among their findings, which
+        // `validating` reports instead.
+        Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
     }
-    let mut call_graph = match read_whole(args, &catalogue, session, &input, &file)? {
+    let mut call_graph = match read_whole(args, &catalogue, session, checked)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
-    drop(input);
     let passivation = xaifbooster::pipeline::identity(&mut call_graph, &config);
     report_passivation(args, session, &passivation);
     let started = Instant::now();
@@ -997,10 +1080,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let (input, file) = match validated_input(common, session)? {
-        Ok(input) => input,
-        Err(reported) => return Ok(Err(reported)),
-    };
+    let mut checked = Checked::read(common)?;
     let preaccumulation = match (args.statement_level, args.preaccumulation) {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
@@ -1022,9 +1102,16 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
     let mut body = output.spill();
-    match streaming::tangent(&input, &file, &read_options, &catalogue, &config, &options, &mut body) {
+    let streamed = checked.validating(session, |input, file, gate| {
+        streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, gate)
+    });
+    let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
+    match streamed {
         Ok(streamed) => {
             session.timing("read, tangent and write, routine by routine", started);
+            if let Err(reported) = checked.report(session, streamed.warnings) {
+                return Ok(Err(reported));
+            }
             report_passivation(common, session, &streamed.report.passivation);
             if let Some((log, _)) = &mut session.log {
                 log.report(&streamed.report);
@@ -1034,20 +1121,24 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         }
         Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
         Err(StreamError::Read(error)) => {
-            session.error("read", &error.diagnostic().to_string());
-            return Ok(Err(Reported(1)));
+            return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
         }
         Err(StreamError::Pipeline(error)) => {
+            if let Err(reported) = checked.report_after_failure(session) {
+                return Ok(Err(reported));
+            }
             session.error("tangent", &located_failure(common, &error));
             return Ok(Err(Reported(1)));
         }
         Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
+        // The checks stop the run only with an error among their findings, which
+        // `validating` reports instead.
+        Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
     }
-    let mut call_graph = match read_whole(common, &catalogue, session, &input, &file)? {
+    let mut call_graph = match read_whole(common, &catalogue, session, checked)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
     };
-    drop(input);
     let started = Instant::now();
     let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
         Ok(report) => report,

@@ -38,6 +38,7 @@ use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
+use crate::xaif::validate::Progress;
 use crate::xaif::write::{WriteOptions, write_head, write_routine, write_tail};
 
 /// A streamed run's results.
@@ -57,6 +58,9 @@ pub enum StreamError {
     /// The document needs the whole-document path, for the reason given.
     #[error("not streamed: {0}")]
     WholeDocument(&'static str),
+    /// Validation, running at the same time, found an error: the caller reports its findings.
+    #[error("stopped: validation found an error")]
+    Invalid,
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
@@ -74,12 +78,13 @@ pub fn identity(
     config: &Config,
     write: &WriteOptions,
     body: &mut dyn Write,
+    gate: Option<&Progress>,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
     }
-    let mut driver = Driver::new(None, config, Temporaries::default(), None, body);
-    let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
+    let mut driver = Driver::new(None, config, Temporaries::default(), None, body, gate);
+    let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
     let read = read_streaming(input, file, options, &mut sink);
     driver.finish(read, write)
 }
@@ -94,6 +99,7 @@ pub fn tangent(
     config: &Config,
     write: &WriteOptions,
     body: &mut dyn Write,
+    gate: Option<&Progress>,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
@@ -106,8 +112,8 @@ pub fn tangent(
     }
     let prescan = Prescan::of(input)?;
     let temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
-    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body);
-    let mut sink = |cg: &mut CallGraph, routine: RoutineId| driver.arrive(cg, routine);
+    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body, gate);
+    let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
     let read = read_streaming(input, file, options, &mut sink);
     driver.finish(read, write)
 }
@@ -152,6 +158,8 @@ struct Driver<'c> {
     buffer: Vec<u8>,
     report: Report,
     failure: Option<StreamError>,
+    /// Validation running at the same time: a routine is transformed only once it has passed.
+    gate: Option<&'c Progress>,
 }
 
 impl<'c> Driver<'c> {
@@ -161,6 +169,7 @@ impl<'c> Driver<'c> {
         temporaries: Temporaries,
         bodies: Option<FxHashSet<(Box<str>, Box<str>)>>,
         body: &'c mut dyn Write,
+        gate: Option<&'c Progress>,
     ) -> Driver<'c> {
         Driver {
             catalogue,
@@ -175,6 +184,7 @@ impl<'c> Driver<'c> {
             plans: PlanCache::default(),
             report: Report::default(),
             failure: None,
+            gate,
         }
     }
 
@@ -184,6 +194,13 @@ impl<'c> Driver<'c> {
             return Err(failure);
         }
         let mut read = read?;
+        // Routines left waiting for their callees have all passed already; what follows the
+        // last one (call graph edges) must pass too before the output is put together.
+        if let Some(gate) = self.gate
+            && !gate.wait_for(usize::MAX)
+        {
+            return Err(StreamError::Invalid);
+        }
         self.flush(&mut read.call_graph, true);
         if let Some(failure) = self.failure.take() {
             return Err(failure);
@@ -196,7 +213,13 @@ impl<'c> Driver<'c> {
         Ok(Streamed { head, tail, report: self.report, warnings: read.warnings })
     }
 
-    fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId) -> bool {
+    fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId, end: usize) -> bool {
+        if let Some(gate) = self.gate
+            && !gate.wait_for(end)
+        {
+            self.failure = Some(StreamError::Invalid);
+            return false;
+        }
         if let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] {
             self.read.insert(symbol_key(cg, cfg.symbol));
             if let Some(arguments) = &cfg.arguments {

@@ -106,12 +106,12 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
         let options = ReadOptions::default();
         let write = WriteOptions::default();
         let identity = peak_of(|| {
-            streaming::identity(&bytes, "memory", &options, &Config::default(), &write, &mut std::io::sink())
+            streaming::identity(&bytes, "memory", &options, &Config::default(), &write, &mut std::io::sink(), None)
                 .expect("streamed");
         });
         let tangent = peak_of(|| {
             let catalogue = Catalogue::builtin();
-            streaming::tangent(&bytes, "memory", &options, catalogue, &Config::default(), &write, &mut std::io::sink())
+            streaming::tangent(&bytes, "memory", &options, catalogue, &Config::default(), &write, &mut std::io::sink(), None)
                 .expect("streamed");
         });
         eprintln!("{megabytes} MiB: {} bytes in, streamed peak identity {identity}, tangent {tangent}", bytes.len());

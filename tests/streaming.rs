@@ -26,7 +26,7 @@ fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), Str
 fn streamed_identity(bytes: &[u8]) -> Result<Vec<u8>, StreamError> {
     let write = WriteOptions { schema_location: "xaif.xsd".into() };
     let mut body = Vec::new();
-    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write, &mut body)
+    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write, &mut body, None)
         .map(|s| s.bytes(&body))
 }
 
@@ -41,12 +41,14 @@ fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, St
         config,
         &WriteOptions::default(),
         &mut body,
+        None,
     ) {
         Ok(s) => Ok(Ok((s.bytes(&body), s.report.tangent.to_json()))),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
         Err(StreamError::Io(e)) => panic!("writing to memory failed: {e}"),
+        Err(StreamError::Invalid) => panic!("no validation ran alongside"),
     }
 }
 
@@ -165,7 +167,7 @@ fn declines_what_needs_the_whole_document() {
     let passive = Config { passive: vec!["x".into()], ..Config::default() };
     let write = WriteOptions::default();
     assert!(matches!(
-        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write, &mut Vec::new()),
+        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write, &mut Vec::new(), None),
         Err(StreamError::WholeDocument(_))
     ));
     let analysed = Config { activity_analysis: true, ..Config::default() };
@@ -178,7 +180,7 @@ fn declines_what_needs_the_whole_document() {
             &analysed,
             &write,
             &mut Vec::new()
-        ),
+        , None),
         Err(StreamError::WholeDocument(_))
     ));
     let mut renaming = Config::default();
@@ -192,7 +194,7 @@ fn declines_what_needs_the_whole_document() {
             &renaming,
             &write,
             &mut Vec::new()
-        ),
+        , None),
         Err(StreamError::WholeDocument(_))
     ));
 }

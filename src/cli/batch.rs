@@ -34,8 +34,8 @@ use crate::interp::Template;
 use crate::interp::verify::{self, DriverConfig, Status, VerifyConfig};
 use crate::pipeline::{self, PipelineError};
 use crate::xaif::intrinsics::Catalogue;
-use crate::xaif::validate::{ValidateOptions, locate, validate};
-use crate::xaif::{self, ReadOptions, Severity, WriteOptions};
+use crate::xaif::validate::{ValidateOptions, locate, validate_without_reader, with_reader_findings};
+use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 
 /// The transformation a batch applies to every input.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -504,15 +504,25 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
     let file = job.input.display().to_string();
     let input = std::fs::read(&job.input).map_err(|e| format!("{file}: cannot read: {e}"))?;
     report.input_bytes = input.len() as u64;
-    let findings = validate(&input, &file, &ValidateOptions { strict: settings.strict, activity: false });
-    report.warnings = findings.iter().filter(|f| f.severity != Severity::Error).count();
-    let errors: Vec<String> =
-        findings.iter().filter(|f| f.severity == Severity::Error).map(ToString::to_string).collect();
-    if !errors.is_empty() {
-        return Err(errors.join("\n"));
+    // The validator's checks that need no reader, then the one read the transformation needs,
+    // whose findings complete the validation (the document is not read twice).
+    let options = ValidateOptions { strict: settings.strict, activity: false };
+    let checked = validate_without_reader(&input, &file, &options);
+    let errors = |findings: &[Diagnostic]| -> Vec<String> {
+        findings.iter().filter(|f| f.severity == Severity::Error).map(ToString::to_string).collect()
+    };
+    if checked.iter().any(|f| f.severity == Severity::Error) {
+        report.warnings = checked.iter().filter(|f| f.severity != Severity::Error).count();
+        return Err(errors(&checked).join("\n"));
     }
-    let options = ReadOptions { strict: settings.strict, catalogue: settings.catalogue };
-    let mut call_graph = xaif::read(&input, &file, &options).map_err(|e| e.diagnostic().to_string())?.call_graph;
+    let read = xaif::read(&input, &file, &ReadOptions { strict: settings.strict, catalogue: settings.catalogue });
+    let (call_graph, from_reader) = match read {
+        Ok(read) => (Some(read.call_graph), read.warnings),
+        Err(error) => (None, error.findings().to_vec()),
+    };
+    let findings = with_reader_findings(checked, from_reader);
+    report.warnings = findings.iter().filter(|f| f.severity != Severity::Error).count();
+    let Some(mut call_graph) = call_graph else { return Err(errors(&findings).join("\n")) };
     let located = |error: PipelineError| match error.location() {
         Some((routine, statement)) => locate(&input, &file, routine, None, statement, error.to_string()).to_string(),
         None => format!("{file}: {error}"),

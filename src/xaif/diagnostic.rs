@@ -39,7 +39,7 @@ pub struct LineIndex<'a> {
 impl<'a> LineIndex<'a> {
     pub fn new(input: &'a [u8]) -> Self {
         let mut line_starts = vec![0];
-        line_starts.extend(input.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', input).map(|i| i + 1));
         LineIndex { input, line_starts }
     }
 
@@ -56,8 +56,8 @@ impl<'a> LineIndex<'a> {
 pub fn line_column(input: &[u8], offset: usize) -> (usize, usize) {
     let offset = offset.min(input.len());
     let before = &input[..offset];
-    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-    let start = before.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+    let line = memchr::memchr_iter(b'\n', before).count() + 1;
+    let start = memchr::memrchr(b'\n', before).map_or(0, |p| p + 1);
     let column = String::from_utf8_lossy(&input[start..offset]).chars().count() + 1;
     (line, column)
 }

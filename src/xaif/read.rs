@@ -87,8 +87,9 @@ pub fn read(input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutpu
 
 /// What the streaming driver does with each routine as soon as it is read: the call graph
 /// holds the header (scopes, symbols, maps) and every routine read so far. It returns `false`
-/// to stop reading (the reader then fails at that routine).
-pub type RoutineSink<'s> = dyn FnMut(&mut CallGraph, RoutineId) -> bool + 's;
+/// to stop reading (the reader then fails at that routine). The offset is where the routine's
+/// element ends (counted after a byte-order mark).
+pub type RoutineSink<'s> = dyn FnMut(&mut CallGraph, RoutineId, usize) -> bool + 's;
 
 /// Reads one XAIF document, handing each routine to `sink` as soon as its element closes;
 /// whatever the sink leaves of a routine stays in the call graph (the driver keeps the
@@ -126,6 +127,8 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         prefix: Vec::new(),
         cg: CallGraph { size_hint: input.len(), ..CallGraph::default() },
         problems: Vec::new(),
+        error_found: false,
+        problems_seen: 0,
         scratch: check::Scratch::default(),
         depth: 0,
         scope_ids: FxHashMap::default(),
@@ -142,13 +145,14 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         },
     };
     let result = lower.document();
-    // Every finding, located through one index (there may be many warnings).
-    let index = LineIndex::new(input);
+    // Every finding, located through one index (there may be many warnings), built only when
+    // there is one: on a large clean input the index is a scan of its own.
+    let index = if lower.problems.is_empty() { None } else { Some(LineIndex::new(input)) };
     let mut findings: Vec<Diagnostic> = lower
         .problems
         .drain(..)
         .map(|p| {
-            let (line, column) = index.line_column(p.offset);
+            let (line, column) = index.as_ref().map_or((0, 0), |index| index.line_column(p.offset));
             Diagnostic {
                 severity: p.severity,
                 file: file.to_owned(),
@@ -193,6 +197,9 @@ struct Lower<'a> {
     cg: CallGraph,
     /// Warnings, and errors that do not stop reading (the semantic checks'), by offset.
     problems: Vec<Problem>,
+    /// Whether `problems` holds an error, as of its first `problems_seen` entries.
+    error_found: bool,
+    problems_seen: usize,
     scratch: check::Scratch,
     /// Elements open at the reader's position.
     depth: usize,
@@ -833,9 +840,20 @@ impl<'a> Lower<'a> {
     }
 
     /// Gives a routine just read to the streaming driver, if there is one.
+    /// A routine read after an error that does not stop reading (a semantic check's) is not
+    /// handed over: the read fails at its end with every finding, and the driver must not
+    /// transform what it would refuse.
     fn hand_over(&mut self, routine: RoutineId, offset: usize, element: &str) -> Result<()> {
+        if !self.error_found {
+            self.error_found = self.problems[self.problems_seen..].iter().any(|p| p.severity == Severity::Error);
+            self.problems_seen = self.problems.len();
+        }
+        if self.error_found {
+            return Ok(());
+        }
+        let end = self.reader.buffer_position() as usize;
         if let Some(sink) = &mut self.sink
-            && !sink(&mut self.cg, routine)
+            && !sink(&mut self.cg, routine, end)
         {
             return Err(self.error(offset, element, "reading stopped: the routine could not be transformed"));
         }

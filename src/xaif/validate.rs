@@ -82,6 +82,141 @@ enum Checks {
 }
 
 fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
+    let findings = check_without_reader(input, file, options, checks);
+    if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
+        // The semantic checks run as the reader reads (`check.rs`); reading here too makes
+        // `validate` accept exactly what every mode reads. Each routine's graph is dropped once
+        // read and checked, so memory stays that of one routine.
+        let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
+        let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
+        let mut drop_graph = |cg: &mut CallGraph, routine: RoutineId, _end: usize| {
+            match &mut cg.routines[routine] {
+                Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
+                Routine::ReplacementList(list) => {
+                    list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default())
+                }
+            }
+            true
+        };
+        let from_reader = match super::read::read_streaming(input, file, &read_options, &mut drop_graph) {
+            Ok(output) => output.warnings,
+            Err(error) => error.findings().to_vec(),
+        };
+        return with_reader_findings(findings, from_reader);
+    }
+    findings
+}
+
+/// The findings of [`validate`] that need no reader (structure, tables, references; the
+/// activity check if asked for), in document order. A command that reads the document anyway
+/// runs these first and adds its reader's findings with [`with_reader_findings`] (when these
+/// hold no error), instead of reading the document twice.
+pub fn validate_without_reader(input: &[u8], file: &str, options: &ValidateOptions) -> Vec<Diagnostic> {
+    check_without_reader(input, file, options, Checks::All)
+}
+
+/// [`validate`]'s findings, given those of [`validate_without_reader`] (without errors) and
+/// those of reading the document (its warnings, or the findings of a failed read). What both
+/// report (lenient findings) is reported once.
+pub fn with_reader_findings(mut findings: Vec<Diagnostic>, from_reader: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let seen: FxHashSet<(usize, usize, &str)> =
+        findings.iter().map(|f| (f.line, f.column, f.message.as_str())).collect();
+    let new: Vec<Diagnostic> =
+        from_reader.into_iter().filter(|f| !seen.contains(&(f.line, f.column, f.message.as_str()))).collect();
+    findings.extend(new);
+    findings.sort_by_key(|f| (f.line, f.column));
+    findings
+}
+
+/// [`validate_without_reader`], telling `progress` how far the input has been checked, for a
+/// transformation that runs on another thread at the same time and must not see a routine the
+/// checks have not passed ([`Progress::wait_for`]).
+pub fn validate_without_reader_progressively(
+    input: &[u8],
+    file: &str,
+    options: &ValidateOptions,
+    progress: &Progress,
+) -> Vec<Diagnostic> {
+    // Whatever happens here (a panic included), the waiting side is released.
+    struct Finish<'p>(&'p Progress, bool);
+    impl Drop for Finish<'_> {
+        fn drop(&mut self) {
+            self.0.finish(self.1);
+        }
+    }
+    let mut finish = Finish(progress, false);
+    let findings = check_progressively(input, file, options, Checks::All, Some(progress));
+    finish.1 = !findings.iter().any(|f| f.severity == Severity::Error);
+    findings
+}
+
+/// How far a validation running on another thread has got: the input up to an offset
+/// (counted after a byte-order mark, as the reader counts) checked without error, or the
+/// verdict. Offsets advance one child of the `CallGraph` at a time.
+#[derive(Debug, Default)]
+pub struct Progress {
+    state: std::sync::Mutex<ProgressState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    checked_through: usize,
+    /// `Some(false)` as soon as an error is found; `Some(true)` when all is checked without one.
+    verdict: Option<bool>,
+}
+
+impl Progress {
+    /// Waits until the input up to `offset` is checked: `true` when it holds no error, `false`
+    /// as soon as the checks found one anywhere (the waiting side should stop: the findings
+    /// are what the command reports).
+    pub fn wait_for(&self, offset: usize) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            match state.verdict {
+                Some(verdict) => return verdict,
+                None if state.checked_through >= offset => return true,
+                None => state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
+            }
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut ProgressState)) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        change(&mut state);
+        self.changed.notify_all();
+    }
+
+    /// The input up to `offset` is checked, without an error so far.
+    fn advance(&self, offset: usize) {
+        self.update(|state| state.checked_through = state.checked_through.max(offset));
+    }
+
+    /// An error was found; the checks go on, for the findings.
+    fn fail(&self) {
+        self.update(|state| state.verdict = Some(false));
+    }
+
+    fn finish(&self, valid: bool) {
+        self.update(|state| {
+            if state.verdict.is_none() {
+                state.verdict = Some(valid);
+            }
+        });
+    }
+}
+
+fn check_without_reader(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
+    check_progressively(input, file, options, checks, None)
+}
+
+fn check_progressively(
+    input: &[u8],
+    file: &str,
+    options: &ValidateOptions,
+    checks: Checks,
+    progress: Option<&Progress>,
+) -> Vec<Diagnostic> {
     // Positions are counted after a byte-order mark, as the reader counts them.
     let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
     let text = match std::str::from_utf8(input) {
@@ -101,7 +236,7 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
     // The activity check relates calls to routines anywhere in the document: it keeps the
     // whole document's tree (it runs on outputs, by `validate`, not before transformations).
     let fragment_wise = match checks {
-        Checks::All if !options.activity => fragments::check(text, file, options.strict),
+        Checks::All if !options.activity => fragments::check(text, file, options.strict, progress),
         _ => None,
     };
     let mut findings = match fragment_wise {
@@ -111,31 +246,6 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
             Err(malformed) => return vec![malformed],
         },
     };
-    if checks == Checks::All && !findings.iter().any(|f| f.severity == Severity::Error) {
-        // The semantic checks run as the reader reads (`check.rs`); reading here too makes
-        // `validate` accept exactly what every mode reads. What both report (lenient
-        // findings) is reported once. Each routine's graph is dropped once read and checked,
-        // so memory stays that of one routine.
-        let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
-        let mut drop_graph = |cg: &mut CallGraph, routine: RoutineId| {
-            match &mut cg.routines[routine] {
-                Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
-                Routine::ReplacementList(list) => {
-                    list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default())
-                }
-            }
-            true
-        };
-        let from_reader = match super::read::read_streaming(input, file, &read_options, &mut drop_graph) {
-            Ok(output) => output.warnings,
-            Err(error) => error.findings().to_vec(),
-        };
-        let seen: FxHashSet<(usize, usize, String)> =
-            findings.iter().map(|f| (f.line, f.column, f.message.clone())).collect();
-        let new: Vec<Diagnostic> =
-            from_reader.into_iter().filter(|f| !seen.contains(&(f.line, f.column, f.message.clone()))).collect();
-        findings.extend(new);
-    }
     findings.sort_by_key(|f| (f.line, f.column));
     findings
 }
@@ -670,6 +780,8 @@ struct Validator<'v> {
     /// tree's text, in order: the tree's text is pieces of the input.
     map: Rc<[(usize, usize)]>,
     findings: Vec<(Phase, Diagnostic)>,
+    /// How many of the findings are errors.
+    errors: usize,
 }
 
 /// What the reference checks need, gathered in a first walk (statement ids, for the
@@ -706,7 +818,11 @@ enum Step {
 
 impl<'v> Validator<'v> {
     fn new(input: &'v [u8], file: &'v str, strict: bool, map: Rc<[(usize, usize)]>) -> Self {
-        Validator { input, lines: OnceCell::new(), file, strict, phase: Phase::Structure, map, findings: Vec::new() }
+        Validator { input, lines: OnceCell::new(), file, strict, phase: Phase::Structure, map, findings: Vec::new(), errors: 0 }
+    }
+
+    fn has_error(&self) -> bool {
+        self.errors > 0
     }
 
     /// The findings, in document order; at one place, in the order of the phases.
@@ -726,6 +842,7 @@ impl<'v> Validator<'v> {
 
     fn report_at(&mut self, severity: Severity, offset: usize, element: &str, message: String) {
         let (line, column) = self.position(offset);
+        self.errors += usize::from(severity == Severity::Error);
         self.findings.push((self.phase, finding(severity, self.file, line, column, element, message)));
     }
 
@@ -1328,7 +1445,7 @@ mod tests {
             for strict in [false, true] {
                 let options = ValidateOptions { strict, activity: false };
                 let whole = check_whole(text, "t.xaif", &options, Checks::All);
-                match fragments::check(text, "t.xaif", strict) {
+                match fragments::check(text, "t.xaif", strict, None) {
                     Some(fragment_wise) => {
                         assert_eq!(Ok(fragment_wise), whole, "{text}");
                         pieces += 1;

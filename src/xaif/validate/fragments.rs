@@ -30,11 +30,20 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 use rustc_hash::FxHashSet;
 
-use super::{Content, Diagnostic, MAX_NESTING, Node, Phase, Tables, Validator, is_statement, is_table_section};
+use super::{
+    Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement, is_table_section,
+};
 
 /// The findings of the structure, table and reference checks (not the activity check), or
-/// `None` when the document should be checked whole.
-pub(super) fn check(text: &str, file: &str, strict: bool) -> Option<Vec<Diagnostic>> {
+/// `None` when the document should be checked whole. `progress` learns where each child ends
+/// once it is checked, or that an error was found.
+pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Progress>) -> Option<Vec<Diagnostic>> {
+    // Children checked without an error so far, or the first error.
+    let report = |validator: &Validator, through: usize| {
+        if let Some(progress) = progress {
+            if validator.has_error() { progress.fail() } else { progress.advance(through) }
+        }
+    };
     let mut layout = Layout::scan(text)?;
     let statements = std::mem::take(&mut layout.statements);
     let (skeleton, skeleton_map) = layout.skeleton(text);
@@ -103,6 +112,7 @@ pub(super) fn check(text: &str, file: &str, strict: bool) -> Option<Vec<Diagnost
         for descendant in node.descendants().filter(|n| n.is_element()) {
             validator.references(descendant, &tables, &routine_ids);
         }
+        report(&validator, span.end);
     }
     validator.phase = Phase::Structure;
     validator.map = skeleton_map;
