@@ -1014,12 +1014,13 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
     match streamed {
-        Ok(streamed) => {
+        Ok(mut streamed) => {
             session.timing("read, transform and write, routine by routine", started);
-            if let Err(reported) = checked.report(session, streamed.warnings) {
+            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
                 return Ok(Err(reported));
             }
-            output.stage_streamed(streamed.head, body, streamed.tail)?;
+            let tail = std::mem::take(&mut streamed.tail);
+            output.stage_streamed(&|sink| streamed.write_head(sink), body, tail)?;
             output.commit()?;
             return Ok(Ok(()));
         }
@@ -1107,9 +1108,9 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
     match streamed {
-        Ok(streamed) => {
+        Ok(mut streamed) => {
             session.timing("read, tangent and write, routine by routine", started);
-            if let Err(reported) = checked.report(session, streamed.warnings) {
+            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
                 return Ok(Err(reported));
             }
             report_passivation(common, session, &streamed.report.passivation);
@@ -1117,7 +1118,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
                 log.report(&streamed.report);
             }
             let stats = stats.map(|pending| (pending, streamed.report.tangent.to_json()));
-            return commit_outputs(Staged::Streamed(streamed.head, body, streamed.tail), output, stats);
+            let tail = std::mem::take(&mut streamed.tail);
+            return commit_outputs(&|sink| streamed.write_head(sink), body, tail, output, stats);
         }
         Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
         Err(StreamError::Read(error)) => {
@@ -1153,38 +1155,49 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         log.report(&report);
     }
     let stats = stats.map(|pending| (pending, report.tangent.to_json()));
-    write_transformed(common, session, &call_graph, output, stats)
+    write_transformed(common, session, call_graph, output, stats)
 }
 
 /// Writes a transformed call graph and its statistics: both staged, then both committed, so a
-/// failure leaves neither half-written.
+/// failure leaves neither half-written. Routines go to the output's spill file one at a time,
+/// each freed once written: the output text (the adjoint's is about 18 times the input on large
+/// inputs) is never whole in memory, and the graphs shrink as it grows.
 fn write_transformed(
     common: &TransformArgs,
     session: &mut Session,
-    call_graph: &CallGraph,
+    mut call_graph: CallGraph,
     output: Pending,
     stats: Option<(Pending, String)>,
 ) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    let bytes = xaif::write(call_graph, &options);
+    let mut body = output.spill();
+    let mut routine_text = Vec::new();
+    let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
+    for routine in routines {
+        routine_text.clear();
+        xaif::write::write_routine(&call_graph, routine, &mut routine_text);
+        body.write_all(&routine_text).context("cannot write the output")?;
+        call_graph.routines[routine].drop_graphs();
+    }
+    let mut tail = Vec::new();
+    xaif::write::write_tail(&call_graph, &mut tail);
+    let head = |sink: &mut dyn Write| xaif::write::write_head_to(&call_graph, &options, sink);
+    let outcome = commit_outputs(&head, body, tail, output, stats);
     session.timing("write", started);
-    commit_outputs(Staged::Whole(bytes), output, stats)
-}
-
-/// An output written whole, or streamed in parts.
-enum Staged {
-    Whole(Vec<u8>),
-    Streamed(Vec<u8>, output::Body, Vec<u8>),
+    outcome
 }
 
 /// Stages an output and its statistics, then commits both, so a failure leaves neither
 /// half-written.
-fn commit_outputs(bytes: Staged, mut output: Pending, stats: Option<(Pending, String)>) -> Outcome {
-    match bytes {
-        Staged::Whole(bytes) => output.stage(bytes)?,
-        Staged::Streamed(head, body, tail) => output.stage_streamed(head, body, tail)?,
-    }
+fn commit_outputs(
+    head: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+    body: output::Body,
+    tail: Vec<u8>,
+    mut output: Pending,
+    stats: Option<(Pending, String)>,
+) -> Outcome {
+    output.stage_streamed(head, body, tail)?;
     let stats = match stats {
         Some((mut pending, json)) => {
             pending.stage(json.into_bytes())?;
@@ -1260,7 +1273,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         log.adjoint_report(&report);
     }
     let stats = stats.map(|pending| (pending, report.adjoint_json()));
-    write_transformed(common, session, &call_graph, output, stats)
+    write_transformed(common, session, call_graph, output, stats)
 }
 
 fn schema_location(args: &TransformArgs, file: &str) -> String {

@@ -39,13 +39,17 @@ use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
 use crate::xaif::validate::Progress;
-use crate::xaif::write::{WriteOptions, write_head, write_routine, write_tail};
+use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine, write_tail};
 
 /// A streamed run's results.
 #[derive(Debug)]
 pub struct Streamed {
-    /// What goes before the routines, which went to the body writer.
-    pub head: Vec<u8>,
+    /// The document's head (scopes, symbol tables, maps) and each routine's head; the graphs
+    /// went to the body writer. What goes before the routines is written from it
+    /// ([`Streamed::write_head`]), not kept as text: after a transformation it is about as long
+    /// as the input.
+    pub call_graph: CallGraph,
+    options: WriteOptions,
     /// What goes after them.
     pub tail: Vec<u8>,
     pub report: Report,
@@ -121,15 +125,16 @@ pub fn tangent(
 impl Streamed {
     /// The whole output, given what went to the body writer.
     pub fn bytes(&self, body: &[u8]) -> Vec<u8> {
-        [&self.head[..], body, &self.tail[..]].concat()
+        let mut bytes = Vec::new();
+        write_head(&self.call_graph, &self.options, &mut bytes);
+        bytes.extend_from_slice(body);
+        bytes.extend_from_slice(&self.tail);
+        bytes
     }
-}
 
-/// Keeps a routine's head and frees its graphs.
-fn drop_graphs(routine: &mut Routine) {
-    match routine {
-        Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
-        Routine::ReplacementList(list) => list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default()),
+    /// Writes what goes before the routines.
+    pub fn write_head(&self, sink: &mut dyn Write) -> std::io::Result<()> {
+        write_head_to(&self.call_graph, &self.options, sink)
     }
 }
 
@@ -205,12 +210,15 @@ impl<'c> Driver<'c> {
         if let Some(failure) = self.failure.take() {
             return Err(failure);
         }
-        let cg = &read.call_graph;
-        let mut head = Vec::new();
-        write_head(cg, write, &mut head);
         let mut tail = Vec::new();
-        write_tail(cg, &mut tail);
-        Ok(Streamed { head, tail, report: self.report, warnings: read.warnings })
+        write_tail(&read.call_graph, &mut tail);
+        Ok(Streamed {
+            call_graph: read.call_graph,
+            options: write.clone(),
+            tail,
+            report: self.report,
+            warnings: read.warnings,
+        })
     }
 
     fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId, end: usize) -> bool {
@@ -252,7 +260,7 @@ impl<'c> Driver<'c> {
                 self.failure = Some(error.into());
                 return;
             }
-            drop_graphs(&mut cg.routines[routine]);
+            cg.routines[routine].drop_graphs();
         }
     }
 

@@ -106,22 +106,36 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
         let options = ReadOptions::default();
         let write = WriteOptions::default();
         let identity = peak_of(|| {
-            streaming::identity(&bytes, "memory", &options, &Config::default(), &write, &mut std::io::sink(), None)
-                .expect("streamed");
+            let streamed =
+                streaming::identity(&bytes, "memory", &options, &Config::default(), &write, &mut std::io::sink(), None)
+                    .expect("streamed");
+            streamed.write_head(&mut std::io::sink()).expect("head written");
         });
         let tangent = peak_of(|| {
             let catalogue = Catalogue::builtin();
-            streaming::tangent(&bytes, "memory", &options, catalogue, &Config::default(), &write, &mut std::io::sink(), None)
-                .expect("streamed");
+            let streamed = streaming::tangent(
+                &bytes,
+                "memory",
+                &options,
+                catalogue,
+                &Config::default(),
+                &write,
+                &mut std::io::sink(),
+                None,
+            )
+            .expect("streamed");
+            streamed.write_head(&mut std::io::sink()).expect("head written");
         });
         eprintln!("{megabytes} MiB: {} bytes in, streamed peak identity {identity}, tangent {tangent}", bytes.len());
         peaks.push((bytes.len(), identity, tangent));
     }
     for &(size, identity, tangent) in &peaks {
         // The whole-document model is about 6 times the input (the test above), its tangent
-        // more; streamed, identity holds the head and one routine, the tangent its temporaries.
+        // more; streamed, identity holds the head and one routine, the tangent its temporaries
+        // (measured 1.61 and 1.19 times the input at 2 and 8 MiB; the head's text is written a
+        // buffer at a time, not held: it was another 1.07 times).
         assert!(identity * 2 <= size, "streamed identity peak {identity} for {size} input bytes");
-        assert!(tangent <= 4 * size, "streamed tangent peak {tangent} for {size} input bytes");
+        assert!(tangent <= size * 2, "streamed tangent peak {tangent} for {size} input bytes");
     }
     // Four times the routines: identity's peak grows with the head only, the tangent's less
     // than the input.

@@ -166,26 +166,34 @@ impl Pending {
         Body::Memory(Vec::new())
     }
 
-    /// [`Pending::stage`] for a streamed output: `head`, then what went to `body`, then `tail`.
-    /// A file replaced by a rename gets the body copied from the spill file by the kernel.
-    pub fn stage_streamed(&mut self, head: Vec<u8>, body: Body, tail: Vec<u8>) -> Result<(), OutputError> {
+    /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
+    /// then `tail`. A file replaced by a rename gets the head written straight into it and the
+    /// body copied from the spill file by the kernel.
+    pub fn stage_streamed(
+        &mut self,
+        head: &dyn Fn(&mut dyn Write) -> io::Result<()>,
+        body: Body,
+        tail: Vec<u8>,
+    ) -> Result<(), OutputError> {
         let result = (|| -> io::Result<()> {
             match (&mut self.how, body) {
                 (How::Replace { file, .. }, Body::File(spill)) => {
                     let mut spill = spill.into_inner().map_err(|e| e.into_error())?;
                     spill.seek(io::SeekFrom::Start(0))?;
-                    file.write_all(&head)?;
+                    head(file)?;
                     io::copy(&mut spill, file)?;
                     file.write_all(&tail)?;
                     file.flush()
                 }
                 (How::Replace { file, .. }, Body::Memory(bytes)) => {
-                    file.write_all(&head)?;
+                    head(file)?;
                     file.write_all(&bytes)?;
                     file.write_all(&tail)?;
                     file.flush()
                 }
                 (_, body) => {
+                    let mut head_bytes = Vec::new();
+                    head(&mut head_bytes)?;
                     let body = match body {
                         Body::Memory(bytes) => bytes,
                         Body::File(spill) => {
@@ -196,7 +204,7 @@ impl Pending {
                             bytes
                         }
                     };
-                    self.bytes = [head, body, tail].concat();
+                    self.bytes = [head_bytes, body, tail].concat();
                     Ok(())
                 }
             }

@@ -258,6 +258,15 @@ pub enum Routine {
 }
 
 impl Routine {
+    /// Frees the routine's graphs, keeping its head (symbol, arguments, side-effect lists):
+    /// what callers still need once it is written.
+    pub fn drop_graphs(&mut self) {
+        match self {
+            Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
+            Routine::ReplacementList(list) => list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default()),
+        }
+    }
+
     pub fn id(&self) -> Name {
         match self {
             Routine::ControlFlowGraph(cfg) => cfg.id,

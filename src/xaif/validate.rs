@@ -27,7 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::check::MAX_NESTING;
 use super::diagnostic::{Diagnostic, LineIndex, Severity};
 use super::read::{ReadOptions, XAIF_NAMESPACE};
-use crate::ir::{CallGraph, FlowGraph, Routine, RoutineId};
+use crate::ir::{CallGraph, RoutineId};
 
 #[derive(Clone, Debug)]
 pub struct ValidateOptions {
@@ -90,12 +90,7 @@ fn check(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) ->
         let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
         let read_options = ReadOptions { strict: options.strict, ..ReadOptions::default() };
         let mut drop_graph = |cg: &mut CallGraph, routine: RoutineId, _end: usize| {
-            match &mut cg.routines[routine] {
-                Routine::ControlFlowGraph(cfg) => cfg.graph = FlowGraph::default(),
-                Routine::ReplacementList(list) => {
-                    list.replacements.iter_mut().for_each(|r| r.graph = FlowGraph::default())
-                }
-            }
+            cg.routines[routine].drop_graphs();
             true
         };
         let from_reader = match super::read::read_streaming(input, file, &read_options, &mut drop_graph) {

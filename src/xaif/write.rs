@@ -41,14 +41,36 @@ pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
 /// with its symbol tables, and the maps. The streaming driver writes it last (transformations
 /// add temporaries to the symbol tables) and puts it in front of the routines.
 pub fn write_head(cg: &CallGraph, options: &WriteOptions, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 1 };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 1, drain: None };
     w.head(options);
     *out = w.out;
 }
 
+/// [`write_head`] into `sink`, a buffer's worth at a time: after a transformation the symbol
+/// tables alone are about as long as the input, and need not be whole in memory.
+pub fn write_head_to(cg: &CallGraph, options: &WriteOptions, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut w = Writer { cg, out: Vec::with_capacity(DRAIN_AT * 2), depth: 1, drain: Some(Drain { sink, error: None }) };
+    w.head(options);
+    w.drain_now();
+    match w.drain {
+        Some(Drain { error: Some(error), .. }) => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// How much [`write_head_to`] gathers before it writes.
+const DRAIN_AT: usize = 1 << 16;
+
+/// Where a writer's text goes as it grows, and the first error there (after which it writes
+/// nothing more).
+struct Drain<'w> {
+    sink: &'w mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
 /// Appends one routine (a control flow graph or a replacement list), as [`write()`] does.
 pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 2 };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None };
     match &cg.routines[routine] {
         Routine::ControlFlowGraph(cfg) => w.control_flow_graph(cfg),
         Routine::ReplacementList(list) => w.replacement_list(list),
@@ -58,22 +80,40 @@ pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
 
 /// Appends the call graph edges and the `CallGraph` end tag.
 pub fn write_tail(cg: &CallGraph, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 2 };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None };
     w.tail();
     *out = w.out;
 }
 
-struct Writer<'a> {
+struct Writer<'a, 'w> {
     cg: &'a CallGraph,
     out: Vec<u8>,
     depth: usize,
+    drain: Option<Drain<'w>>,
 }
 
 fn bool_digit(b: bool) -> &'static str {
     if b { "1" } else { "0" }
 }
 
-impl<'a> Writer<'a> {
+impl<'a> Writer<'a, '_> {
+    /// Passes the text gathered so far to the drain, if there is one and enough has gathered.
+    fn drain_if_full(&mut self) {
+        if self.out.len() >= DRAIN_AT {
+            self.drain_now();
+        }
+    }
+
+    fn drain_now(&mut self) {
+        let Some(drain) = &mut self.drain else { return };
+        if drain.error.is_none()
+            && let Err(error) = drain.sink.write_all(&self.out)
+        {
+            drain.error = Some(error);
+        }
+        self.out.clear();
+    }
+
     // ------------------------------------------------------------ primitives
 
     fn indent(&mut self) {
@@ -210,6 +250,7 @@ impl<'a> Writer<'a> {
                 self.end_empty();
             }
             self.close("AliasSet");
+            self.drain_if_full();
         }
         self.close("AliasSetMap");
         self.stmt_id_set_map("DUUDSetMap", &cg.duud_sets);
@@ -243,6 +284,7 @@ impl<'a> Writer<'a> {
         symbols.sort_by(|a, b| cg.symbol_name(*a).cmp(cg.symbol_name(*b)));
         for symbol in symbols {
             self.symbol(&cg.symbols[symbol]);
+            self.drain_if_full();
         }
         self.close("SymbolTable");
         self.close("Scope");
@@ -290,6 +332,7 @@ impl<'a> Writer<'a> {
                 self.end_empty();
             }
             self.close("StmtIdSet");
+            self.drain_if_full();
         }
         self.close(element);
     }
