@@ -28,7 +28,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::ir::build::Temporaries;
+use crate::ir::build::{ReservedIds, Temporaries};
 use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Routine, RoutineId, Statement, SymbolId};
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
@@ -361,7 +361,7 @@ fn symbol_key(cg: &CallGraph, symbol: SymbolId) -> (Box<str>, Box<str>) {
 #[derive(Debug, Default)]
 pub struct Prescan {
     /// Every `statement_id` of the document.
-    pub statement_ids: FxHashSet<Box<str>>,
+    pub statement_ids: ReservedIds,
     /// `(symbol_id, scope_id)` of every `ControlFlowGraph`.
     pub bodies: FxHashSet<(Box<str>, Box<str>)>,
 }
@@ -401,10 +401,10 @@ impl Prescan {
                 "Assignment" | "SubroutineCall" | "Marker" | "InlinableSubroutineCall" | "Initialization" | "Update"
             ) && let Some(id) = attribute(&start, "statement_id")?
             {
-                if !in_routine.insert(id.clone()) {
+                scan.statement_ids.insert(&id);
+                if !in_routine.insert(id) {
                     return Err(StreamError::WholeDocument("a statement id repeats in a routine"));
                 }
-                scan.statement_ids.insert(id);
             }
             if !empty {
                 depth += 1;
