@@ -28,14 +28,16 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Runs before mimalloc's own constructor maps its first arena (an early `.init_array` slot):
-/// see [`xaifbooster::cli::memory::disable_transparent_huge_pages`].
+/// Runs before mimalloc's own constructor maps its first arena and reads its options (an early
+/// `.init_array` slot): see [`xaifbooster::cli::memory::disable_transparent_huge_pages`] and
+/// [`xaifbooster::cli::memory::purge_freed_memory_promptly`].
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array.00101")]
 static BEFORE_ALLOCATOR: extern "C" fn() = {
     extern "C" fn before_allocator() {
         xaifbooster::cli::memory::disable_transparent_huge_pages();
+        xaifbooster::cli::memory::purge_freed_memory_promptly();
     }
     before_allocator
 };

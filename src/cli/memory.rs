@@ -16,3 +16,19 @@ pub fn disable_transparent_huge_pages() {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
+
+/// Asks mimalloc to return freed memory to the kernel at once rather than 10 ms later
+/// (`MIMALLOC_PURGE_DELAY=0`, unless the environment says otherwise). The streaming modes free
+/// each routine's graphs once it is written; with the delay, the pages of several routines were
+/// still resident when the next ones were built: peak RSS on a 16 MiB input was 2.99 times the
+/// input in tangent mode with the delay, 2.33 times without, at the same speed. Like
+/// [`disable_transparent_huge_pages`] it must run before mimalloc reads its options, from a
+/// constructor (child processes inherit the variable).
+pub fn purge_freed_memory_promptly() {
+    #[cfg(unix)]
+    // SAFETY: runs in a constructor, before `main` and before any thread exists, so nothing
+    // reads the environment concurrently; both strings are NUL-terminated literals.
+    unsafe {
+        libc::setenv(c"MIMALLOC_PURGE_DELAY".as_ptr(), c"0".as_ptr(), 0);
+    }
+}
