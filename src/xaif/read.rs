@@ -142,12 +142,12 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         },
     };
     let result = lower.document();
-    // Every finding, located through one index (there may be many warnings).
-    let index = LineIndex::new(input);
-    let mut findings: Vec<Diagnostic> = lower
-        .problems
-        .drain(..)
-        .map(|p| {
+    // Every finding, located through one index (there may be many warnings); most inputs
+    // have none, and indexing every line would cost a pass over the input.
+    let mut findings: Vec<Diagnostic> = Vec::new();
+    if !lower.problems.is_empty() {
+        let index = LineIndex::new(input);
+        findings.extend(lower.problems.drain(..).map(|p| {
             let (line, column) = index.line_column(p.offset);
             Diagnostic {
                 severity: p.severity,
@@ -157,8 +157,8 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
                 element: p.element,
                 message: p.message,
             }
-        })
-        .collect();
+        }));
+    }
     if let Err(fatal) = result {
         findings.extend(fatal.findings);
     }
