@@ -31,12 +31,21 @@ pub struct Names {
     table: hashbrown::HashTable<Name>,
     /// Ids of the decimal numbers below 100 (ids and positions), found without hashing.
     small: Vec<Name>,
+    /// By id: whether the name holds a character an XML attribute value cannot hold
+    /// literally. Known once per name, the writer need not scan the text of every attribute
+    /// it writes (names are written many times each).
+    needs_escape: Vec<bool>,
 }
 
 impl Default for Names {
     fn default() -> Self {
-        let mut names =
-            Names { text: String::new(), spans: Vec::new(), table: hashbrown::HashTable::new(), small: Vec::new() };
+        let mut names = Names {
+            text: String::new(),
+            spans: Vec::new(),
+            table: hashbrown::HashTable::new(),
+            small: Vec::new(),
+            needs_escape: Vec::new(),
+        };
         let empty = names.intern("");
         debug_assert_eq!(empty, Name::EMPTY);
         names
@@ -74,7 +83,7 @@ impl Names {
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
-        let Names { text, spans, table, .. } = self;
+        let Names { text, spans, table, needs_escape, .. } = self;
         let h = hash(s);
         if let Some(&name) = table.find(h, |&n| span_str(text, spans, n) == s) {
             return name;
@@ -83,6 +92,7 @@ impl Names {
         let start = text.len() as u32;
         text.push_str(s);
         spans.push((start, text.len() as u32));
+        needs_escape.push(s.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t')));
         table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
     }
@@ -93,6 +103,12 @@ impl Names {
 
     pub fn get(&self, name: Name) -> &str {
         span_str(&self.text, &self.spans, name)
+    }
+
+    /// Whether the name holds `&`, `<`, `>`, `"` or white space other than blanks, which an
+    /// XML attribute value must escape.
+    pub fn needs_escape(&self, name: Name) -> bool {
+        self.needs_escape[name.0 as usize]
     }
 
     pub fn len(&self) -> usize {
@@ -124,5 +140,9 @@ mod tests {
         let forty_two = names.intern("42");
         assert_eq!(names.get(forty_two), "42");
         assert_ne!(names.intern("01"), names.intern("1"));
+        assert!(!names.needs_escape(one));
+        let quoted = names.intern("a<\"b\"");
+        assert!(names.needs_escape(quoted));
+        assert!(names.needs_escape(names.intern("x\ty")));
     }
 }

@@ -103,10 +103,33 @@ impl<'a> Writer<'a> {
         self.out.push(b'"');
     }
 
+    /// An attribute whose value is one of the writer's own words (`true`, `scalar`, `1`, …),
+    /// which need no escaping.
+    #[inline(always)]
+    fn attr_static(&mut self, key: &str, value: &'static str) {
+        debug_assert!(!value.bytes().any(|b| NEEDS_ESCAPE[b as usize]), "{value}");
+        self.attr_unescaped(key, value);
+    }
+
+    #[inline(always)]
+    fn attr_unescaped(&mut self, key: &str, value: &str) {
+        self.out.push(b' ');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"=\"");
+        self.out.extend_from_slice(value.as_bytes());
+        self.out.push(b'"');
+    }
+
+    /// Interned names know whether they need escaping: most are ids and symbol names written
+    /// many times each, which the writer copies without scanning.
     #[inline(always)]
     fn attr_name(&mut self, key: &str, value: Name) {
-        let cg = self.cg;
-        self.attr(key, cg.names.get(value));
+        let names = &self.cg.names;
+        if names.needs_escape(value) {
+            self.attr(key, names.get(value));
+        } else {
+            self.attr_unescaped(key, names.get(value));
+        }
     }
 
     fn attr_int(&mut self, key: &str, value: i64) {
@@ -172,8 +195,8 @@ impl<'a> Writer<'a> {
     fn head(&mut self, options: &WriteOptions) {
         let cg = self.cg;
         self.open("CallGraph");
-        self.attr("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
-        self.attr("xmlns:xaif", XAIF_NAMESPACE);
+        self.attr_static("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
+        self.attr_static("xmlns:xaif", XAIF_NAMESPACE);
         self.attr("xsi:schemaLocation", &format!("{XAIF_NAMESPACE} {}", options.schema_location));
         if let Some(program) = cg.program_name {
             self.attr_name("program_name", program);
@@ -206,7 +229,7 @@ impl<'a> Writer<'a> {
                 self.open("AliasRange");
                 self.attr_uint("from_virtual_address", range.from);
                 self.attr_uint("to_virtual_address", range.to);
-                self.attr("partial", bool_digit(range.partial));
+                self.attr_static("partial", bool_digit(range.partial));
                 self.end_empty();
             }
             self.close("AliasSet");
@@ -251,7 +274,7 @@ impl<'a> Writer<'a> {
     fn symbol(&mut self, symbol: &Symbol) {
         self.open("Symbol");
         self.attr_name("symbol_id", symbol.name);
-        self.attr(
+        self.attr_static(
             "kind",
             match symbol.kind {
                 SymbolKind::Subroutine => "subroutine",
@@ -259,14 +282,14 @@ impl<'a> Writer<'a> {
                 SymbolKind::Pointer => "pointer",
             },
         );
-        self.attr("type", symbol_type_str(symbol.ty));
+        self.attr_static("type", symbol_type_str(symbol.ty));
         self.attr_name("feType", symbol.fe_type);
-        self.attr("shape", shape_str(symbol.shape));
+        self.attr_static("shape", shape_str(symbol.shape));
         self.attr_name("annotation", symbol.annotation);
-        self.attr("active", bool_digit(symbol.active));
-        self.attr("temp", bool_digit(symbol.temp));
+        self.attr_static("active", bool_digit(symbol.active));
+        self.attr_static("temp", bool_digit(symbol.temp));
         if symbol.pointer {
-            self.attr("pointer", "1");
+            self.attr_static("pointer", "1");
         }
         self.start_body();
         for bounds in &symbol.dimensions {
@@ -308,9 +331,9 @@ impl<'a> Writer<'a> {
         self.open("ControlFlowGraph");
         self.routine_head(cfg.id, cfg.symbol, cfg.body_scope);
         self.attr_name("annotation", cfg.annotation);
-        self.attr("active", bool_digit(cfg.active));
+        self.attr_static("active", bool_digit(cfg.active));
         if !cfg.structured {
-            self.attr("structured", "0");
+            self.attr_static("structured", "0");
         }
         self.start_body();
         // As with side-effect lists, the reference leaves an empty argument list out.
@@ -351,7 +374,7 @@ impl<'a> Writer<'a> {
             self.open("Replacement");
             self.attr_name("placeholder", replacement.placeholder);
             if !replacement.structured {
-                self.attr("structured", "0");
+                self.attr_static("structured", "0");
             }
             self.start_body();
             self.flow_graph(&replacement.graph);
@@ -370,7 +393,7 @@ impl<'a> Writer<'a> {
             self.attr_name("symbol_id", symbol.name);
             self.attr_name("scope_id", cg.scopes[symbol.scope].id);
             self.attr_name("annotation", argument.annotation);
-            self.attr(
+            self.attr_static(
                 "intent",
                 match argument.intent {
                     Intent::In => "in",
@@ -379,7 +402,7 @@ impl<'a> Writer<'a> {
                 },
             );
             if argument.deriv {
-                self.attr("deriv", "1");
+                self.attr_static("deriv", "1");
             }
             self.end_empty();
         }
@@ -395,7 +418,7 @@ impl<'a> Writer<'a> {
             self.attr_name("edge_id", edge.id);
             self.attr_name("source", graph.vertices[edge.source].id);
             self.attr_name("target", graph.vertices[edge.target].id);
-            self.attr("has_condition_value", bool_digit(edge.condition_value.is_some()));
+            self.attr_static("has_condition_value", bool_digit(edge.condition_value.is_some()));
             if let Some(value) = edge.condition_value {
                 self.attr_int("condition_value", value);
             }
@@ -441,7 +464,7 @@ impl<'a> Writer<'a> {
                 self.close(element);
             }
             CfgVertexKind::ForLoop(for_loop) => {
-                self.attr(
+                self.attr_static(
                     "reversal",
                     match for_loop.reversal {
                         LoopReversal::Explicit => "explicit",
@@ -480,7 +503,7 @@ impl<'a> Writer<'a> {
                     self.attr_name("symbol_id", symbol.name);
                     self.attr_name("scope_id", cg.scopes[symbol.scope].id);
                 }
-                self.attr("active", active_str(call.active));
+                self.attr_static("active", active_str(call.active));
                 self.attr_uint("formalArgCount", call.formal_arg_count.into());
                 if call.line != 0 {
                     self.attr_uint("lineNumber", call.line);
@@ -603,17 +626,17 @@ impl<'a> Writer<'a> {
                         self.attr_name("type", intrinsic.call_type);
                     }
                     if intrinsic.result_type != SymbolType::Real {
-                        self.attr("rType", symbol_type_str(intrinsic.result_type));
+                        self.attr_static("rType", symbol_type_str(intrinsic.result_type));
                     }
                     if intrinsic.result_shape != Shape::Scalar {
-                        self.attr("rShape", shape_str(intrinsic.result_shape));
+                        self.attr_static("rShape", shape_str(intrinsic.result_shape));
                     }
                     self.end_empty();
                 }
                 ExprVertex::BooleanOperation(operation) => {
                     self.open("BooleanOperation");
                     self.attr_name("vertex_id", operation.id);
-                    self.attr("name", boolean_op_str(operation.op));
+                    self.attr_static("name", boolean_op_str(operation.op));
                     if !operation.annotation.is_empty() {
                         self.attr_name("annotation", operation.annotation);
                     }
@@ -653,7 +676,7 @@ impl<'a> Writer<'a> {
     fn constant(&mut self, constant: &Constant) {
         self.open("Constant");
         self.attr_name("vertex_id", constant.id);
-        self.attr(
+        self.attr_static(
             "type",
             match constant.ty {
                 ConstantType::Real => "real",
@@ -690,13 +713,13 @@ impl<'a> Writer<'a> {
         self.open(element);
         match style {
             RefStyle::Propagator => {
-                self.attr("deriv", bool_digit(reference.deriv));
+                self.attr_static("deriv", bool_digit(reference.deriv));
             }
             RefStyle::Vertex | RefStyle::SideEffect | RefStyle::Lhs { .. } => {
                 if style == RefStyle::Vertex {
                     self.attr_name("vertex_id", reference.id);
                 }
-                self.attr("active", self.activity(reference));
+                self.attr_static("active", self.activity(reference));
                 if let Some(alias) = reference.alias {
                     let key = cg.alias_key(alias);
                     if key != 0 {
@@ -709,10 +732,10 @@ impl<'a> Writer<'a> {
                         self.attr_uint("du_ud", key);
                     }
                 }
-                self.attr("deriv", bool_digit(reference.deriv));
-                self.attr("constant", bool_digit(reference.constant));
+                self.attr_static("deriv", bool_digit(reference.deriv));
+                self.attr_static("constant", bool_digit(reference.constant));
                 if style == (RefStyle::Lhs { live: false }) {
-                    self.attr("live", "0");
+                    self.attr_static("live", "0");
                 }
             }
         }
