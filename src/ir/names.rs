@@ -46,7 +46,8 @@ impl Default for Names {
             small: Vec::new(),
             needs_escape: Vec::new(),
         };
-        let empty = names.intern("");
+        // Stored first, so that `intern("")` can answer without looking.
+        let empty = names.intern_slow("");
         debug_assert_eq!(empty, Name::EMPTY);
         names
     }
@@ -63,6 +64,9 @@ fn span_str<'t>(text: &'t str, spans: &[(u32, u32)], name: Name) -> &'t str {
 
 impl Names {
     pub fn intern(&mut self, s: &str) -> Name {
+        if s.is_empty() {
+            return Name::EMPTY;
+        }
         let small = match s.as_bytes() {
             [d @ b'0'..=b'9'] => Some((d - b'0') as usize),
             [b'1'..=b'9', b'0'..=b'9'] => s.parse::<usize>().ok(),
@@ -80,6 +84,48 @@ impl Names {
             return name;
         }
         self.intern_slow(s)
+    }
+
+    /// The decimal form of a count or position (ids of new vertices and edges, placeholder
+    /// numbers): the passes mint many, and formatting each into a fresh `String` first cost
+    /// an allocation per id.
+    pub fn intern_index(&mut self, n: usize) -> Name {
+        self.intern_digits(false, n as u64)
+    }
+
+    /// The decimal form of an integer (constants), as [`Self::intern_index`].
+    pub fn intern_integer(&mut self, n: i64) -> Name {
+        self.intern_digits(n < 0, n.unsigned_abs())
+    }
+
+    fn intern_digits(&mut self, negative: bool, magnitude: u64) -> Name {
+        if !negative
+            && let Some(&name) = usize::try_from(magnitude)
+                .ok()
+                .and_then(|n| self.small.get(n))
+                .filter(|name| **name != Name::EMPTY)
+        {
+            return name;
+        }
+        // A sign and the 20 digits of u64::MAX.
+        let mut buffer = [0u8; 21];
+        let mut start = buffer.len();
+        let mut rest = magnitude;
+        loop {
+            start -= 1;
+            buffer[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        if negative {
+            start -= 1;
+            buffer[start] = b'-';
+        }
+        // ASCII digits and a minus sign.
+        let text = std::str::from_utf8(&buffer[start..]).unwrap_or_default();
+        self.intern(text)
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
@@ -141,8 +187,16 @@ mod tests {
         assert_eq!(names.get(forty_two), "42");
         assert_ne!(names.intern("01"), names.intern("1"));
         assert!(!names.needs_escape(one));
+        assert_eq!(names.intern_index(1), one);
+        assert_eq!(names.intern_index(42), forty_two);
+        let big = names.intern_index(1234);
+        assert_eq!(names.get(big), "1234");
+        assert_eq!(names.intern_integer(-7), names.intern("-7"));
+        assert_eq!(names.intern_integer(i64::MIN), names.intern(&i64::MIN.to_string()));
+        assert_eq!(names.intern_integer(0), names.intern("0"));
         let quoted = names.intern("a<\"b\"");
         assert!(names.needs_escape(quoted));
-        assert!(names.needs_escape(names.intern("x\ty")));
+        let tab = names.intern("x\ty");
+        assert!(names.needs_escape(tab));
     }
 }
