@@ -100,10 +100,8 @@ impl Names {
 
     fn intern_digits(&mut self, negative: bool, magnitude: u64) -> Name {
         if !negative
-            && let Some(&name) = usize::try_from(magnitude)
-                .ok()
-                .and_then(|n| self.small.get(n))
-                .filter(|name| **name != Name::EMPTY)
+            && let Some(&name) =
+                usize::try_from(magnitude).ok().and_then(|n| self.small.get(n)).filter(|name| **name != Name::EMPTY)
         {
             return name;
         }

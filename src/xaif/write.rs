@@ -906,3 +906,20 @@ pub fn boolean_op_str(op: BooleanOp) -> &'static str {
         BooleanOp::Xor => "xor",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names decide once whether they need escaping; they must agree with the writer on
+    /// every byte, or a name would be written unescaped.
+    #[test]
+    fn names_escape_what_the_writer_escapes() {
+        let mut names = Names::default();
+        for byte in 1..=127u8 {
+            let text = format!("a{}b", byte as char);
+            let name = names.intern(&text);
+            assert_eq!(names.needs_escape(name), NEEDS_ESCAPE[byte as usize], "byte {byte}");
+        }
+    }
+}
