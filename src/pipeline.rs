@@ -187,6 +187,6 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     let adjoint_config =
         AdjointConfig { initialize_derivatives: config.initialize_derivatives, ..config.adjoint.clone() };
     report.adjoint =
-        adjoint_pass(call_graph, &mut temporaries, &originals, &report.type_change.formal_uses, &adjoint_config)?;
+        adjoint_pass(call_graph, &mut temporaries, originals, &report.type_change.formal_uses, &adjoint_config)?;
     Ok(report)
 }

@@ -205,9 +205,9 @@ impl VariableReference {
         let source = (self.vertices.len() - 1) as u32;
         let target = self.vertices.len() as u32;
         let mut access = access;
-        access.id = cg.names.intern(&(target + 1).to_string());
+        access.id = cg.names.intern_index(target as usize + 1);
         self.vertices.push(VarRefVertex::ArrayElement(access));
-        let id = cg.names.intern(&(self.edges.len() + 1).to_string());
+        let id = cg.names.intern_index(self.edges.len() + 1);
         self.edges.push(VarRefEdge { id, annotation: Name::EMPTY, source, target });
         self
     }
@@ -428,7 +428,7 @@ impl Expression {
             });
         }
         // Vertex and edge ids are positions in this expression, as the schema wants them unique.
-        let ids: Vec<Name> = (1..=out.vertices.len()).map(|k| cg.names.intern(&k.to_string())).collect();
+        let ids: Vec<Name> = (1..=out.vertices.len()).map(|k| cg.names.intern_index(k)).collect();
         for ((_, vertex), &id) in out.vertices.iter_mut().zip(&ids) {
             match vertex {
                 ExprVertex::Variable(v) => v.id = id,
@@ -439,7 +439,7 @@ impl Expression {
             }
         }
         for (k, edge) in out.edges.iter_mut().enumerate() {
-            edge.id = cg.names.intern(&(k + 1).to_string());
+            edge.id = cg.names.intern_index(k + 1);
         }
         out
     }
@@ -493,7 +493,7 @@ impl FlowGraphBuilder {
     }
 
     pub fn edge(&mut self, cg: &mut CallGraph, source: CfgVertexId, target: CfgVertexId, condition_value: Option<i64>) {
-        let id = cg.names.intern(&(self.graph.edges.len() + 1).to_string());
+        let id = cg.names.intern_index(self.graph.edges.len() + 1);
         self.graph.edges.push(CfgEdge { id, annotation: Name::EMPTY, source, target, condition_value });
     }
 
@@ -512,7 +512,7 @@ impl FlowGraphBuilder {
 /// An integer literal.
 pub fn integer_constant(cg: &mut CallGraph, value: i64) -> Constant {
     let id = cg.names.intern("1");
-    let text = cg.names.intern(&value.to_string());
+    let text = cg.names.intern_integer(value);
     Constant { id, annotation: Name::EMPTY, ty: ConstantType::Integer, fe_type: Name::EMPTY, value: text }
 }
 

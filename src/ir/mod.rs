@@ -729,13 +729,27 @@ pub struct VariableReference {
 
 impl VariableReference {
     /// The symbol the reference starts from (the source of the chain).
+    ///
+    /// Asked for nearly every reference by every pass and the writer, so it allocates
+    /// nothing: chains are a handful of vertices, and scanning the edges once per candidate
+    /// is cheaper than marking the targets in a fresh vector (long chains still do that, so
+    /// the cost stays linear).
     pub fn base_symbol(&self) -> Option<SymbolId> {
-        let mut is_target = vec![false; self.vertices.len()];
-        for edge in &self.edges {
-            is_target[edge.target as usize] = true;
+        const SCAN: usize = 16;
+        if self.vertices.len() > SCAN {
+            let mut is_target = vec![false; self.vertices.len()];
+            for edge in &self.edges {
+                if let Some(target) = is_target.get_mut(edge.target as usize) {
+                    *target = true;
+                }
+            }
+            return self.vertices.iter().zip(is_target).find_map(|(v, t)| match v {
+                VarRefVertex::Symbol(s) if !t => Some(s.symbol),
+                _ => None,
+            });
         }
-        self.vertices.iter().zip(is_target).find_map(|(v, t)| match v {
-            VarRefVertex::Symbol(s) if !t => Some(s.symbol),
+        self.vertices.iter().enumerate().find_map(|(i, v)| match v {
+            VarRefVertex::Symbol(s) if !self.edges.iter().any(|e| e.target as usize == i) => Some(s.symbol),
             _ => None,
         })
     }

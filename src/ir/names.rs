@@ -31,13 +31,23 @@ pub struct Names {
     table: hashbrown::HashTable<Name>,
     /// Ids of the decimal numbers below 100 (ids and positions), found without hashing.
     small: Vec<Name>,
+    /// By id: whether the name holds a character an XML attribute value cannot hold
+    /// literally. Known once per name, the writer need not scan the text of every attribute
+    /// it writes (names are written many times each).
+    needs_escape: Vec<bool>,
 }
 
 impl Default for Names {
     fn default() -> Self {
-        let mut names =
-            Names { text: String::new(), spans: Vec::new(), table: hashbrown::HashTable::new(), small: Vec::new() };
-        let empty = names.intern("");
+        let mut names = Names {
+            text: String::new(),
+            spans: Vec::new(),
+            table: hashbrown::HashTable::new(),
+            small: Vec::new(),
+            needs_escape: Vec::new(),
+        };
+        // Stored first, so that `intern("")` can answer without looking.
+        let empty = names.intern_slow("");
         debug_assert_eq!(empty, Name::EMPTY);
         names
     }
@@ -54,6 +64,9 @@ fn span_str<'t>(text: &'t str, spans: &[(u32, u32)], name: Name) -> &'t str {
 
 impl Names {
     pub fn intern(&mut self, s: &str) -> Name {
+        if s.is_empty() {
+            return Name::EMPTY;
+        }
         let small = match s.as_bytes() {
             [d @ b'0'..=b'9'] => Some((d - b'0') as usize),
             [b'1'..=b'9', b'0'..=b'9'] => s.parse::<usize>().ok(),
@@ -73,8 +86,48 @@ impl Names {
         self.intern_slow(s)
     }
 
+    /// The decimal form of a count or position (ids of new vertices and edges, placeholder
+    /// numbers): the passes mint many, and formatting each into a fresh `String` first cost
+    /// an allocation per id.
+    pub fn intern_index(&mut self, n: usize) -> Name {
+        self.intern_digits(false, n as u64)
+    }
+
+    /// The decimal form of an integer (constants), as [`Self::intern_index`].
+    pub fn intern_integer(&mut self, n: i64) -> Name {
+        self.intern_digits(n < 0, n.unsigned_abs())
+    }
+
+    fn intern_digits(&mut self, negative: bool, magnitude: u64) -> Name {
+        if !negative
+            && let Some(&name) =
+                usize::try_from(magnitude).ok().and_then(|n| self.small.get(n)).filter(|name| **name != Name::EMPTY)
+        {
+            return name;
+        }
+        // A sign and the 20 digits of u64::MAX.
+        let mut buffer = [0u8; 21];
+        let mut start = buffer.len();
+        let mut rest = magnitude;
+        loop {
+            start -= 1;
+            buffer[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        if negative {
+            start -= 1;
+            buffer[start] = b'-';
+        }
+        // ASCII digits and a minus sign.
+        let text = std::str::from_utf8(&buffer[start..]).unwrap_or_default();
+        self.intern(text)
+    }
+
     fn intern_slow(&mut self, s: &str) -> Name {
-        let Names { text, spans, table, .. } = self;
+        let Names { text, spans, table, needs_escape, .. } = self;
         let h = hash(s);
         if let Some(&name) = table.find(h, |&n| span_str(text, spans, n) == s) {
             return name;
@@ -83,6 +136,7 @@ impl Names {
         let start = text.len() as u32;
         text.push_str(s);
         spans.push((start, text.len() as u32));
+        needs_escape.push(s.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t')));
         table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
     }
@@ -93,6 +147,12 @@ impl Names {
 
     pub fn get(&self, name: Name) -> &str {
         span_str(&self.text, &self.spans, name)
+    }
+
+    /// Whether the name holds `&`, `<`, `>`, `"` or white space other than blanks, which an
+    /// XML attribute value must escape.
+    pub fn needs_escape(&self, name: Name) -> bool {
+        self.needs_escape[name.0 as usize]
     }
 
     pub fn len(&self) -> usize {
@@ -124,5 +184,17 @@ mod tests {
         let forty_two = names.intern("42");
         assert_eq!(names.get(forty_two), "42");
         assert_ne!(names.intern("01"), names.intern("1"));
+        assert!(!names.needs_escape(one));
+        assert_eq!(names.intern_index(1), one);
+        assert_eq!(names.intern_index(42), forty_two);
+        let big = names.intern_index(1234);
+        assert_eq!(names.get(big), "1234");
+        assert_eq!(names.intern_integer(-7), names.intern("-7"));
+        assert_eq!(names.intern_integer(i64::MIN), names.intern(&i64::MIN.to_string()));
+        assert_eq!(names.intern_integer(0), names.intern("0"));
+        let quoted = names.intern("a<\"b\"");
+        assert!(names.needs_escape(quoted));
+        let tab = names.intern("x\ty");
+        assert!(names.needs_escape(tab));
     }
 }

@@ -654,7 +654,7 @@ fn build_rec(
 
 /// Adds a vertex with the next free XML id of its expression.
 pub fn add_vertex(cg: &mut CallGraph, target: &mut Expression, mut vertex: ExprVertex) -> ExprVertexId {
-    let id = cg.names.intern(&(target.vertices.len() + 1).to_string());
+    let id = cg.names.intern_index(target.vertices.len() + 1);
     match &mut vertex {
         ExprVertex::Variable(v) => v.id = id,
         ExprVertex::Constant(c) => c.id = id,
@@ -666,7 +666,7 @@ pub fn add_vertex(cg: &mut CallGraph, target: &mut Expression, mut vertex: ExprV
 }
 
 pub fn add_edge(cg: &mut CallGraph, target: &mut Expression, source: ExprVertexId, to: ExprVertexId, position: i64) {
-    let id = cg.names.intern(&(target.edges.len() + 1).to_string());
+    let id = cg.names.intern_index(target.edges.len() + 1);
     target.edges.push(ExprEdge { id, annotation: Name::EMPTY, source, target: to, position });
 }
 

@@ -145,14 +145,13 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         },
     };
     let result = lower.document();
-    // Every finding, located through one index (there may be many warnings), built only when
-    // there is one: on a large clean input the index is a scan of its own.
-    let index = if lower.problems.is_empty() { None } else { Some(LineIndex::new(input)) };
-    let mut findings: Vec<Diagnostic> = lower
-        .problems
-        .drain(..)
-        .map(|p| {
-            let (line, column) = index.as_ref().map_or((0, 0), |index| index.line_column(p.offset));
+    // Every finding, located through one index (there may be many warnings); most inputs
+    // have none, and indexing every line would cost a pass over the input.
+    let mut findings: Vec<Diagnostic> = Vec::new();
+    if !lower.problems.is_empty() {
+        let index = LineIndex::new(input);
+        findings.extend(lower.problems.drain(..).map(|p| {
+            let (line, column) = index.line_column(p.offset);
             Diagnostic {
                 severity: p.severity,
                 file: file.to_owned(),
@@ -161,8 +160,8 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
                 element: p.element,
                 message: p.message,
             }
-        })
-        .collect();
+        }));
+    }
     if let Err(fatal) = result {
         findings.extend(fatal.findings);
     }

@@ -143,10 +143,33 @@ impl<'a> Writer<'a, '_> {
         self.out.push(b'"');
     }
 
+    /// An attribute whose value is one of the writer's own words (`true`, `scalar`, `1`, …),
+    /// which need no escaping.
+    #[inline(always)]
+    fn attr_static(&mut self, key: &str, value: &'static str) {
+        debug_assert!(!value.bytes().any(|b| NEEDS_ESCAPE[b as usize]), "{value}");
+        self.attr_unescaped(key, value);
+    }
+
+    #[inline(always)]
+    fn attr_unescaped(&mut self, key: &str, value: &str) {
+        self.out.push(b' ');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"=\"");
+        self.out.extend_from_slice(value.as_bytes());
+        self.out.push(b'"');
+    }
+
+    /// Interned names know whether they need escaping: most are ids and symbol names written
+    /// many times each, which the writer copies without scanning.
     #[inline(always)]
     fn attr_name(&mut self, key: &str, value: Name) {
-        let cg = self.cg;
-        self.attr(key, cg.names.get(value));
+        let names = &self.cg.names;
+        if names.needs_escape(value) {
+            self.attr(key, names.get(value));
+        } else {
+            self.attr_unescaped(key, names.get(value));
+        }
     }
 
     fn attr_int(&mut self, key: &str, value: i64) {
@@ -212,8 +235,8 @@ impl<'a> Writer<'a, '_> {
     fn head(&mut self, options: &WriteOptions) {
         let cg = self.cg;
         self.open("CallGraph");
-        self.attr("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
-        self.attr("xmlns:xaif", XAIF_NAMESPACE);
+        self.attr_static("xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance");
+        self.attr_static("xmlns:xaif", XAIF_NAMESPACE);
         self.attr("xsi:schemaLocation", &format!("{XAIF_NAMESPACE} {}", options.schema_location));
         if let Some(program) = cg.program_name {
             self.attr_name("program_name", program);
@@ -246,7 +269,7 @@ impl<'a> Writer<'a, '_> {
                 self.open("AliasRange");
                 self.attr_uint("from_virtual_address", range.from);
                 self.attr_uint("to_virtual_address", range.to);
-                self.attr("partial", bool_digit(range.partial));
+                self.attr_static("partial", bool_digit(range.partial));
                 self.end_empty();
             }
             self.close("AliasSet");
@@ -293,7 +316,7 @@ impl<'a> Writer<'a, '_> {
     fn symbol(&mut self, symbol: &Symbol) {
         self.open("Symbol");
         self.attr_name("symbol_id", symbol.name);
-        self.attr(
+        self.attr_static(
             "kind",
             match symbol.kind {
                 SymbolKind::Subroutine => "subroutine",
@@ -301,14 +324,14 @@ impl<'a> Writer<'a, '_> {
                 SymbolKind::Pointer => "pointer",
             },
         );
-        self.attr("type", symbol_type_str(symbol.ty));
+        self.attr_static("type", symbol_type_str(symbol.ty));
         self.attr_name("feType", symbol.fe_type);
-        self.attr("shape", shape_str(symbol.shape));
+        self.attr_static("shape", shape_str(symbol.shape));
         self.attr_name("annotation", symbol.annotation);
-        self.attr("active", bool_digit(symbol.active));
-        self.attr("temp", bool_digit(symbol.temp));
+        self.attr_static("active", bool_digit(symbol.active));
+        self.attr_static("temp", bool_digit(symbol.temp));
         if symbol.pointer {
-            self.attr("pointer", "1");
+            self.attr_static("pointer", "1");
         }
         self.start_body();
         for bounds in &symbol.dimensions {
@@ -351,9 +374,9 @@ impl<'a> Writer<'a, '_> {
         self.open("ControlFlowGraph");
         self.routine_head(cfg.id, cfg.symbol, cfg.body_scope);
         self.attr_name("annotation", cfg.annotation);
-        self.attr("active", bool_digit(cfg.active));
+        self.attr_static("active", bool_digit(cfg.active));
         if !cfg.structured {
-            self.attr("structured", "0");
+            self.attr_static("structured", "0");
         }
         self.start_body();
         // As with side-effect lists, the reference leaves an empty argument list out.
@@ -394,7 +417,7 @@ impl<'a> Writer<'a, '_> {
             self.open("Replacement");
             self.attr_name("placeholder", replacement.placeholder);
             if !replacement.structured {
-                self.attr("structured", "0");
+                self.attr_static("structured", "0");
             }
             self.start_body();
             self.flow_graph(&replacement.graph);
@@ -413,7 +436,7 @@ impl<'a> Writer<'a, '_> {
             self.attr_name("symbol_id", symbol.name);
             self.attr_name("scope_id", cg.scopes[symbol.scope].id);
             self.attr_name("annotation", argument.annotation);
-            self.attr(
+            self.attr_static(
                 "intent",
                 match argument.intent {
                     Intent::In => "in",
@@ -422,7 +445,7 @@ impl<'a> Writer<'a, '_> {
                 },
             );
             if argument.deriv {
-                self.attr("deriv", "1");
+                self.attr_static("deriv", "1");
             }
             self.end_empty();
         }
@@ -438,7 +461,7 @@ impl<'a> Writer<'a, '_> {
             self.attr_name("edge_id", edge.id);
             self.attr_name("source", graph.vertices[edge.source].id);
             self.attr_name("target", graph.vertices[edge.target].id);
-            self.attr("has_condition_value", bool_digit(edge.condition_value.is_some()));
+            self.attr_static("has_condition_value", bool_digit(edge.condition_value.is_some()));
             if let Some(value) = edge.condition_value {
                 self.attr_int("condition_value", value);
             }
@@ -484,7 +507,7 @@ impl<'a> Writer<'a, '_> {
                 self.close(element);
             }
             CfgVertexKind::ForLoop(for_loop) => {
-                self.attr(
+                self.attr_static(
                     "reversal",
                     match for_loop.reversal {
                         LoopReversal::Explicit => "explicit",
@@ -523,7 +546,7 @@ impl<'a> Writer<'a, '_> {
                     self.attr_name("symbol_id", symbol.name);
                     self.attr_name("scope_id", cg.scopes[symbol.scope].id);
                 }
-                self.attr("active", active_str(call.active));
+                self.attr_static("active", active_str(call.active));
                 self.attr_uint("formalArgCount", call.formal_arg_count.into());
                 if call.line != 0 {
                     self.attr_uint("lineNumber", call.line);
@@ -646,17 +669,17 @@ impl<'a> Writer<'a, '_> {
                         self.attr_name("type", intrinsic.call_type);
                     }
                     if intrinsic.result_type != SymbolType::Real {
-                        self.attr("rType", symbol_type_str(intrinsic.result_type));
+                        self.attr_static("rType", symbol_type_str(intrinsic.result_type));
                     }
                     if intrinsic.result_shape != Shape::Scalar {
-                        self.attr("rShape", shape_str(intrinsic.result_shape));
+                        self.attr_static("rShape", shape_str(intrinsic.result_shape));
                     }
                     self.end_empty();
                 }
                 ExprVertex::BooleanOperation(operation) => {
                     self.open("BooleanOperation");
                     self.attr_name("vertex_id", operation.id);
-                    self.attr("name", boolean_op_str(operation.op));
+                    self.attr_static("name", boolean_op_str(operation.op));
                     if !operation.annotation.is_empty() {
                         self.attr_name("annotation", operation.annotation);
                     }
@@ -696,7 +719,7 @@ impl<'a> Writer<'a, '_> {
     fn constant(&mut self, constant: &Constant) {
         self.open("Constant");
         self.attr_name("vertex_id", constant.id);
-        self.attr(
+        self.attr_static(
             "type",
             match constant.ty {
                 ConstantType::Real => "real",
@@ -733,13 +756,13 @@ impl<'a> Writer<'a, '_> {
         self.open(element);
         match style {
             RefStyle::Propagator => {
-                self.attr("deriv", bool_digit(reference.deriv));
+                self.attr_static("deriv", bool_digit(reference.deriv));
             }
             RefStyle::Vertex | RefStyle::SideEffect | RefStyle::Lhs { .. } => {
                 if style == RefStyle::Vertex {
                     self.attr_name("vertex_id", reference.id);
                 }
-                self.attr("active", self.activity(reference));
+                self.attr_static("active", self.activity(reference));
                 if let Some(alias) = reference.alias {
                     let key = cg.alias_key(alias);
                     if key != 0 {
@@ -752,10 +775,10 @@ impl<'a> Writer<'a, '_> {
                         self.attr_uint("du_ud", key);
                     }
                 }
-                self.attr("deriv", bool_digit(reference.deriv));
-                self.attr("constant", bool_digit(reference.constant));
+                self.attr_static("deriv", bool_digit(reference.deriv));
+                self.attr_static("constant", bool_digit(reference.constant));
                 if style == (RefStyle::Lhs { live: false }) {
-                    self.attr("live", "0");
+                    self.attr_static("live", "0");
                 }
             }
         }
@@ -924,5 +947,22 @@ pub fn boolean_op_str(op: BooleanOp) -> &'static str {
         BooleanOp::Or => "or",
         BooleanOp::Not => "not",
         BooleanOp::Xor => "xor",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names decide once whether they need escaping; they must agree with the writer on
+    /// every byte, or a name would be written unescaped.
+    #[test]
+    fn names_escape_what_the_writer_escapes() {
+        let mut names = Names::default();
+        for byte in 1..=127u8 {
+            let text = format!("a{}b", byte as char);
+            let name = names.intern(&text);
+            assert_eq!(names.needs_escape(name), NEEDS_ESCAPE[byte as usize], "byte {byte}");
+        }
     }
 }

@@ -126,11 +126,12 @@ impl AdjointError {
 }
 
 /// Turns every control flow graph of the call graph, already in tangent form, into a
-/// replacement list. `originals` holds each routine's graph after TypeChange (placeholder 1).
+/// replacement list. `originals` holds each routine's graph after TypeChange (placeholder 1),
+/// and each moves into its replacement list.
 pub fn adjoint(
     cg: &mut CallGraph,
     temporaries: &mut Temporaries,
-    originals: &ArenaMap<RoutineId, FlowGraph>,
+    mut originals: ArenaMap<RoutineId, FlowGraph>,
     formal_uses: &ArenaMap<RoutineId, Vec<FormalUse>>,
     config: &AdjointConfig,
 ) -> Result<AdjointStats, AdjointError> {
@@ -146,7 +147,7 @@ pub fn adjoint(
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
         let name = cg.symbol_name(cfg.symbol).to_owned();
         let reversed =
-            reverse_routine(cg, temporaries, routine, originals, formal_uses, config, &recording, &mut stats)
+            reverse_routine(cg, temporaries, routine, &mut originals, formal_uses, config, &recording, &mut stats)
                 .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
         cg.routines[routine] = Routine::ReplacementList(reversed.list);
         at_exit.insert(routine, reversed.at_exit);
@@ -191,7 +192,7 @@ fn reverse_routine(
     cg: &mut CallGraph,
     temporaries: &mut Temporaries,
     routine: RoutineId,
-    originals: &ArenaMap<RoutineId, FlowGraph>,
+    originals: &mut ArenaMap<RoutineId, FlowGraph>,
     formal_uses: &ArenaMap<RoutineId, Vec<FormalUse>>,
     config: &AdjointConfig,
     recording: &Recording,
@@ -205,7 +206,6 @@ fn reverse_routine(
     let graph = std::mem::take(&mut slot.graph);
     let cfg = ControlFlowGraph { graph, ..slot.clone() };
     let scope = cfg.body_scope;
-    let original = originals.get(routine).cloned().unwrap_or_else(|| cfg.graph.clone());
     let has_code = cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry));
 
     let mut at_exit: Vec<SymbolId> = Vec::new();
@@ -289,9 +289,11 @@ fn reverse_routine(
         // The sweeps of a graph reversed by block numbers copy its unstructured control flow.
         let structured = structured || !matches!(number, 1 | 2 | 3 | 10 | 11);
         replacements
-            .push((number, Replacement { placeholder: cg.names.intern(&number.to_string()), structured, graph }));
+            .push((number, Replacement { placeholder: cg.names.intern_index(number as usize), structured, graph }));
     };
-    add(cg, 1, if has_code { original } else { FlowGraph::default() });
+    let original =
+        if has_code { originals.remove(routine).unwrap_or_else(|| cfg.graph.clone()) } else { FlowGraph::default() };
+    add(cg, 1, original);
     add(cg, 2, taping.clone());
     add(cg, 3, adjoint.clone());
     for (number, graph) in checkpoint::placeholders(cg, scope, &lists) {
@@ -367,7 +369,7 @@ fn restore_at_exit(
     let id = cg.names.intern(if sweep == Sweep::Taping { "_tape_locals" } else { "_restore_locals" });
     let annotation = cg.names.intern("_bbp_");
     let vertex = CfgVertex { id, annotation, kind: CfgVertexKind::BasicBlock(BasicBlock { scope, statements }) };
-    let edge = cg.names.intern(&format!("{}", graph.edges.len() + 1));
+    let edge = cg.names.intern_index(graph.edges.len() + 1);
     match sweep {
         Sweep::Taping => graph.insert_before_exit(vertex, edge),
         Sweep::Adjoint => graph.insert_after_entry(vertex, edge),
@@ -393,7 +395,7 @@ fn zero_locals_first(cg: &mut CallGraph, cfg: &ControlFlowGraph, mut graph: Flow
         .collect();
     let id = cg.names.intern("_adj_init");
     let annotation = cg.names.intern("_bbp_");
-    let edge_id = cg.names.intern(&format!("{}", graph.edges.len() + 1));
+    let edge_id = cg.names.intern_index(graph.edges.len() + 1);
     let kind = CfgVertexKind::BasicBlock(BasicBlock { scope: cfg.body_scope, statements });
     graph.insert_after_entry(CfgVertex { id, annotation, kind }, edge_id);
     graph
