@@ -201,6 +201,12 @@ impl Progress {
     }
 }
 
+/// From this size on the checks take the document a child of the `CallGraph` at a time. Below
+/// it the whole tree (about 4.5 times the input) is small, and one parse costs less than the
+/// scan, the skeleton and the pieces: 1.6 M instructions against 2.65 M on a median corpus
+/// file (18 kB), a third of a small run. The findings are the same either way.
+const FRAGMENT_WISE_FROM: usize = 256 << 10;
+
 fn check_without_reader(input: &[u8], file: &str, options: &ValidateOptions, checks: Checks) -> Vec<Diagnostic> {
     check_progressively(input, file, options, checks, None)
 }
@@ -231,7 +237,9 @@ fn check_progressively(
     // The activity check relates calls to routines anywhere in the document: it keeps the
     // whole document's tree (it runs on outputs, by `validate`, not before transformations).
     let fragment_wise = match checks {
-        Checks::All if !options.activity => fragments::check(text, file, options.strict, progress),
+        Checks::All if !options.activity && text.len() >= FRAGMENT_WISE_FROM => {
+            fragments::check(text, file, options.strict, progress)
+        }
         _ => None,
     };
     let mut findings = match fragment_wise {
