@@ -178,7 +178,25 @@ fn unstructured_graphs_post_test_loops_and_ifs_reverse_correctly() {
             .count();
         assert_eq!(pre_loops, usize::from(numbered), "{name}: the block-number dispatch loop");
         assert_eq!(list.replacements[1].structured, !numbered, "{name}");
+        // The strictly anonymous sweeps are held once, as repeats of 2 and 3, and written out.
+        let placeholder = |r: &xaifbooster::ir::Replacement| cg.name(r.placeholder).to_owned();
+        let repeats: Vec<(String, String)> = list
+            .replacements
+            .iter()
+            .filter_map(|r| r.repeats.map(|p| (placeholder(r), cg.name(p).to_owned())))
+            .collect();
+        assert_eq!(repeats, [("10".to_owned(), "2".to_owned()), ("11".to_owned(), "3".to_owned())], "{name}");
+        assert!(std::ptr::eq(list.graph_of(&list.replacements[10]), &list.replacements[2].graph), "{name}");
         let bytes = xaif::write(&cg, &WriteOptions::default());
+        let text = String::from_utf8_lossy(&bytes);
+        let body = |number: &str| {
+            let start = text.find(&format!("placeholder=\"{number}\"")).expect("placeholder written");
+            let start = start + text[start..].find('>').expect("tag end");
+            text[start..start + text[start..].find("</xaif:Replacement>").expect("end")].to_owned()
+        };
+        assert!(body("3").contains("<xaif:BasicBlock"), "{name}: sweep 3 written");
+        assert_eq!(body("11"), body("3"), "{name}: sweep 11 written as 3");
+        assert_eq!(body("10"), body("2"), "{name}: sweep 10 written as 2");
         let dir = tempfile::tempdir().expect("temp dir");
         let out = dir.path().join(name);
         std::fs::write(&out, &bytes).expect("write");

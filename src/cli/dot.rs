@@ -203,7 +203,7 @@ pub fn call_graph(cg: &CallGraph) -> String {
     for (id, routine) in cg.routines.iter() {
         let graphs: Vec<&FlowGraph> = match routine {
             Routine::ControlFlowGraph(cfg) => vec![&cfg.graph],
-            Routine::ReplacementList(list) => list.replacements.iter().map(|r| &r.graph).collect(),
+            Routine::ReplacementList(list) => list.graphs().collect(),
         };
         for graph in graphs {
             for (_, vertex) in graph.vertices.iter() {
@@ -287,10 +287,10 @@ pub fn control_flow(cg: &CallGraph, routine: RoutineId, placeholder: Option<&str
                 dot.line(1, &format!("subgraph cluster_p{k} {{"));
                 let label = format!("placeholder {number}: {}", placeholder_role(number));
                 dot.line(2, &format!("label={};", quote(&label)));
-                if replacement.graph.vertices.is_empty() {
+                if list.graph_of(replacement).vertices.is_empty() {
                     dot.line(2, &format!("p{k}_empty [label=\"(empty)\", shape=plaintext];"));
                 }
-                flow_graph(cg, &replacement.graph, &format!("p{k}_v"), 2, &mut dot);
+                flow_graph(cg, list.graph_of(replacement), &format!("p{k}_v"), 2, &mut dot);
                 dot.line(1, "}");
             }
         }
@@ -359,7 +359,7 @@ fn statements_with_id<'a>(cg: &'a CallGraph, id: &str) -> Vec<(RoutineId, &'a St
     for (routine_id, routine) in cg.routines.iter() {
         let graphs: Vec<&FlowGraph> = match routine {
             Routine::ControlFlowGraph(cfg) => vec![&cfg.graph],
-            Routine::ReplacementList(list) => list.replacements.iter().map(|r| &r.graph).collect(),
+            Routine::ReplacementList(list) => list.graphs().collect(),
         };
         for graph in graphs {
             for (_, vertex) in graph.vertices.iter() {

@@ -324,7 +324,7 @@ pub fn lower(cg: &CallGraph) -> Program {
         let (body_scope, has_code) = match routine {
             Routine::ControlFlowGraph(cfg) => (cfg.body_scope, !cfg.graph.vertices.is_empty()),
             Routine::ReplacementList(list) => {
-                (list.body_scope, list.replacements.iter().any(|r| !r.graph.vertices.is_empty()))
+                (list.body_scope, list.graphs().any(|graph| !graph.vertices.is_empty()))
             }
         };
         if has_code {
@@ -401,8 +401,9 @@ pub fn lower(cg: &CallGraph) -> Program {
                 let mut graphs: Vec<Option<Graph>> = (0..14).map(|_| None).collect();
                 for replacement in &list.replacements {
                     let number: usize = cg.name(replacement.placeholder).trim().parse().unwrap_or(0);
-                    if (1..14).contains(&number) && !replacement.graph.vertices.is_empty() {
-                        graphs[number] = Some(lw.graph(&replacement.graph));
+                    let graph = list.graph_of(replacement);
+                    if (1..14).contains(&number) && !graph.vertices.is_empty() {
+                        graphs[number] = Some(lw.graph(graph));
                     }
                 }
                 (&list.arguments, Body::Template(graphs))

@@ -1246,7 +1246,7 @@ impl<'a> Lower<'a> {
                         self.flow_graph_child(vertex, &mut builder, "Replacement")?;
                     }
                     let graph = self.finish_flow_graph(builder, "Replacement", child.offset, structured)?;
-                    list.replacements.push(Replacement { placeholder, structured, graph });
+                    list.replacements.push(Replacement { placeholder, structured, graph, repeats: None });
                 }
                 _ => return Err(self.unexpected(&child, "ReplacementList")),
             }

@@ -420,7 +420,7 @@ impl<'a> Writer<'a, '_> {
                 self.attr_static("structured", "0");
             }
             self.start_body();
-            self.flow_graph(&replacement.graph);
+            self.flow_graph(list.graph_of(replacement));
             self.close("Replacement");
         }
         self.close("ReplacementList");

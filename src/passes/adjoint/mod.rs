@@ -169,7 +169,8 @@ pub fn adjoint(
         let Routine::ReplacementList(list) = &mut cg.routines[routine] else { continue };
         let scope = list.body_scope;
         let mut replacements = std::mem::take(&mut list.replacements);
-        for replacement in &mut replacements {
+        // The sweeps 10 and 11 repeat 2 and 3, which get the restores.
+        for replacement in replacements.iter_mut().filter(|r| r.repeats.is_none()) {
             let number = cg.names.get(replacement.placeholder).to_owned();
             let sweep = match number.as_str() {
                 "2" | "10" => Sweep::Taping,
@@ -285,22 +286,24 @@ fn reverse_routine(
         if config.initialize_derivatives && has_code { zero_locals_first(cg, &cfg, adjoint) } else { adjoint };
     let lists = checkpoint_lists(cg, &cfg, formal_uses.get(routine), config);
     let mut replacements = Vec::with_capacity(13);
-    let mut add = |cg: &mut CallGraph, number: u32, graph: FlowGraph| {
+    let mut add = |cg: &mut CallGraph, number: u32, graph: FlowGraph, repeats: Option<u32>| {
         // The sweeps of a graph reversed by block numbers copy its unstructured control flow.
         let structured = structured || !matches!(number, 1 | 2 | 3 | 10 | 11);
-        replacements
-            .push((number, Replacement { placeholder: cg.names.intern_index(number as usize), structured, graph }));
+        let placeholder = cg.names.intern_index(number as usize);
+        let repeats = repeats.map(|number| cg.names.intern_index(number as usize));
+        replacements.push((number, Replacement { placeholder, structured, graph, repeats }));
     };
     let original =
         if has_code { originals.remove(routine).unwrap_or_else(|| cfg.graph.clone()) } else { FlowGraph::default() };
-    add(cg, 1, original);
-    add(cg, 2, taping.clone());
-    add(cg, 3, adjoint.clone());
+    add(cg, 1, original, None);
+    add(cg, 2, taping, None);
+    add(cg, 3, adjoint, None);
     for (number, graph) in checkpoint::placeholders(cg, scope, &lists) {
-        add(cg, number, graph);
+        add(cg, number, graph, None);
     }
-    add(cg, 10, taping);
-    add(cg, 11, adjoint);
+    // Every loop is reversed by counting, so the strictly anonymous sweeps are the same code.
+    add(cg, 10, FlowGraph::default(), Some(2));
+    add(cg, 11, FlowGraph::default(), Some(3));
     replacements.sort_by_key(|(number, _)| *number);
 
     let arguments = cfg.arguments.clone().map(|list| {
