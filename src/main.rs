@@ -194,8 +194,9 @@ struct AdjointArgs {
     stats: Option<Destination>,
     /// What the forward sweep tapes for each sequence: its Jacobian factors, the values its
     /// partials read that may be overwritten (the reverse sweep computes the partials again),
-    /// or per sequence whichever pushes fewer words
-    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "best")]
+    /// per sequence whichever pushes fewer words (best), or the values only where computing
+    /// again costs at most two operations per word it saves (balanced)
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "balanced")]
     tape: xaifbooster::passes::adjoint::TapeStrategy,
     /// Tape every subscript and value as if anything could overwrite it (no to-be-recorded
     /// analysis), as the original engine does
@@ -1558,7 +1559,7 @@ struct BatchArgs {
     #[arg(short = 'f')]
     file_order: bool,
     /// What the forward sweep tapes for each sequence, as for `adjoint`
-    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "best")]
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value = "balanced")]
     tape: xaifbooster::passes::adjoint::TapeStrategy,
     /// No to-be-recorded analysis, as for `adjoint`
     #[arg(long)]
