@@ -10,8 +10,9 @@ use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
+/// The default strategy, as `xaifbooster adjoint` runs it.
 fn transform(bytes: &[u8]) -> usize {
-    transform_with(bytes, TapeStrategy::Best)
+    transform_with(bytes, TapeStrategy::default())
 }
 
 fn transform_with(bytes: &[u8], tape: TapeStrategy) -> usize {
