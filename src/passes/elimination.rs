@@ -626,9 +626,9 @@ impl Graph {
     }
 
     /// The eliminable edge targets: front eliminations into and back eliminations out of
-    /// live intermediates.
-    fn edge_targets(&self, kinds: &[VertexKind]) -> Vec<Step> {
-        let mut targets = Vec::new();
+    /// live intermediates, into `targets` (a buffer the edge heuristics keep from step to step).
+    fn edge_targets(&self, kinds: &[VertexKind], targets: &mut Vec<Step>) {
+        targets.clear();
         for k in 0..kinds.len() {
             if !self.eliminable(kinds, k) {
                 continue;
@@ -636,16 +636,23 @@ impl Graph {
             targets.extend(self.preds[k].keys().map(|&i| Step::FrontEdge(i, k)));
             targets.extend(self.succs[k].keys().map(|&j| Step::BackEdge(k, j)));
         }
-        targets
     }
 
-    /// The predecessor and successor sets an edge elimination connects.
-    fn edge_sets(&self, step: Step) -> (Vec<usize>, Vec<usize>) {
+    /// The predecessor and successor sets an edge elimination connects, as sorted slices of
+    /// the graph's own lists (`one` holds the single vertex an edge elimination keeps on its
+    /// side): the sibling heuristic asks this of every candidate at every step.
+    fn edge_sets<'s>(&'s self, step: Step, one: &'s mut [Edge; 1]) -> (&'s [Edge], &'s [Edge]) {
         match step {
-            Step::FrontEdge(i, k) => (vec![i], self.succs[k].keys().copied().collect()),
-            Step::BackEdge(k, j) => (self.preds[k].keys().copied().collect(), vec![j]),
-            Step::Vertex(k) => (self.preds[k].keys().copied().collect(), self.succs[k].keys().copied().collect()),
-            Step::Face(..) => (Vec::new(), Vec::new()),
+            Step::FrontEdge(i, k) => {
+                one[0] = (i, Label::One);
+                (&one[..], &self.succs[k].0[..])
+            }
+            Step::BackEdge(k, j) => {
+                one[0] = (j, Label::One);
+                (&self.preds[k].0[..], &one[..])
+            }
+            Step::Vertex(k) => (&self.preds[k].0[..], &self.succs[k].0[..]),
+            Step::Face(..) => (&[], &[]),
         }
     }
 
@@ -736,10 +743,11 @@ fn edge_markowitz(graph: &Graph, step: Step) -> usize {
     }
 }
 
-fn sorted_intersection(a: &[usize], b: &[usize]) -> usize {
+/// The size of the intersection of two sets of vertices, each sorted by vertex.
+fn sorted_intersection(a: &[Edge], b: &[usize]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
+        match a[i].0.cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
@@ -765,6 +773,7 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
     let mut best_len = 0;
     // The previous elimination's predecessor and successor sets, for the sibling degree.
     let mut previous: Option<(Vec<usize>, Vec<usize>)> = None;
+    let mut targets = Vec::new();
     // A vertex that is not eliminable never becomes so (edges only ever join live vertices),
     // so the lowest and highest eliminable vertices only move inwards.
     let (mut lowest, mut highest) = (0, kinds.len());
@@ -797,18 +806,19 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
             Method::ForwardEdge => first.and_then(|k| graph.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k))),
             Method::ReverseEdge => last.and_then(|k| graph.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j))),
             Method::Sibling => {
-                let targets = graph.edge_targets(kinds);
-                targets.into_iter().max_by_key(|&step| {
+                graph.edge_targets(kinds, &mut targets);
+                let mut one = [(0, Label::One)];
+                targets.iter().copied().max_by_key(|&step| {
                     let degree = previous.as_ref().map_or(0, |(p, s)| {
-                        let (tp, ts) = graph.edge_sets(step);
-                        sorted_intersection(&tp, p) * sorted_intersection(&ts, s)
+                        let (tp, ts) = graph.edge_sets(step, &mut one);
+                        sorted_intersection(tp, p) * sorted_intersection(ts, s)
                     });
                     (degree, Reverse(edge_markowitz(&graph, step)), reverse_key(step))
                 })
             }
             Method::Edge => {
-                let targets = graph.edge_targets(kinds);
-                targets.into_iter().min_by_key(|&step| {
+                graph.edge_targets(kinds, &mut targets);
+                targets.iter().copied().min_by_key(|&step| {
                     let (delta, edges) = graph.delta(step, model);
                     (delta, edges, edge_markowitz(&graph, step), Reverse(reverse_key(step)))
                 })
@@ -819,7 +829,13 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         };
         let Some(step) = choice else { break };
         if method == Method::Sibling {
-            previous = Some(graph.edge_sets(step));
+            let (p, s) = previous.get_or_insert_default();
+            let mut one = [(0, Label::One)];
+            let (tp, ts) = graph.edge_sets(step, &mut one);
+            p.clear();
+            p.extend(tp.iter().map(|e| e.0));
+            s.clear();
+            s.extend(ts.iter().map(|e| e.0));
         }
         graph.apply(kinds, step, &mut ar);
         order.push(step);

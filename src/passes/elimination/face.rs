@@ -116,14 +116,16 @@ impl LineGraph {
             line.push(s, t, label);
             line.nonunit += usize::from(!label.is_unit());
         }
-        let mut by_tail: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        // Line-graph vertices by the LCG vertex their edge starts at (an index per LCG vertex,
+        // not a map: this runs once per face run on every sequence's graph).
+        let mut by_tail: Vec<Vec<usize>> = vec![Vec::new(); kinds.len()];
         for u in 0..line.label.len() {
             if line.tail[u] != NONE {
-                by_tail.entry(line.tail[u]).or_default().push(u);
+                by_tail[line.tail[u]].push(u);
             }
         }
         for u in 0..line.label.len() {
-            let Some(next) = by_tail.get(&line.head[u]) else { continue };
+            let Some(next) = by_tail.get(line.head[u]) else { continue };
             for &w in next {
                 line.succs[u].insert(w);
                 line.preds[w].insert(u);
@@ -312,13 +314,28 @@ impl LineGraph {
     }
 
     /// What the remainder costs to propagate through (parallel edges summed first): its
-    /// non-unit edges, each weighed as the model weighs them (the adjoint's three).
-    fn propagation(&self, model: CostModel) -> usize {
+    /// non-unit edges, each weighed as the model weighs them (the adjoint's three). The face
+    /// run asks after most steps, so this is [`LineGraph::remainder`] without its map: the
+    /// edges sorted by (head, tail) into `scratch`, whose stable sort keeps each edge's
+    /// addends in the order `remainder` sums them (constants fold alike).
+    fn propagation(&self, model: CostModel, scratch: &mut Vec<(usize, usize, Label)>) -> usize {
         if model == CostModel::Classic {
             return 0;
         }
+        scratch.clear();
+        scratch.extend(
+            (0..self.label.len())
+                .filter(|&v| self.alive[v] && self.inner(v))
+                .map(|v| (self.head[v], self.tail[v], self.label[v])),
+        );
+        scratch.sort_by_key(|&(head, tail, _)| (head, tail));
         let mut ar = Arith::planning(model);
-        self.remainder(&mut ar).iter().filter(|(_, _, l)| !l.is_unit()).count() * model.edge_weight()
+        let nonunit = scratch
+            .chunk_by(|a, b| (a.0, a.1) == (b.0, b.1))
+            .map(|parallel| parallel[1..].iter().fold(parallel[0].2, |sum, e| ar.add(sum, e.2, e.0)))
+            .filter(|&sum| !sum.is_zero() && !sum.is_unit())
+            .count();
+        nonunit * model.edge_weight()
     }
 }
 
@@ -346,6 +363,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
         propagation: graph.propagation(model),
     };
     let mut order = start.to_vec();
+    let mut scratch = Vec::new();
     loop {
         let choice = line
             .faces()
@@ -360,7 +378,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
         };
         // The structure check is the expensive part: only for a prefix that would win.
         if worth_checking {
-            let propagation = line.propagation(model);
+            let propagation = line.propagation(model, &mut scratch);
             if ar.multiplications + propagation < best.cost() && line.back_transformable() {
                 best = Plan {
                     method: Method::Face,
