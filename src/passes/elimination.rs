@@ -765,9 +765,14 @@ fn sorted_intersection(a: &[Edge], b: &[usize]) -> usize {
 /// cheapest prefix seen (they never decrease, so no longer prefix can win) or `bound`, the best
 /// cost another method already reached.
 fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Plan {
+    run_stepwise_on(lcg, Graph::new(lcg, &mut Arith::planning(model)), method, model, bound)
+}
+
+/// [`run_stepwise`] on `graph`, the LCG as [`Graph::new`] builds it for planning (which
+/// [`best_of`] does once for all its methods).
+fn run_stepwise_on(lcg: &Lcg, mut graph: Graph, method: Method, model: CostModel, bound: usize) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
-    let mut graph = Graph::new(lcg, &mut ar);
     let mut order = Vec::new();
     let mut best = Plan { method, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
     let mut best_len = 0;
@@ -890,9 +895,13 @@ fn greedy(lcg: &Lcg, model: CostModel) -> Plan {
 /// [`greedy`]; with `exhaustive`, every cost is recomputed after every step (the reference
 /// its incremental bookkeeping is tested against).
 fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
+    greedy_on(lcg, Graph::new(lcg, &mut Arith::planning(model)), model, exhaustive)
+}
+
+/// [`greedy_with`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
+fn greedy_on(lcg: &Lcg, mut graph: Graph, model: CostModel, exhaustive: bool) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
-    let mut graph = Graph::new(lcg, &mut ar);
     graph.touched = Some(Vec::new());
     let n = kinds.len();
     let cost_of = |graph: &Graph, v: usize| graph.eliminable(kinds, v).then(|| graph.delta(Step::Vertex(v), model));
@@ -1089,6 +1098,8 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         return greedy(lcg, model);
     }
     let large = intermediates > LARGE;
+    // Every method starts from the same graph: built once, copied for each.
+    let start = Graph::new(lcg, &mut Arith::planning(model));
     let mut best: Option<Plan> = None;
     for method in HEURISTICS {
         let secondary = !matches!(method, Method::Greedy | Method::Forward | Method::Reverse | Method::Markowitz);
@@ -1097,9 +1108,9 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         }
         let bound = best.as_ref().map_or(usize::MAX, Plan::cost);
         let candidate = match method {
-            Method::Greedy => greedy(lcg, model),
-            Method::Face => face::run(lcg, model, bound),
-            stepwise => run_stepwise(lcg, stepwise, model, bound),
+            Method::Greedy => greedy_on(lcg, start.clone(), model, false),
+            Method::Face => face::run_on(lcg, start.clone(), model, bound),
+            stepwise => run_stepwise_on(lcg, start.clone(), stepwise, model, bound),
         };
         if best.as_ref().is_none_or(|b| candidate.cost() < b.cost()) {
             best = Some(candidate);

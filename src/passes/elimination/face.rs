@@ -279,6 +279,44 @@ impl LineGraph {
         delta
     }
 
+    /// The face that lowers the cost most, ties by the vertex it passes through (forward),
+    /// then by its vertices. A face whose delta cannot beat the best one found so far even
+    /// with the cheapest outcome of its absorption (see [`LineGraph::delta_bound`]) is passed
+    /// over without the search for that absorption.
+    fn cheapest_face(&self, model: CostModel) -> Option<(usize, usize)> {
+        let mut best: Option<(i64, usize, usize, usize, usize, usize)> = None;
+        for (i, j) in self.faces() {
+            let order = (self.head[i], self.tail[i], self.head[j], i, j);
+            if let Some(best) = best
+                && (self.delta_bound(i, j, model), order.0, order.1, order.2, order.3, order.4) > best
+            {
+                continue;
+            }
+            let key = (self.delta(i, j, model), order.0, order.1, order.2, order.3, order.4);
+            if best.is_none_or(|best| key < best) {
+                best = Some(key);
+            }
+        }
+        best.map(|(.., i, j)| (i, j))
+    }
+
+    /// A lower bound of [`LineGraph::delta`]: everything but the absorption, which changes
+    /// the non-unit vertices by at least minus one edge's weight.
+    fn delta_bound(&self, i: usize, j: usize, model: CostModel) -> i64 {
+        let weight = model.edge_weight() as i64;
+        let cost = |l: Label| i64::from(!l.is_unit()) * weight;
+        let mut ar = Arith::planning(model);
+        ar.mul(self.label[i], self.label[j], 0);
+        let mut bound = ar.multiplications as i64 - weight;
+        if self.succs[i].len() == 1 {
+            bound -= cost(self.label[i]);
+        }
+        if self.preds[j].len() == 1 {
+            bound -= cost(self.label[j]);
+        }
+        bound
+    }
+
     /// Whether this is the line graph of an LCG on the original vertices.
     pub(super) fn back_transformable(&self) -> bool {
         let mut by_head: BTreeMap<usize, VertexSet> = BTreeMap::new();
@@ -345,6 +383,11 @@ pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
     continue_with_faces(lcg, Method::Face, &[], model, bound)
 }
 
+/// [`run`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
+pub(super) fn run_on(lcg: &Lcg, graph: Graph, model: CostModel, bound: usize) -> Plan {
+    faces_after(lcg, Method::Face, &[], graph, Arith::planning(model), bound)
+}
+
 /// Face elimination after the vertex and edge eliminations `start` (face steps may follow
 /// those, not precede them); the plan is `start` itself unless some face prefix after it is
 /// cheaper. ([`super::best_of`] does not finish its winner this way: on the corpus that never
@@ -355,6 +398,20 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
     for &step in start {
         graph.apply(&lcg.kinds, step, &mut ar);
     }
+    faces_after(lcg, method, start, graph, ar, bound)
+}
+
+/// The face run of [`continue_with_faces`] on `graph`, what `start` left (`ar` counted its
+/// multiplications).
+fn faces_after(
+    lcg: &Lcg,
+    method: Method,
+    start: &[Step],
+    graph: Graph,
+    mut ar: Arith<fn(Op, usize) -> Label>,
+    bound: usize,
+) -> Plan {
+    let model = ar.model;
     let mut line = LineGraph::new(&graph, &lcg.kinds);
     let mut best = Plan {
         method,
@@ -365,10 +422,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
     let mut order = start.to_vec();
     let mut scratch = Vec::new();
     loop {
-        let choice = line
-            .faces()
-            .min_by_key(|&(i, j)| (line.delta(i, j, model), line.head[i], line.tail[i], line.head[j], i, j));
-        let Some((i, j)) = choice else { break };
+        let Some((i, j)) = line.cheapest_face(model) else { break };
         line.eliminate(i, j, &mut ar);
         order.push(Step::Face(i, j));
         let worth_checking = match model {
