@@ -539,8 +539,7 @@ fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &P
 
 /// `symbol = rhs` for a passive temporary, its id `_<symbol>`.
 fn make_assignment(cg: &mut CallGraph, temporaries: &mut Temporaries, symbol: SymbolId, rhs: Expression) -> Assignment {
-    let id = format!("_{}", cg.symbol_name(symbol));
-    let id = temporaries.statement_id(cg, &id);
+    let id = temporaries.assignment_id(cg, symbol);
     Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, false), lhs_live: true, rhs }
 }
 

@@ -657,8 +657,7 @@ impl BlockContext<'_> {
         }
         let symbol = create_temporary(self.temporaries, self.cg, self.scope, "acc", false, shape);
         out.extend(allocation(self.cg, symbol, shape));
-        let id = format!("_{}", self.cg.symbol_name(symbol));
-        let id = self.temporaries.statement_id(self.cg, &id);
+        let id = self.temporaries.assignment_id(self.cg, symbol);
         let lhs = whole_reference(self.cg, symbol, false);
         out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
         Partial::Variable(symbol)
