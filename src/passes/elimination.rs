@@ -327,8 +327,19 @@ type Edge = (usize, Label);
 /// The neighbours of a vertex with their edge labels, sorted by vertex: LCG vertices have few
 /// neighbours, so a sorted vector beats a tree map (no node allocations, cache-friendly
 /// scans) in the planner's inner loops, which build and copy graphs for every heuristic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 struct Adjacency(Vec<(usize, Label)>);
+
+impl Clone for Adjacency {
+    fn clone(&self) -> Self {
+        Adjacency(self.0.clone())
+    }
+
+    /// Into the vector already there: [`best_of`] resets one graph per heuristic this way.
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl Adjacency {
     fn position(&self, key: usize) -> Result<usize, usize> {
@@ -416,6 +427,15 @@ impl Graph {
         }
         graph.drop_all_dead(&lcg.kinds);
         graph
+    }
+
+    /// Makes this graph a copy of `start` in the storage it has; returns it for the next run.
+    fn reset_to(&mut self, start: &Graph) -> &mut Graph {
+        self.preds.clone_from(&start.preds);
+        self.succs.clone_from(&start.succs);
+        self.nonunit = start.nonunit;
+        self.touched = start.touched.clone();
+        self
     }
 
     /// Removes every dead intermediate at once (what [`Graph::drop_dead`] from each vertex
@@ -765,12 +785,12 @@ fn sorted_intersection(a: &[Edge], b: &[usize]) -> usize {
 /// cheapest prefix seen (they never decrease, so no longer prefix can win) or `bound`, the best
 /// cost another method already reached.
 fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Plan {
-    run_stepwise_on(lcg, Graph::new(lcg, &mut Arith::planning(model)), method, model, bound)
+    run_stepwise_on(lcg, &mut Graph::new(lcg, &mut Arith::planning(model)), method, model, bound)
 }
 
 /// [`run_stepwise`] on `graph`, the LCG as [`Graph::new`] builds it for planning (which
 /// [`best_of`] does once for all its methods).
-fn run_stepwise_on(lcg: &Lcg, mut graph: Graph, method: Method, model: CostModel, bound: usize) -> Plan {
+fn run_stepwise_on(lcg: &Lcg, graph: &mut Graph, method: Method, model: CostModel, bound: usize) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
     let mut order = Vec::new();
@@ -895,11 +915,11 @@ fn greedy(lcg: &Lcg, model: CostModel) -> Plan {
 /// [`greedy`]; with `exhaustive`, every cost is recomputed after every step (the reference
 /// its incremental bookkeeping is tested against).
 fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
-    greedy_on(lcg, Graph::new(lcg, &mut Arith::planning(model)), model, exhaustive)
+    greedy_on(lcg, &mut Graph::new(lcg, &mut Arith::planning(model)), model, exhaustive)
 }
 
 /// [`greedy_with`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
-fn greedy_on(lcg: &Lcg, mut graph: Graph, model: CostModel, exhaustive: bool) -> Plan {
+fn greedy_on(lcg: &Lcg, graph: &mut Graph, model: CostModel, exhaustive: bool) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
     graph.touched = Some(Vec::new());
@@ -1098,8 +1118,10 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         return greedy(lcg, model);
     }
     let large = intermediates > LARGE;
-    // Every method starts from the same graph: built once, copied for each.
+    // Every method starts from the same graph: built once, copied for each into one working
+    // graph whose lists are reused.
     let start = Graph::new(lcg, &mut Arith::planning(model));
+    let mut work = start.clone();
     let mut best: Option<Plan> = None;
     for method in HEURISTICS {
         let secondary = !matches!(method, Method::Greedy | Method::Forward | Method::Reverse | Method::Markowitz);
@@ -1108,9 +1130,9 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         }
         let bound = best.as_ref().map_or(usize::MAX, Plan::cost);
         let candidate = match method {
-            Method::Greedy => greedy_on(lcg, start.clone(), model, false),
-            Method::Face => face::run_on(lcg, start.clone(), model, bound),
-            stepwise => run_stepwise_on(lcg, start.clone(), stepwise, model, bound),
+            Method::Greedy => greedy_on(lcg, work.reset_to(&start), model, false),
+            Method::Face => face::run_on(lcg, &start, model, bound),
+            stepwise => run_stepwise_on(lcg, work.reset_to(&start), stepwise, model, bound),
         };
         if best.as_ref().is_none_or(|b| candidate.cost() < b.cost()) {
             best = Some(candidate);

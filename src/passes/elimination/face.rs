@@ -384,7 +384,7 @@ pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
 }
 
 /// [`run`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
-pub(super) fn run_on(lcg: &Lcg, graph: Graph, model: CostModel, bound: usize) -> Plan {
+pub(super) fn run_on(lcg: &Lcg, graph: &Graph, model: CostModel, bound: usize) -> Plan {
     faces_after(lcg, Method::Face, &[], graph, Arith::planning(model), bound)
 }
 
@@ -398,7 +398,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
     for &step in start {
         graph.apply(&lcg.kinds, step, &mut ar);
     }
-    faces_after(lcg, method, start, graph, ar, bound)
+    faces_after(lcg, method, start, &graph, ar, bound)
 }
 
 /// The face run of [`continue_with_faces`] on `graph`, what `start` left (`ar` counted its
@@ -407,12 +407,12 @@ fn faces_after(
     lcg: &Lcg,
     method: Method,
     start: &[Step],
-    graph: Graph,
+    graph: &Graph,
     mut ar: Arith<fn(Op, usize) -> Label>,
     bound: usize,
 ) -> Plan {
     let model = ar.model;
-    let mut line = LineGraph::new(&graph, &lcg.kinds);
+    let mut line = LineGraph::new(graph, &lcg.kinds);
     let mut best = Plan {
         method,
         order: start.to_vec(),
