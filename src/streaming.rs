@@ -449,7 +449,11 @@ fn next_attribute(text: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
 /// One piece of markup the prescan looks at.
 enum Markup<'a> {
     /// A start tag: its name, the text of its attributes, and whether it is empty (`/>`).
-    Start { name: &'a [u8], attributes: &'a [u8], empty: bool },
+    Start {
+        name: &'a [u8],
+        attributes: &'a [u8],
+        empty: bool,
+    },
     End,
 }
 

@@ -838,14 +838,14 @@ fn run_stepwise_on(lcg: &Lcg, graph: &mut Graph, method: Method, model: CostMode
                         let (tp, ts) = graph.edge_sets(step, &mut one);
                         sorted_intersection(tp, p) * sorted_intersection(ts, s)
                     });
-                    (degree, Reverse(edge_markowitz(&graph, step)), reverse_key(step))
+                    (degree, Reverse(edge_markowitz(graph, step)), reverse_key(step))
                 })
             }
             Method::Edge => {
                 graph.edge_targets(kinds, &mut targets);
                 targets.iter().copied().min_by_key(|&step| {
                     let (delta, edges) = graph.delta(step, model);
-                    (delta, edges, edge_markowitz(&graph, step), Reverse(reverse_key(step)))
+                    (delta, edges, edge_markowitz(graph, step), Reverse(reverse_key(step)))
                 })
             }
             Method::Greedy | Method::Face | Method::Exact | Method::Best => {
@@ -925,7 +925,7 @@ fn greedy_on(lcg: &Lcg, graph: &mut Graph, model: CostModel, exhaustive: bool) -
     graph.touched = Some(Vec::new());
     let n = kinds.len();
     let cost_of = |graph: &Graph, v: usize| graph.eliminable(kinds, v).then(|| graph.delta(Step::Vertex(v), model));
-    let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(&graph, v)).collect();
+    let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(graph, v)).collect();
     // The costs ordered (delta, edges, vertex), so the cheapest is found in log time.
     let mut queue: BTreeSet<(i64, i64, usize)> =
         costs.iter().enumerate().filter_map(|(v, c)| c.map(|(delta, edges)| (delta, edges, v))).collect();
@@ -968,7 +968,7 @@ fn greedy_on(lcg: &Lcg, graph: &mut Graph, model: CostModel, exhaustive: bool) -
             dirty.extend(0..n);
         }
         for u in dirty.drain() {
-            let cost = cost_of(&graph, u);
+            let cost = cost_of(graph, u);
             if cost != costs[u] {
                 if let Some((delta, edges)) = costs[u] {
                     queue.remove(&(delta, edges, u));

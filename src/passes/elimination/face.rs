@@ -421,8 +421,7 @@ fn faces_after(
     };
     let mut order = start.to_vec();
     let mut scratch = Vec::new();
-    loop {
-        let Some((i, j)) = line.cheapest_face(model) else { break };
+    while let Some((i, j)) = line.cheapest_face(model) {
         line.eliminate(i, j, &mut ar);
         order.push(Step::Face(i, j));
         let worth_checking = match model {
