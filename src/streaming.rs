@@ -533,3 +533,40 @@ fn declaration_end(text: &[u8]) -> Option<usize> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prescan_skips_what_is_not_markup() {
+        let input = br#"<?xml version="1.0"?>
+<!DOCTYPE x [ <!ENTITY e "a>b"> ]>
+<xaif:CallGraph xmlns:xaif="x">
+  <!-- <xaif:Assignment statement_id="in_comment"/> -->
+  <xaif:ControlFlowGraph symbol_id="f" scope_id="2" note='a > b'>
+    <![CDATA[ <xaif:Assignment statement_id="in_cdata"/> ]]>
+    <xaif:BasicBlock vertex_id="1">
+      <xaif:Assignment lineNumber = '3' statement_id = "s1">x &gt; y</xaif:Assignment>
+      <xaif:Marker statement_id="s2" annotation="a/>b"/>
+    </xaif:BasicBlock>
+  </xaif:ControlFlowGraph>
+  <xaif:ControlFlowGraph symbol_id="g" scope_id="3"/>
+</xaif:CallGraph>"#;
+        let scan = Prescan::of(input).expect("ids need no decoding");
+        assert_eq!(scan.statement_ids.len(), 2);
+        assert!(scan.statement_ids.contains("s1") && scan.statement_ids.contains("s2"));
+        let mut bodies: Vec<_> = scan.bodies.into_iter().collect();
+        bodies.sort();
+        assert_eq!(bodies, [("f".into(), "2".into()), ("g".into(), "3".into())]);
+    }
+
+    #[test]
+    fn prescan_refuses_what_the_reader_would_rename_or_decode() {
+        let repeated = br#"<CallGraph><ControlFlowGraph symbol_id="f" scope_id="2">
+<Assignment statement_id="s"/><Assignment statement_id="s"/></ControlFlowGraph></CallGraph>"#;
+        assert!(matches!(Prescan::of(repeated), Err(StreamError::WholeDocument(_))));
+        let encoded = br#"<CallGraph><Assignment statement_id="a&amp;b"/></CallGraph>"#;
+        assert!(matches!(Prescan::of(encoded), Err(StreamError::WholeDocument(_))));
+    }
+}
