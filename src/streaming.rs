@@ -24,8 +24,6 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::build::{ReservedIds, Temporaries};
@@ -371,35 +369,33 @@ impl Prescan {
     /// then returns what it found so far.
     pub fn of(input: &[u8]) -> Result<Prescan, StreamError> {
         let mut scan = Prescan::default();
-        let mut reader = Reader::from_reader(input);
-        reader.config_mut().check_end_names = false;
+        let mut tags = Tags { input, at: 0 };
         let mut depth = 0usize;
         let mut in_routine = FxHashSet::<Box<str>>::default();
-        loop {
-            let (start, empty) = match reader.read_event() {
-                Ok(Event::Start(start)) => (start, false),
-                Ok(Event::Empty(start)) => (start, true),
-                Ok(Event::End(_)) => {
-                    depth = depth.saturating_sub(1);
-                    continue;
-                }
-                Ok(Event::Eof) | Err(_) => break,
-                Ok(_) => continue,
+        while let Some(markup) = tags.next() {
+            let Markup::Start { name, attributes, empty } = markup else {
+                depth = depth.saturating_sub(1);
+                continue;
             };
-            let name = local_name(&start);
-            if depth == 1 && matches!(name, "ControlFlowGraph" | "ReplacementList") {
+            let name = local_name(name);
+            if depth == 1 && matches!(name, b"ControlFlowGraph" | b"ReplacementList") {
                 in_routine.clear();
-                if name == "ControlFlowGraph"
+                if name == b"ControlFlowGraph"
                     && let (Some(symbol), Some(scope)) =
-                        (attribute(&start, "symbol_id")?, attribute(&start, "scope_id")?)
+                        (attribute(attributes, b"symbol_id")?, attribute(attributes, b"scope_id")?)
                 {
                     scan.bodies.insert((symbol, scope));
                 }
             }
             if matches!(
                 name,
-                "Assignment" | "SubroutineCall" | "Marker" | "InlinableSubroutineCall" | "Initialization" | "Update"
-            ) && let Some(id) = attribute(&start, "statement_id")?
+                b"Assignment"
+                    | b"SubroutineCall"
+                    | b"Marker"
+                    | b"InlinableSubroutineCall"
+                    | b"Initialization"
+                    | b"Update"
+            ) && let Some(id) = attribute(attributes, b"statement_id")?
             {
                 scan.statement_ids.insert(&id);
                 if !in_routine.insert(id) {
@@ -414,24 +410,163 @@ impl Prescan {
     }
 }
 
-fn local_name<'s>(start: &'s BytesStart) -> &'s str {
-    let name = start.name().into_inner();
-    match name.find(':') {
+fn local_name(name: &[u8]) -> &[u8] {
+    match memchr::memchr(b':', name) {
         Some(colon) => &name[colon + 1..],
         None => name,
     }
 }
 
 /// An attribute's raw value; values the reader would decode or normalize are refused.
-fn attribute(start: &BytesStart, key: &str) -> Result<Option<Box<str>>, StreamError> {
-    for attr in start.attributes().with_checks(false).flatten() {
-        if attr.key.into_inner() != key {
+fn attribute(attributes: &[u8], key: &[u8]) -> Result<Option<Box<str>>, StreamError> {
+    let mut rest = attributes;
+    while let Some((name, value, after)) = next_attribute(rest) {
+        rest = after;
+        if name != key {
             continue;
         }
-        if attr.value.bytes().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
+        if value.iter().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
             return Err(StreamError::WholeDocument("an id needs decoding"));
         }
-        return Ok(Some(attr.value.as_ref().into()));
+        // Ids the reader would refuse as text are its to report.
+        return Ok(std::str::from_utf8(value).ok().map(Box::from));
     }
     Ok(None)
+}
+
+/// The first `name="value"` (or `'value'`) of a start tag's attribute text and what follows
+/// it; `None` at the end or where the text is not well-formed.
+fn next_attribute(text: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let text = text.trim_ascii_start();
+    let equals = memchr::memchr(b'=', text)?;
+    let name = text[..equals].trim_ascii_end();
+    let value = text[equals + 1..].trim_ascii_start();
+    let quote = *value.first().filter(|q| matches!(q, b'"' | b'\''))?;
+    let end = memchr::memchr(quote, &value[1..])?;
+    Some((name, &value[1..1 + end], &value[end + 2..]))
+}
+
+/// One piece of markup the prescan looks at.
+enum Markup<'a> {
+    /// A start tag: its name, the text of its attributes, and whether it is empty (`/>`).
+    Start {
+        name: &'a [u8],
+        attributes: &'a [u8],
+        empty: bool,
+    },
+    End,
+}
+
+/// The start and end tags of a document, found by separating markup from text and nothing
+/// more (no names checked, nothing decoded): the prescan needs a few attributes of a few
+/// elements, and the reader parses the document properly right after. Comments, CDATA
+/// sections, processing instructions and declarations are skipped.
+struct Tags<'a> {
+    input: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Tags<'a> {
+    fn next(&mut self) -> Option<Markup<'a>> {
+        let input = self.input;
+        loop {
+            let open = self.at + memchr::memchr(b'<', &input[self.at..])?;
+            let rest = &input[open + 1..];
+            let skip_to = |end: &[u8]| memchr::memmem::find(rest, end).map(|k| open + 1 + k + end.len());
+            if rest.starts_with(b"!--") {
+                self.at = skip_to(b"-->")?;
+                continue;
+            }
+            if rest.starts_with(b"![CDATA[") {
+                self.at = skip_to(b"]]>")?;
+                continue;
+            }
+            if rest.starts_with(b"?") {
+                self.at = skip_to(b"?>")?;
+                continue;
+            }
+            if rest.starts_with(b"!") {
+                self.at = open + 1 + declaration_end(rest)?;
+                continue;
+            }
+            let end = tag_end(rest)?;
+            self.at = open + 1 + end + 1;
+            let tag = &rest[..end];
+            if tag.starts_with(b"/") {
+                return Some(Markup::End);
+            }
+            let (tag, empty) = match tag.strip_suffix(b"/") {
+                Some(tag) => (tag, true),
+                None => (tag, false),
+            };
+            let name_end = tag.iter().position(|b| b.is_ascii_whitespace()).unwrap_or(tag.len());
+            return Some(Markup::Start { name: &tag[..name_end], attributes: &tag[name_end..], empty });
+        }
+    }
+}
+
+/// Where a tag's closing `>` is (attribute values may hold `>`).
+fn tag_end(tag: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let k = at + memchr::memchr3(b'>', b'"', b'\'', &tag[at..])?;
+        if tag[k] == b'>' {
+            return Some(k);
+        }
+        at = k + 1 + memchr::memchr(tag[k], &tag[k + 1..])? + 1;
+    }
+}
+
+/// Where a `<!…>` declaration (a DOCTYPE with its internal subset) ends, past its `>`.
+fn declaration_end(text: &[u8]) -> Option<usize> {
+    let (mut depth, mut quote) = (0usize, None);
+    for (k, &b) in text.iter().enumerate() {
+        match (quote, b) {
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'[') => depth += 1,
+            (None, b']') => depth = depth.saturating_sub(1),
+            (None, b'>') if depth == 0 => return Some(k + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prescan_skips_what_is_not_markup() {
+        let input = br#"<?xml version="1.0"?>
+<!DOCTYPE x [ <!ENTITY e "a>b"> ]>
+<xaif:CallGraph xmlns:xaif="x">
+  <!-- <xaif:Assignment statement_id="in_comment"/> -->
+  <xaif:ControlFlowGraph symbol_id="f" scope_id="2" note='a > b'>
+    <![CDATA[ <xaif:Assignment statement_id="in_cdata"/> ]]>
+    <xaif:BasicBlock vertex_id="1">
+      <xaif:Assignment lineNumber = '3' statement_id = "s1">x &gt; y</xaif:Assignment>
+      <xaif:Marker statement_id="s2" annotation="a/>b"/>
+    </xaif:BasicBlock>
+  </xaif:ControlFlowGraph>
+  <xaif:ControlFlowGraph symbol_id="g" scope_id="3"/>
+</xaif:CallGraph>"#;
+        let scan = Prescan::of(input).expect("ids need no decoding");
+        assert_eq!(scan.statement_ids.len(), 2);
+        assert!(scan.statement_ids.contains("s1") && scan.statement_ids.contains("s2"));
+        let mut bodies: Vec<_> = scan.bodies.into_iter().collect();
+        bodies.sort();
+        assert_eq!(bodies, [("f".into(), "2".into()), ("g".into(), "3".into())]);
+    }
+
+    #[test]
+    fn prescan_refuses_what_the_reader_would_rename_or_decode() {
+        let repeated = br#"<CallGraph><ControlFlowGraph symbol_id="f" scope_id="2">
+<Assignment statement_id="s"/><Assignment statement_id="s"/></ControlFlowGraph></CallGraph>"#;
+        assert!(matches!(Prescan::of(repeated), Err(StreamError::WholeDocument(_))));
+        let encoded = br#"<CallGraph><Assignment statement_id="a&amp;b"/></CallGraph>"#;
+        assert!(matches!(Prescan::of(encoded), Err(StreamError::WholeDocument(_))));
+    }
 }

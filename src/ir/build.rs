@@ -17,6 +17,9 @@ pub struct Temporaries {
     /// Statement ids of the document known by their text only: the streaming driver finds
     /// them in a first scan, before the routines they belong to are read.
     reserved: ReservedIds,
+    /// Where names are spelled before they are interned: one buffer for every temporary and
+    /// statement id handed out, instead of a `String` formatted for each.
+    text: String,
 }
 
 /// Statement ids known by their text, kept as 64-bit hashes: an invented id whose hash is
@@ -74,7 +77,7 @@ impl Temporaries {
                 }
             }
         }
-        Temporaries { counters: FxHashMap::default(), statement_ids, reserved: ReservedIds::default() }
+        Temporaries { statement_ids, ..Temporaries::default() }
     }
 
     /// Temporaries for a document read routine by routine: the statement ids they hand out
@@ -90,8 +93,26 @@ impl Temporaries {
         let mut id = cg.names.intern(base);
         let mut k = 2;
         while self.reserved.contains(cg.names.get(id)) || !self.statement_ids.insert(id) {
-            id = cg.names.intern(&format!("{base}_{k}"));
+            self.text.clear();
+            self.text.push_str(base);
+            self.text.push('_');
+            push_decimal(&mut self.text, k);
+            id = cg.names.intern(&self.text);
             k += 1;
+        }
+        id
+    }
+
+    /// The statement id of the assignment to a temporary: `_<symbol>`, numbered on reuse as
+    /// [`Self::statement_id`] does.
+    pub fn assignment_id(&mut self, cg: &mut CallGraph, symbol: SymbolId) -> Name {
+        let mut base = std::mem::take(&mut self.text);
+        base.clear();
+        base.push('_');
+        base.push_str(cg.symbol_name(symbol));
+        let id = self.statement_id(cg, &base);
+        if self.text.capacity() < base.capacity() {
+            self.text = base;
         }
         id
     }
@@ -108,9 +129,13 @@ impl Temporaries {
     ) -> SymbolId {
         let name = loop {
             let counter = self.counters.entry(kind).or_insert(0);
-            let text = format!("{}{kind}_{counter}", cg.names.get(cg.prefix));
+            self.text.clear();
+            self.text.push_str(cg.names.get(cg.prefix));
+            self.text.push_str(kind);
+            self.text.push('_');
+            push_decimal(&mut self.text, *counter);
             *counter += 1;
-            let name = cg.names.intern(&text);
+            let name = cg.names.intern(&self.text);
             if cg.lookup_symbol(scope, name).is_none() {
                 break name;
             }
@@ -120,6 +145,22 @@ impl Temporaries {
         init(&mut symbol);
         cg.add_symbol(symbol)
     }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(text: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    text.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// The schema's array shape of the given rank (rank 0 is a scalar).

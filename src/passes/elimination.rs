@@ -327,8 +327,19 @@ type Edge = (usize, Label);
 /// The neighbours of a vertex with their edge labels, sorted by vertex: LCG vertices have few
 /// neighbours, so a sorted vector beats a tree map (no node allocations, cache-friendly
 /// scans) in the planner's inner loops, which build and copy graphs for every heuristic.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 struct Adjacency(Vec<(usize, Label)>);
+
+impl Clone for Adjacency {
+    fn clone(&self) -> Self {
+        Adjacency(self.0.clone())
+    }
+
+    /// Into the vector already there: [`best_of`] resets one graph per heuristic this way.
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl Adjacency {
     fn position(&self, key: usize) -> Result<usize, usize> {
@@ -416,6 +427,15 @@ impl Graph {
         }
         graph.drop_all_dead(&lcg.kinds);
         graph
+    }
+
+    /// Makes this graph a copy of `start` in the storage it has; returns it for the next run.
+    fn reset_to(&mut self, start: &Graph) -> &mut Graph {
+        self.preds.clone_from(&start.preds);
+        self.succs.clone_from(&start.succs);
+        self.nonunit = start.nonunit;
+        self.touched = start.touched.clone();
+        self
     }
 
     /// Removes every dead intermediate at once (what [`Graph::drop_dead`] from each vertex
@@ -626,9 +646,9 @@ impl Graph {
     }
 
     /// The eliminable edge targets: front eliminations into and back eliminations out of
-    /// live intermediates.
-    fn edge_targets(&self, kinds: &[VertexKind]) -> Vec<Step> {
-        let mut targets = Vec::new();
+    /// live intermediates, into `targets` (a buffer the edge heuristics keep from step to step).
+    fn edge_targets(&self, kinds: &[VertexKind], targets: &mut Vec<Step>) {
+        targets.clear();
         for k in 0..kinds.len() {
             if !self.eliminable(kinds, k) {
                 continue;
@@ -636,16 +656,23 @@ impl Graph {
             targets.extend(self.preds[k].keys().map(|&i| Step::FrontEdge(i, k)));
             targets.extend(self.succs[k].keys().map(|&j| Step::BackEdge(k, j)));
         }
-        targets
     }
 
-    /// The predecessor and successor sets an edge elimination connects.
-    fn edge_sets(&self, step: Step) -> (Vec<usize>, Vec<usize>) {
+    /// The predecessor and successor sets an edge elimination connects, as sorted slices of
+    /// the graph's own lists (`one` holds the single vertex an edge elimination keeps on its
+    /// side): the sibling heuristic asks this of every candidate at every step.
+    fn edge_sets<'s>(&'s self, step: Step, one: &'s mut [Edge; 1]) -> (&'s [Edge], &'s [Edge]) {
         match step {
-            Step::FrontEdge(i, k) => (vec![i], self.succs[k].keys().copied().collect()),
-            Step::BackEdge(k, j) => (self.preds[k].keys().copied().collect(), vec![j]),
-            Step::Vertex(k) => (self.preds[k].keys().copied().collect(), self.succs[k].keys().copied().collect()),
-            Step::Face(..) => (Vec::new(), Vec::new()),
+            Step::FrontEdge(i, k) => {
+                one[0] = (i, Label::One);
+                (&one[..], &self.succs[k].0[..])
+            }
+            Step::BackEdge(k, j) => {
+                one[0] = (j, Label::One);
+                (&self.preds[k].0[..], &one[..])
+            }
+            Step::Vertex(k) => (&self.preds[k].0[..], &self.succs[k].0[..]),
+            Step::Face(..) => (&[], &[]),
         }
     }
 
@@ -736,10 +763,11 @@ fn edge_markowitz(graph: &Graph, step: Step) -> usize {
     }
 }
 
-fn sorted_intersection(a: &[usize], b: &[usize]) -> usize {
+/// The size of the intersection of two sets of vertices, each sorted by vertex.
+fn sorted_intersection(a: &[Edge], b: &[usize]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
+        match a[i].0.cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
@@ -757,14 +785,20 @@ fn sorted_intersection(a: &[usize], b: &[usize]) -> usize {
 /// cheapest prefix seen (they never decrease, so no longer prefix can win) or `bound`, the best
 /// cost another method already reached.
 fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Plan {
+    run_stepwise_on(lcg, &mut Graph::new(lcg, &mut Arith::planning(model)), method, model, bound)
+}
+
+/// [`run_stepwise`] on `graph`, the LCG as [`Graph::new`] builds it for planning (which
+/// [`best_of`] does once for all its methods).
+fn run_stepwise_on(lcg: &Lcg, graph: &mut Graph, method: Method, model: CostModel, bound: usize) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
-    let mut graph = Graph::new(lcg, &mut ar);
     let mut order = Vec::new();
     let mut best = Plan { method, order: Vec::new(), multiplications: 0, propagation: graph.propagation(model) };
     let mut best_len = 0;
     // The previous elimination's predecessor and successor sets, for the sibling degree.
     let mut previous: Option<(Vec<usize>, Vec<usize>)> = None;
+    let mut targets = Vec::new();
     // A vertex that is not eliminable never becomes so (edges only ever join live vertices),
     // so the lowest and highest eliminable vertices only move inwards.
     let (mut lowest, mut highest) = (0, kinds.len());
@@ -797,20 +831,21 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
             Method::ForwardEdge => first.and_then(|k| graph.preds[k].keys().next().map(|&i| Step::FrontEdge(i, k))),
             Method::ReverseEdge => last.and_then(|k| graph.succs[k].keys().next_back().map(|&j| Step::BackEdge(k, j))),
             Method::Sibling => {
-                let targets = graph.edge_targets(kinds);
-                targets.into_iter().max_by_key(|&step| {
+                graph.edge_targets(kinds, &mut targets);
+                let mut one = [(0, Label::One)];
+                targets.iter().copied().max_by_key(|&step| {
                     let degree = previous.as_ref().map_or(0, |(p, s)| {
-                        let (tp, ts) = graph.edge_sets(step);
-                        sorted_intersection(&tp, p) * sorted_intersection(&ts, s)
+                        let (tp, ts) = graph.edge_sets(step, &mut one);
+                        sorted_intersection(tp, p) * sorted_intersection(ts, s)
                     });
-                    (degree, Reverse(edge_markowitz(&graph, step)), reverse_key(step))
+                    (degree, Reverse(edge_markowitz(graph, step)), reverse_key(step))
                 })
             }
             Method::Edge => {
-                let targets = graph.edge_targets(kinds);
-                targets.into_iter().min_by_key(|&step| {
+                graph.edge_targets(kinds, &mut targets);
+                targets.iter().copied().min_by_key(|&step| {
                     let (delta, edges) = graph.delta(step, model);
-                    (delta, edges, edge_markowitz(&graph, step), Reverse(reverse_key(step)))
+                    (delta, edges, edge_markowitz(graph, step), Reverse(reverse_key(step)))
                 })
             }
             Method::Greedy | Method::Face | Method::Exact | Method::Best => {
@@ -819,7 +854,13 @@ fn run_stepwise(lcg: &Lcg, method: Method, model: CostModel, bound: usize) -> Pl
         };
         let Some(step) = choice else { break };
         if method == Method::Sibling {
-            previous = Some(graph.edge_sets(step));
+            let (p, s) = previous.get_or_insert_default();
+            let mut one = [(0, Label::One)];
+            let (tp, ts) = graph.edge_sets(step, &mut one);
+            p.clear();
+            p.extend(tp.iter().map(|e| e.0));
+            s.clear();
+            s.extend(ts.iter().map(|e| e.0));
         }
         graph.apply(kinds, step, &mut ar);
         order.push(step);
@@ -874,13 +915,17 @@ fn greedy(lcg: &Lcg, model: CostModel) -> Plan {
 /// [`greedy`]; with `exhaustive`, every cost is recomputed after every step (the reference
 /// its incremental bookkeeping is tested against).
 fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
+    greedy_on(lcg, &mut Graph::new(lcg, &mut Arith::planning(model)), model, exhaustive)
+}
+
+/// [`greedy_with`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
+fn greedy_on(lcg: &Lcg, graph: &mut Graph, model: CostModel, exhaustive: bool) -> Plan {
     let kinds = &lcg.kinds;
     let mut ar = Arith::planning(model);
-    let mut graph = Graph::new(lcg, &mut ar);
     graph.touched = Some(Vec::new());
     let n = kinds.len();
     let cost_of = |graph: &Graph, v: usize| graph.eliminable(kinds, v).then(|| graph.delta(Step::Vertex(v), model));
-    let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(&graph, v)).collect();
+    let mut costs: Vec<Option<(i64, i64)>> = (0..n).map(|v| cost_of(graph, v)).collect();
     // The costs ordered (delta, edges, vertex), so the cheapest is found in log time.
     let mut queue: BTreeSet<(i64, i64, usize)> =
         costs.iter().enumerate().filter_map(|(v, c)| c.map(|(delta, edges)| (delta, edges, v))).collect();
@@ -923,7 +968,7 @@ fn greedy_with(lcg: &Lcg, model: CostModel, exhaustive: bool) -> Plan {
             dirty.extend(0..n);
         }
         for u in dirty.drain() {
-            let cost = cost_of(&graph, u);
+            let cost = cost_of(graph, u);
             if cost != costs[u] {
                 if let Some((delta, edges)) = costs[u] {
                     queue.remove(&(delta, edges, u));
@@ -1073,6 +1118,10 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         return greedy(lcg, model);
     }
     let large = intermediates > LARGE;
+    // Every method starts from the same graph: built once, copied for each into one working
+    // graph whose lists are reused.
+    let start = Graph::new(lcg, &mut Arith::planning(model));
+    let mut work = start.clone();
     let mut best: Option<Plan> = None;
     for method in HEURISTICS {
         let secondary = !matches!(method, Method::Greedy | Method::Forward | Method::Reverse | Method::Markowitz);
@@ -1081,9 +1130,9 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         }
         let bound = best.as_ref().map_or(usize::MAX, Plan::cost);
         let candidate = match method {
-            Method::Greedy => greedy(lcg, model),
-            Method::Face => face::run(lcg, model, bound),
-            stepwise => run_stepwise(lcg, stepwise, model, bound),
+            Method::Greedy => greedy_on(lcg, work.reset_to(&start), model, false),
+            Method::Face => face::run_on(lcg, &start, model, bound),
+            stepwise => run_stepwise_on(lcg, work.reset_to(&start), stepwise, model, bound),
         };
         if best.as_ref().is_none_or(|b| candidate.cost() < b.cost()) {
             best = Some(candidate);

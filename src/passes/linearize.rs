@@ -12,6 +12,7 @@
 //! The result is a small local graph per statement (operands → operations → result) that the
 //! flattening step stitches into the basic block's linearized computational graph.
 
+use la_arena::ArenaMap;
 use rustc_hash::FxHashMap;
 
 use crate::ir::build::{Temporaries, shape_of_rank, whole_reference};
@@ -279,21 +280,23 @@ pub fn linearize_assignment(
     let rhs = &assignment.rhs;
     let table = rhs.operand_table();
     let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
-    let order = postorder(&table, root);
+    let order = postorder(&table, root, rhs.vertices.len());
 
-    // Which vertices carry a dependence on an active variable.
-    let mut active: FxHashMap<ExprVertexId, bool> = FxHashMap::default();
+    // Per vertex, in maps indexed by the expression's own arena (vectors, not hash maps:
+    // this runs for every active assignment). Which vertices carry a dependence on an active
+    // variable:
+    let mut active: ArenaMap<ExprVertexId, bool> = ArenaMap::with_capacity(rhs.vertices.len());
     for &v in &order {
         let is_active = match &rhs.vertices[v] {
             ExprVertex::Variable(r) => is_active_reference(cg, r),
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
-            ExprVertex::Intrinsic(_) => table.of(v).iter().any(|o| active[o]),
+            ExprVertex::Intrinsic(_) => table.of(v).iter().any(|&o| active[o]),
             ExprVertex::FunctionCall(_) => return Err(LinearizeError::FunctionCall { statement }),
         };
         active.insert(v, is_active);
     }
 
-    let mut shapes: FxHashMap<ExprVertexId, ValueShape> = FxHashMap::default();
+    let mut shapes: ArenaMap<ExprVertexId, ValueShape> = ArenaMap::with_capacity(rhs.vertices.len());
     for &v in &order {
         let shape = match &rhs.vertices[v] {
             ExprVertex::Variable(r) => reference_shape(cg, r),
@@ -301,7 +304,7 @@ pub fn linearize_assignment(
                 ValueShape::Scalar
             }
             ExprVertex::Intrinsic(i) => {
-                let operands: Vec<&ValueShape> = table.of(v).iter().map(|o| &shapes[o]).collect();
+                let operands: Vec<&ValueShape> = table.of(v).iter().map(|&o| &shapes[o]).collect();
                 intrinsic_shape(cg, catalogue, i, &operands)
             }
         };
@@ -309,7 +312,7 @@ pub fn linearize_assignment(
     }
 
     let mut graph = LocalGraph::default();
-    let mut node_of: FxHashMap<ExprVertexId, LocalNode> = FxHashMap::default();
+    let mut node_of: ArenaMap<ExprVertexId, LocalNode> = ArenaMap::with_capacity(rhs.vertices.len());
     let mut operand_keys: FxHashMap<String, usize> = FxHashMap::default();
     // Subexpressions stored in auxiliaries, by vertex.
     let mut auxiliary_of: FxHashMap<ExprVertexId, SymbolId> = FxHashMap::default();
@@ -319,7 +322,7 @@ pub fn linearize_assignment(
     let mut operation_vertex: Vec<ExprVertexId> = Vec::new();
 
     for &v in &order {
-        if !active[&v] {
+        if !active[v] {
             continue;
         }
         match &rhs.vertices[v] {
@@ -341,14 +344,14 @@ pub fn linearize_assignment(
                 let operands = table.of(v);
                 let operation = graph.operations;
                 graph.operations += 1;
-                graph.operation_shapes.push(shapes[&v].clone());
+                graph.operation_shapes.push(shapes[v].clone());
                 graph.operation_names.push(intrinsic.name);
                 operation_vertex.push(v);
                 node_of.insert(v, LocalNode::Operation(operation));
                 // Arguments the partials read must be available as values: leaves as they are,
                 // subexpressions through an auxiliary.
                 for (i, &argument) in operands.iter().enumerate() {
-                    if !active[&argument] {
+                    if !active[argument] {
                         continue;
                     }
                     let partial = definition.partials.get(i).ok_or_else(|| LinearizeError::MissingPartial {
@@ -374,7 +377,7 @@ pub fn linearize_assignment(
                                             },
                                         };
                                         if needs_auxiliary(rhs, arg) && !auxiliary_of.contains_key(&arg) {
-                                            let shape = &shapes[&arg];
+                                            let shape = &shapes[arg];
                                             let symbol = create_temporary(temporaries, cg, scope, "aux", false, shape);
                                             auxiliaries.extend(allocation(cg, symbol, shape));
                                             let value = copy_subtree(cg, rhs, &table, arg, &auxiliary_of, true);
@@ -400,7 +403,7 @@ pub fn linearize_assignment(
                             }
                         }
                     };
-                    partial_edges.push((node_of[&argument], operation, value));
+                    partial_edges.push((node_of[argument], operation, value));
                 }
             }
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) | ExprVertex::FunctionCall(_) => {}
@@ -427,7 +430,7 @@ pub fn linearize_assignment(
             PartialValue::Known(0.0) => continue,
             PartialValue::Known(number) => Partial::from_value(number),
             PartialValue::Expression(expression) => {
-                let shape = &shapes[&operation_vertex[target]];
+                let shape = &shapes[operation_vertex[target]];
                 let symbol = create_temporary(temporaries, cg, scope, "lin", false, shape);
                 partials.extend(allocation(cg, symbol, shape));
                 partials.push(Statement::Assignment(make_assignment(cg, temporaries, symbol, expression)));
@@ -437,7 +440,7 @@ pub fn linearize_assignment(
         graph.edges.push(LocalEdge { source, target, partial });
     }
 
-    graph.result = active[&root].then(|| node_of[&root]);
+    graph.result = active[root].then(|| node_of[root]);
     let mut statement = assignment.clone();
     if !auxiliary_of.is_empty() {
         statement.rhs = copy_subtree(cg, rhs, &table, root, &auxiliary_of, false);
@@ -479,9 +482,9 @@ fn splice(cg: &mut CallGraph, target: &mut Expression, value: PartialValue) -> E
     }
 }
 
-fn postorder(table: &OperandTable, root: ExprVertexId) -> Vec<ExprVertexId> {
-    let mut order = Vec::new();
-    let mut seen = FxHashMap::default();
+fn postorder(table: &OperandTable, root: ExprVertexId, vertices: usize) -> Vec<ExprVertexId> {
+    let mut order = Vec::with_capacity(vertices);
+    let mut seen = ArenaMap::with_capacity(vertices);
     let mut stack = vec![(root, false)];
     while let Some((v, expanded)) = stack.pop() {
         if expanded {
@@ -536,8 +539,7 @@ fn fold(cg: &CallGraph, rhs: &Expression, operands: &[ExprVertexId], partial: &P
 
 /// `symbol = rhs` for a passive temporary, its id `_<symbol>`.
 fn make_assignment(cg: &mut CallGraph, temporaries: &mut Temporaries, symbol: SymbolId, rhs: Expression) -> Assignment {
-    let id = format!("_{}", cg.symbol_name(symbol));
-    let id = temporaries.statement_id(cg, &id);
+    let id = temporaries.assignment_id(cg, symbol);
     Assignment { id, do_chain: None, line: 0, lhs: whole_reference(cg, symbol, false), lhs_live: true, rhs }
 }
 

@@ -222,6 +222,14 @@ enum Vertex {
     Dependent(VariableReference),
 }
 
+/// The reference keys of an active assignment's left-hand side and operands, made once for
+/// both the alias check against the sequence and the flattening into it.
+struct ReferenceKeys {
+    lhs: String,
+    /// In the order of the local graph's operands.
+    operands: Vec<String>,
+}
+
 /// A statement of a sequence, in program order.
 enum Item {
     Passive(Statement),
@@ -269,10 +277,14 @@ impl BlockContext<'_> {
                 Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
                     let linearized =
                         linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, &assignment)?;
-                    if self.conflicts(&sequence, &linearized) {
+                    let keys = ReferenceKeys {
+                        lhs: reference_key(self.cg, &linearized.statement.lhs),
+                        operands: linearized.graph.operands.iter().map(|o| reference_key(self.cg, o)).collect(),
+                    };
+                    if self.conflicts(&sequence, &linearized, &keys) {
                         self.flush(&mut sequence, &mut out);
                     }
-                    self.add(&mut sequence, linearized);
+                    self.add(&mut sequence, linearized, keys);
                     if self.config.preaccumulation == Preaccumulation::Statement {
                         self.flush(&mut sequence, &mut out);
                     }
@@ -314,9 +326,9 @@ impl BlockContext<'_> {
 
     /// Whether the statement refers to a variable the sequence already refers to under a
     /// different spelling, so that the two may or may not be the same memory.
-    fn conflicts(&self, sequence: &Sequence, linearized: &LinearizedAssignment) -> bool {
+    fn conflicts(&self, sequence: &Sequence, linearized: &LinearizedAssignment, keys: &ReferenceKeys) -> bool {
         let lhs = &linearized.statement.lhs;
-        let lhs_key = reference_key(self.cg, lhs);
+        let lhs_key = &keys.lhs;
         let lhs_base = lhs.base_symbol();
         // The left-hand side against everything the sequence read or wrote (with `-Q`, only
         // against what it read: left-hand sides may alias one another).
@@ -324,16 +336,15 @@ impl BlockContext<'_> {
             if *written && self.config.permit_aliased_lhs {
                 continue;
             }
-            if *base == lhs_base && *key != lhs_key {
+            if *base == lhs_base && key != lhs_key {
                 return true;
             }
         }
         // The operands against everything the sequence wrote.
-        for operand in &linearized.graph.operands {
-            let key = reference_key(self.cg, operand);
+        for (operand, key) in linearized.graph.operands.iter().zip(&keys.operands) {
             let base = operand.base_symbol();
             for (other, (other_base, written)) in &sequence.touched {
-                if *written && *other_base == base && *other != key {
+                if *written && *other_base == base && other != key {
                     return true;
                 }
             }
@@ -387,11 +398,10 @@ impl BlockContext<'_> {
         dead
     }
 
-    fn add(&mut self, sequence: &mut Sequence, linearized: LinearizedAssignment) {
+    fn add(&mut self, sequence: &mut Sequence, linearized: LinearizedAssignment, keys: ReferenceKeys) {
         let graph = &linearized.graph;
         let mut operand_vertex = Vec::with_capacity(graph.operands.len());
-        for operand in &graph.operands {
-            let key = reference_key(self.cg, operand);
+        for (operand, key) in graph.operands.iter().zip(keys.operands) {
             let vertex = match sequence.current.get(&key) {
                 Some(&vertex) => vertex,
                 None => {
@@ -430,7 +440,7 @@ impl BlockContext<'_> {
             }
         };
         let lhs = &linearized.statement.lhs;
-        let key = reference_key(self.cg, lhs);
+        let key = keys.lhs;
         if !sequence.assigned.iter().any(|(k, _)| *k == key) {
             sequence.assigned.push((key.clone(), lhs.clone()));
         }
@@ -657,8 +667,7 @@ impl BlockContext<'_> {
         }
         let symbol = create_temporary(self.temporaries, self.cg, self.scope, "acc", false, shape);
         out.extend(allocation(self.cg, symbol, shape));
-        let id = format!("_{}", self.cg.symbol_name(symbol));
-        let id = self.temporaries.statement_id(self.cg, &id);
+        let id = self.temporaries.assignment_id(self.cg, symbol);
         let lhs = whole_reference(self.cg, symbol, false);
         out.push(Statement::Assignment(Assignment { id, do_chain: None, line: 0, lhs, lhs_live: true, rhs }));
         Partial::Variable(symbol)

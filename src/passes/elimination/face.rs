@@ -116,14 +116,16 @@ impl LineGraph {
             line.push(s, t, label);
             line.nonunit += usize::from(!label.is_unit());
         }
-        let mut by_tail: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        // Line-graph vertices by the LCG vertex their edge starts at (an index per LCG vertex,
+        // not a map: this runs once per face run on every sequence's graph).
+        let mut by_tail: Vec<Vec<usize>> = vec![Vec::new(); kinds.len()];
         for u in 0..line.label.len() {
             if line.tail[u] != NONE {
-                by_tail.entry(line.tail[u]).or_default().push(u);
+                by_tail[line.tail[u]].push(u);
             }
         }
         for u in 0..line.label.len() {
-            let Some(next) = by_tail.get(&line.head[u]) else { continue };
+            let Some(next) = by_tail.get(line.head[u]) else { continue };
             for &w in next {
                 line.succs[u].insert(w);
                 line.preds[w].insert(u);
@@ -277,6 +279,44 @@ impl LineGraph {
         delta
     }
 
+    /// The face that lowers the cost most, ties by the vertex it passes through (forward),
+    /// then by its vertices. A face whose delta cannot beat the best one found so far even
+    /// with the cheapest outcome of its absorption (see [`LineGraph::delta_bound`]) is passed
+    /// over without the search for that absorption.
+    fn cheapest_face(&self, model: CostModel) -> Option<(usize, usize)> {
+        let mut best: Option<(i64, usize, usize, usize, usize, usize)> = None;
+        for (i, j) in self.faces() {
+            let order = (self.head[i], self.tail[i], self.head[j], i, j);
+            if let Some(best) = best
+                && (self.delta_bound(i, j, model), order.0, order.1, order.2, order.3, order.4) > best
+            {
+                continue;
+            }
+            let key = (self.delta(i, j, model), order.0, order.1, order.2, order.3, order.4);
+            if best.is_none_or(|best| key < best) {
+                best = Some(key);
+            }
+        }
+        best.map(|(.., i, j)| (i, j))
+    }
+
+    /// A lower bound of [`LineGraph::delta`]: everything but the absorption, which changes
+    /// the non-unit vertices by at least minus one edge's weight.
+    fn delta_bound(&self, i: usize, j: usize, model: CostModel) -> i64 {
+        let weight = model.edge_weight() as i64;
+        let cost = |l: Label| i64::from(!l.is_unit()) * weight;
+        let mut ar = Arith::planning(model);
+        ar.mul(self.label[i], self.label[j], 0);
+        let mut bound = ar.multiplications as i64 - weight;
+        if self.succs[i].len() == 1 {
+            bound -= cost(self.label[i]);
+        }
+        if self.preds[j].len() == 1 {
+            bound -= cost(self.label[j]);
+        }
+        bound
+    }
+
     /// Whether this is the line graph of an LCG on the original vertices.
     pub(super) fn back_transformable(&self) -> bool {
         let mut by_head: BTreeMap<usize, VertexSet> = BTreeMap::new();
@@ -312,13 +352,28 @@ impl LineGraph {
     }
 
     /// What the remainder costs to propagate through (parallel edges summed first): its
-    /// non-unit edges, each weighed as the model weighs them (the adjoint's three).
-    fn propagation(&self, model: CostModel) -> usize {
+    /// non-unit edges, each weighed as the model weighs them (the adjoint's three). The face
+    /// run asks after most steps, so this is [`LineGraph::remainder`] without its map: the
+    /// edges sorted by (head, tail) into `scratch`, whose stable sort keeps each edge's
+    /// addends in the order `remainder` sums them (constants fold alike).
+    fn propagation(&self, model: CostModel, scratch: &mut Vec<(usize, usize, Label)>) -> usize {
         if model == CostModel::Classic {
             return 0;
         }
+        scratch.clear();
+        scratch.extend(
+            (0..self.label.len())
+                .filter(|&v| self.alive[v] && self.inner(v))
+                .map(|v| (self.head[v], self.tail[v], self.label[v])),
+        );
+        scratch.sort_by_key(|&(head, tail, _)| (head, tail));
         let mut ar = Arith::planning(model);
-        self.remainder(&mut ar).iter().filter(|(_, _, l)| !l.is_unit()).count() * model.edge_weight()
+        let nonunit = scratch
+            .chunk_by(|a, b| (a.0, a.1) == (b.0, b.1))
+            .map(|parallel| parallel[1..].iter().fold(parallel[0].2, |sum, e| ar.add(sum, e.2, e.0)))
+            .filter(|&sum| !sum.is_zero() && !sum.is_unit())
+            .count();
+        nonunit * model.edge_weight()
     }
 }
 
@@ -326,6 +381,11 @@ impl LineGraph {
 /// passes through (forward), keeping the cheapest prefix after which the line graph is an LCG's again.
 pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
     continue_with_faces(lcg, Method::Face, &[], model, bound)
+}
+
+/// [`run`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
+pub(super) fn run_on(lcg: &Lcg, graph: &Graph, model: CostModel, bound: usize) -> Plan {
+    faces_after(lcg, Method::Face, &[], graph, Arith::planning(model), bound)
 }
 
 /// Face elimination after the vertex and edge eliminations `start` (face steps may follow
@@ -338,7 +398,21 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
     for &step in start {
         graph.apply(&lcg.kinds, step, &mut ar);
     }
-    let mut line = LineGraph::new(&graph, &lcg.kinds);
+    faces_after(lcg, method, start, &graph, ar, bound)
+}
+
+/// The face run of [`continue_with_faces`] on `graph`, what `start` left (`ar` counted its
+/// multiplications).
+fn faces_after(
+    lcg: &Lcg,
+    method: Method,
+    start: &[Step],
+    graph: &Graph,
+    mut ar: Arith<fn(Op, usize) -> Label>,
+    bound: usize,
+) -> Plan {
+    let model = ar.model;
+    let mut line = LineGraph::new(graph, &lcg.kinds);
     let mut best = Plan {
         method,
         order: start.to_vec(),
@@ -346,11 +420,8 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
         propagation: graph.propagation(model),
     };
     let mut order = start.to_vec();
-    loop {
-        let choice = line
-            .faces()
-            .min_by_key(|&(i, j)| (line.delta(i, j, model), line.head[i], line.tail[i], line.head[j], i, j));
-        let Some((i, j)) = choice else { break };
+    let mut scratch = Vec::new();
+    while let Some((i, j)) = line.cheapest_face(model) {
         line.eliminate(i, j, &mut ar);
         order.push(Step::Face(i, j));
         let worth_checking = match model {
@@ -360,7 +431,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
         };
         // The structure check is the expensive part: only for a prefix that would win.
         if worth_checking {
-            let propagation = line.propagation(model);
+            let propagation = line.propagation(model, &mut scratch);
             if ar.multiplications + propagation < best.cost() && line.back_transformable() {
                 best = Plan {
                     method: Method::Face,
