@@ -101,7 +101,7 @@ impl Effects {
                     effects.vertex_writes(cg, vertex, &mut written);
                 }
                 let mut summary = KillSummary { unknown: written.all_persistent, ..KillSummary::default() };
-                for &s in &written.symbols {
+                for s in written.symbols.iter() {
                     if let Some(&p) = frame.formals.get(&s) {
                         summary.formals.insert(p);
                     } else if !frame.is_local(cg, s) {

@@ -277,7 +277,7 @@ fn callee_context(
             outside.insert(formal);
         }
     }
-    for &s in &later.symbols {
+    for s in later.symbols.iter() {
         if !caller.formals.contains_key(&s) && !caller.is_local(cg, s) {
             outside.insert(s);
         }
@@ -299,10 +299,9 @@ impl BlockWrites {
         let mut last_unknown = None;
         let mut written = SymbolSet::default();
         for (k, statement) in statements.iter().enumerate() {
-            written.symbols.clear();
-            written.all_persistent = false;
+            written.clear();
             effects.statement_writes(statement, &mut written);
-            for &s in &written.symbols {
+            for s in written.symbols.iter() {
                 last.insert(s, k);
             }
             if written.all_persistent {

@@ -404,9 +404,9 @@ fn plan_values(
             }
             _ => {
                 // Anything else that writes a needed temporary hides how it was computed.
-                written.symbols.clear();
+                written.clear();
                 effects.statement_writes(statement, &mut written);
-                if written.symbols.iter().any(|s| needed.contains(s)) {
+                if written.symbols.iter().any(|s| needed.contains(&s)) {
                     return None;
                 }
             }
@@ -542,10 +542,9 @@ impl BlockIndex {
                     }
                 }
             }
-            written.symbols.clear();
-            written.all_persistent = false;
+            written.clear();
             effects.statement_writes(statement, &mut written);
-            for &s in &written.symbols {
+            for s in written.symbols.iter() {
                 index.writes.entry(s).or_default().push(k);
             }
             if written.all_persistent {
