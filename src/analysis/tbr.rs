@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::*;
 
-use super::dataflow::{Direction, Lattice, SymbolSet, bottom_up_order, solve};
+use super::dataflow::{Direction, Lattice, SymbolSet, solve};
 use super::effects::{Effects, Frame};
 
 /// The recording facts of one routine.
@@ -51,8 +51,8 @@ pub struct Recording {
 
 impl Recording {
     pub fn of(cg: &CallGraph) -> Recording {
-        let effects = Effects::of(cg);
-        let order = bottom_up_order(cg);
+        let mut effects = Effects::of(cg);
+        let order = std::mem::take(&mut effects.order);
         let mut routines: ArenaMap<RoutineId, RoutineRecording> = ArenaMap::default();
         for &r in &order {
             let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
@@ -75,7 +75,7 @@ impl Recording {
             routines.insert(
                 r,
                 RoutineRecording {
-                    frame: Frame::of(cg, cfg),
+                    frame: effects.frames.remove(r).unwrap_or_else(|| Frame::of(cg, cfg)),
                     after: solution.before,
                     outside: SymbolSet::default(),
                     aliased: false,
