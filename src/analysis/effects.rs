@@ -96,10 +96,29 @@ impl Effects {
         for &r in &order {
             effects.kills.insert(r, KillSummary::default());
         }
+        // A summary depends on the routine's own statements and its callees' summaries only:
+        // it is computed again only when a callee's changed since (recursion), not once more
+        // per round for every routine. Steps count computations.
+        let mut callees: ArenaMap<RoutineId, Vec<RoutineId>> = ArenaMap::default();
+        for &r in &order {
+            if let Routine::ControlFlowGraph(cfg) = &cg.routines[r] {
+                callees.insert(r, super::dataflow::calls(&cfg.graph).filter_map(|c| effects.callee(c)).collect());
+            }
+        }
+        let mut computed_at: ArenaMap<RoutineId, usize> = ArenaMap::default();
+        let mut changed_at: ArenaMap<RoutineId, usize> = ArenaMap::default();
+        let mut step = 0;
         loop {
             let mut changed = false;
             for &r in &order {
                 let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
+                if let Some(&at) = computed_at.get(r)
+                    && callees[r].iter().all(|&c| changed_at.get(c).is_none_or(|&ch| ch < at))
+                {
+                    continue;
+                }
+                step += 1;
+                computed_at.insert(r, step);
                 let frame = &effects.frames[r];
                 let mut written = SymbolSet::default();
                 for (_, vertex) in cfg.graph.vertices.iter() {
@@ -115,6 +134,7 @@ impl Effects {
                 }
                 if effects.kills.get(r) != Some(&summary) {
                     effects.kills.insert(r, summary);
+                    changed_at.insert(r, step);
                     changed = true;
                 }
             }
