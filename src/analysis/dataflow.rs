@@ -9,6 +9,19 @@ use crate::ir::*;
 /// A join semilattice: `join` merges `other` in and says whether `self` grew.
 pub trait Lattice: Clone {
     fn join(&mut self, other: &Self) -> bool;
+
+    /// Joins `other` in if that makes `self` grow, and leaves `self` untouched otherwise;
+    /// whether it grew. A `join` may rearrange its value without growing it (linearity's adds
+    /// empty entries), so by default this joins into a copy; lattices whose `join` changes
+    /// nothing unless it grows join in place.
+    fn join_if_grows(&mut self, other: &Self) -> bool {
+        let mut grown = self.clone();
+        let grew = grown.join(other);
+        if grew {
+            *self = grown;
+        }
+        grew
+    }
 }
 
 /// A set of symbols, with a top element for "every symbol that outlives the routine" (what an
@@ -45,6 +58,12 @@ impl Lattice for SymbolSet {
             grew = true;
         }
         grew | self.symbols.union_with(&other.symbols)
+    }
+
+    /// `join` adds members and the top flag only when they are new (storage may grow by
+    /// words without members, which equality ignores).
+    fn join_if_grows(&mut self, other: &Self) -> bool {
+        self.join(other)
     }
 }
 
@@ -202,9 +221,7 @@ pub fn solve<L: Lattice>(
         }
         before[v] = fact;
         let out = transfer(ids[v], &before[v]);
-        let mut grown = after[v].clone();
-        if grown.join(&out) {
-            after[v] = grown;
+        if after[v].join_if_grows(&out) {
             for &s in &succs[v] {
                 pending.insert((rank[s], s));
             }
