@@ -102,7 +102,8 @@ pub fn tape_block(
     context: &TapeContext<'_>,
 ) -> Result<TapedBlock, AdjointError> {
     let writes = BlockWrites::of(context.effects, statements);
-    let index = (context.strategy != TapeStrategy::Factors).then(|| BlockIndex::of(cg, context.effects, statements));
+    // Built for the first sequence that could be taped by its values: many blocks have none.
+    let mut index: Option<BlockIndex> = None;
     // Whether the value of `symbol` read at statement `k` must be taped.
     let record = |cg: &CallGraph, k: usize, symbol: SymbolId| match context.recording {
         Some(recording) => recording.record(cg, context.block, &writes, k, symbol, context.restored),
@@ -124,9 +125,10 @@ pub fn tape_block(
                 let factors = factor_cost(cg, propagator);
                 let plan = match (context.strategy, factors) {
                     (TapeStrategy::Factors, _) | (_, None) | (_, Some(0)) => None,
-                    _ => index.as_ref().and_then(|index| {
+                    _ => {
+                        let index = index.get_or_insert_with(|| BlockIndex::of(cg, context.effects, statements));
                         plan_values(cg, context.effects, index, statements, sequence_start, p, propagator, &record)
-                    }),
+                    }
                 };
                 let factors = factors.unwrap_or(0);
                 let values = plan.as_ref().map(|plan| plan.pushes.len());
