@@ -4,20 +4,31 @@
 //! functions; none of them stores anything on the IR, each returns side tables keyed by ids.
 
 use la_arena::ArenaMap;
-use rustc_hash::FxHashSet;
-
 use crate::ir::*;
 
 /// A join semilattice: `join` merges `other` in and says whether `self` grew.
 pub trait Lattice: Clone {
     fn join(&mut self, other: &Self) -> bool;
+
+    /// Joins `other` in if that makes `self` grow, and leaves `self` untouched otherwise;
+    /// whether it grew. A `join` may rearrange its value without growing it (linearity's adds
+    /// empty entries), so by default this joins into a copy; lattices whose `join` changes
+    /// nothing unless it grows join in place.
+    fn join_if_grows(&mut self, other: &Self) -> bool {
+        let mut grown = self.clone();
+        let grew = grown.join(other);
+        if grew {
+            *self = grown;
+        }
+        grew
+    }
 }
 
 /// A set of symbols, with a top element for "every symbol that outlives the routine" (what an
 /// unknown routine may write).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymbolSet {
-    pub symbols: FxHashSet<SymbolId>,
+    pub symbols: SymbolBits,
     /// Every symbol but the routine's own locals.
     pub all_persistent: bool,
 }
@@ -29,7 +40,13 @@ impl SymbolSet {
 
     /// Whether the set holds `symbol`, given whether `symbol` outlives the routine.
     pub fn contains(&self, symbol: SymbolId, persistent: bool) -> bool {
-        (persistent && self.all_persistent) || self.symbols.contains(&symbol)
+        (persistent && self.all_persistent) || self.symbols.contains(symbol)
+    }
+
+    /// Empties the set, keeping its storage.
+    pub fn clear(&mut self) {
+        self.symbols.clear();
+        self.all_persistent = false;
     }
 }
 
@@ -40,12 +57,102 @@ impl Lattice for SymbolSet {
             self.all_persistent = true;
             grew = true;
         }
-        for &s in &other.symbols {
-            grew |= self.symbols.insert(s);
+        grew | self.symbols.union_with(&other.symbols)
+    }
+
+    /// `join` adds members and the top flag only when they are new (storage may grow by
+    /// words without members, which equality ignores).
+    fn join_if_grows(&mut self, other: &Self) -> bool {
+        self.join(other)
+    }
+}
+
+/// A set of symbols as a bitset indexed by arena index. Symbol arenas are small and dense, and
+/// the data-flow solvers join and copy these sets at every vertex visit: a few words each,
+/// where a hash set paid a hashed insert per member. Iteration is in ascending id order.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolBits {
+    /// Grown on demand: bits past the end are absent.
+    words: Vec<u64>,
+}
+
+impl SymbolBits {
+    fn split(symbol: SymbolId) -> (usize, u64) {
+        let i = symbol.into_raw().into_u32() as usize;
+        (i / 64, 1 << (i % 64))
+    }
+
+    /// Adds `symbol`; whether it was absent.
+    pub fn insert(&mut self, symbol: SymbolId) -> bool {
+        let (word, bit) = Self::split(symbol);
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        let absent = self.words[word] & bit == 0;
+        self.words[word] |= bit;
+        absent
+    }
+
+    pub fn contains(&self, symbol: SymbolId) -> bool {
+        let (word, bit) = Self::split(symbol);
+        self.words.get(word).is_some_and(|w| w & bit != 0)
+    }
+
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// Adds every member of `other`; whether `self` grew.
+    pub fn union_with(&mut self, other: &SymbolBits) -> bool {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        let mut grew = false;
+        for (mine, &theirs) in self.words.iter_mut().zip(&other.words) {
+            grew |= theirs & !*mine != 0;
+            *mine |= theirs;
         }
         grew
     }
+
+    /// The members, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = SymbolId> + '_ {
+        self.words.iter().enumerate().flat_map(|(k, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros();
+                rest &= rest - 1;
+                Some(SymbolId::from_raw(la_arena::RawIdx::from_u32(k as u32 * 64 + bit)))
+            })
+        })
+    }
 }
+
+impl Extend<SymbolId> for SymbolBits {
+    fn extend<I: IntoIterator<Item = SymbolId>>(&mut self, symbols: I) {
+        for s in symbols {
+            self.insert(s);
+        }
+    }
+}
+
+impl PartialEq for SymbolBits {
+    /// Equal members, whatever storage either has grown.
+    fn eq(&self, other: &Self) -> bool {
+        let (short, long) =
+            if self.words.len() <= other.words.len() { (self, other) } else { (other, self) };
+        short.words == long.words[..short.words.len()] && long.words[short.words.len()..].iter().all(|&w| w == 0)
+    }
+}
+
+impl Eq for SymbolBits {}
 
 /// Which way facts flow along the edges of a control flow graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,9 +221,7 @@ pub fn solve<L: Lattice>(
         }
         before[v] = fact;
         let out = transfer(ids[v], &before[v]);
-        let mut grown = after[v].clone();
-        if grown.join(&out) {
-            after[v] = grown;
+        if after[v].join_if_grows(&out) {
             for &s in &succs[v] {
                 pending.insert((rank[s], s));
             }
@@ -198,4 +303,35 @@ pub fn calls(graph: &FlowGraph) -> impl Iterator<Item = &SubroutineCall> {
             Statement::SubroutineCall(call) => Some(call),
             _ => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(k: u32) -> SymbolId {
+        SymbolId::from_raw(la_arena::RawIdx::from_u32(k))
+    }
+
+    #[test]
+    fn symbol_bits_behave_as_a_set_whatever_their_storage() {
+        let mut a = SymbolBits::default();
+        assert!(a.is_empty());
+        assert!(a.insert(id(130)) && a.insert(id(3)) && a.insert(id(64)));
+        assert!(!a.insert(id(3)));
+        assert!(a.contains(id(64)) && !a.contains(id(63)) && !a.contains(id(1000)));
+        assert_eq!(a.iter().collect::<Vec<_>>(), [id(3), id(64), id(130)]);
+        // Grown storage with no members past the other's end is the same set.
+        let mut b = SymbolBits::default();
+        b.extend([id(64), id(3)]);
+        let mut c = b.clone();
+        c.insert(id(500));
+        c.words[500 / 64] = 0;
+        assert_eq!(b, c);
+        assert!(!b.union_with(&c));
+        assert!(b.union_with(&a));
+        assert_eq!(a, b);
+        a.clear();
+        assert!(a.is_empty() && a == SymbolBits::default());
+    }
 }

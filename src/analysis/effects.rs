@@ -73,35 +73,59 @@ pub struct Effects {
     pub by_symbol: FxHashMap<SymbolId, RoutineId>,
     /// Per variable, the others of its frame the alias map says may share its storage.
     pub partners: FxHashMap<SymbolId, Vec<SymbolId>>,
+    /// The frame of every routine with a body, as of the summaries: taken by
+    /// `tbr::Recording`, which would otherwise compute each again.
+    pub(crate) frames: ArenaMap<RoutineId, Frame>,
+    /// The routines callees first (`bottom_up_order`): `tbr::Recording` walks them too, and
+    /// takes them.
+    pub(crate) order: Vec<RoutineId>,
 }
 
 impl Effects {
     pub fn of(cg: &CallGraph) -> Effects {
         let by_symbol: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
         let partners = alias_partners(cg);
-        let mut effects = Effects { kills: ArenaMap::default(), by_symbol, partners };
         let order = bottom_up_order(cg);
+        let mut frames = ArenaMap::default();
+        for &r in &order {
+            if let Routine::ControlFlowGraph(cfg) = &cg.routines[r] {
+                frames.insert(r, Frame::of(cg, cfg));
+            }
+        }
+        let mut effects = Effects { kills: ArenaMap::default(), by_symbol, partners, frames, order: Vec::new() };
         for &r in &order {
             effects.kills.insert(r, KillSummary::default());
         }
-        let frames: FxHashMap<RoutineId, Frame> = order
-            .iter()
-            .filter_map(|&r| match &cg.routines[r] {
-                Routine::ControlFlowGraph(cfg) => Some((r, Frame::of(cg, cfg))),
-                Routine::ReplacementList(_) => None,
-            })
-            .collect();
+        // A summary depends on the routine's own statements and its callees' summaries only:
+        // it is computed again only when a callee's changed since (recursion), not once more
+        // per round for every routine. Steps count computations.
+        let mut callees: ArenaMap<RoutineId, Vec<RoutineId>> = ArenaMap::default();
+        for &r in &order {
+            if let Routine::ControlFlowGraph(cfg) = &cg.routines[r] {
+                callees.insert(r, super::dataflow::calls(&cfg.graph).filter_map(|c| effects.callee(c)).collect());
+            }
+        }
+        let mut computed_at: ArenaMap<RoutineId, usize> = ArenaMap::default();
+        let mut changed_at: ArenaMap<RoutineId, usize> = ArenaMap::default();
+        let mut step = 0;
         loop {
             let mut changed = false;
             for &r in &order {
                 let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
-                let frame = &frames[&r];
+                if let Some(&at) = computed_at.get(r)
+                    && callees[r].iter().all(|&c| changed_at.get(c).is_none_or(|&ch| ch < at))
+                {
+                    continue;
+                }
+                step += 1;
+                computed_at.insert(r, step);
+                let frame = &effects.frames[r];
                 let mut written = SymbolSet::default();
                 for (_, vertex) in cfg.graph.vertices.iter() {
                     effects.vertex_writes(cg, vertex, &mut written);
                 }
                 let mut summary = KillSummary { unknown: written.all_persistent, ..KillSummary::default() };
-                for &s in &written.symbols {
+                for s in written.symbols.iter() {
                     if let Some(&p) = frame.formals.get(&s) {
                         summary.formals.insert(p);
                     } else if !frame.is_local(cg, s) {
@@ -110,10 +134,12 @@ impl Effects {
                 }
                 if effects.kills.get(r) != Some(&summary) {
                     effects.kills.insert(r, summary);
+                    changed_at.insert(r, step);
                     changed = true;
                 }
             }
             if !changed {
+                effects.order = order;
                 return effects;
             }
         }
@@ -122,7 +148,10 @@ impl Effects {
     /// Adds `symbol` and what may share its storage to `out`.
     fn write(&self, symbol: SymbolId, out: &mut SymbolSet) {
         out.insert(symbol);
-        if let Some(partners) = self.partners.get(&symbol) {
+        // Most documents have no overlapping alias ranges: skip the lookup.
+        if !self.partners.is_empty()
+            && let Some(partners) = self.partners.get(&symbol)
+        {
             out.symbols.extend(partners.iter().copied());
         }
     }

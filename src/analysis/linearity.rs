@@ -493,7 +493,6 @@ fn loop_fusion(
         let mut nonlinear_carried: Vec<SymbolId> = written
             .symbols
             .iter()
-            .copied()
             .filter(|s| read.contains(s))
             .filter(|s| {
                 facts.and_then(|f| f.0.get(s)).and_then(|d| d.get(s)).is_some_and(|&c| c == Dependence::Nonlinear)

@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::*;
 
-use super::dataflow::{Direction, Lattice, SymbolSet, bottom_up_order, solve};
+use super::dataflow::{Direction, Lattice, SymbolSet, solve};
 use super::effects::{Effects, Frame};
 
 /// The recording facts of one routine.
@@ -51,8 +51,8 @@ pub struct Recording {
 
 impl Recording {
     pub fn of(cg: &CallGraph) -> Recording {
-        let effects = Effects::of(cg);
-        let order = bottom_up_order(cg);
+        let mut effects = Effects::of(cg);
+        let order = std::mem::take(&mut effects.order);
         let mut routines: ArenaMap<RoutineId, RoutineRecording> = ArenaMap::default();
         for &r in &order {
             let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
@@ -75,7 +75,7 @@ impl Recording {
             routines.insert(
                 r,
                 RoutineRecording {
-                    frame: Frame::of(cg, cfg),
+                    frame: effects.frames.remove(r).unwrap_or_else(|| Frame::of(cg, cfg)),
                     after: solution.before,
                     outside: SymbolSet::default(),
                     aliased: false,
@@ -277,7 +277,7 @@ fn callee_context(
             outside.insert(formal);
         }
     }
-    for &s in &later.symbols {
+    for s in later.symbols.iter() {
         if !caller.formals.contains_key(&s) && !caller.is_local(cg, s) {
             outside.insert(s);
         }
@@ -299,10 +299,9 @@ impl BlockWrites {
         let mut last_unknown = None;
         let mut written = SymbolSet::default();
         for (k, statement) in statements.iter().enumerate() {
-            written.symbols.clear();
-            written.all_persistent = false;
+            written.clear();
             effects.statement_writes(statement, &mut written);
-            for &s in &written.symbols {
+            for s in written.symbols.iter() {
                 last.insert(s, k);
             }
             if written.all_persistent {

@@ -224,7 +224,7 @@ fn assigned_in(graph: &FlowGraph, regions: &[Region], call_writes: &FxHashMap<Cf
                                 Statement::Assignment(a) => out.symbols.extend(a.lhs.base_symbol()),
                                 Statement::SubroutineCall(_) => match call_writes.get(v) {
                                     Some(written) => {
-                                        out.symbols.extend(written.symbols.iter().copied());
+                                        out.symbols.extend(written.symbols.iter());
                                         out.calls |= written.all_persistent;
                                     }
                                     None => out.calls = true,

@@ -26,7 +26,7 @@ pub fn adjoint_block(
     scope: ScopeId,
     statements: &[Statement],
     pushes: &[Vec<Pushed>],
-    recompute: &[Vec<Statement>],
+    recompute: Vec<Vec<Statement>>,
 ) -> Vec<Statement> {
     let mut out = Vec::with_capacity(statements.len() * 2);
     // Derivative temporaries of array shape are allocated first (those passed to calls are
@@ -56,8 +56,7 @@ pub fn adjoint_block(
         let popped = pop(cg, temporaries, scope, pushed, &mut out);
         // A sequence taped by its values computes its partials and Jacobian here, with the
         // subscripts its propagator popped.
-        for statement in again {
-            let mut statement = statement.clone();
+        for mut statement in again {
             if let Statement::Assignment(a) = &mut statement {
                 for (_, vertex) in a.rhs.vertices.iter_mut() {
                     if let ExprVertex::Variable(reference) = vertex {

@@ -133,10 +133,18 @@ pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists)
         (12, &lists.results, true, true),
         (13, &lists.results, false, true),
     ];
+    // Most placeholders of most routines are empty: Entry → empty block → Exit, built once and
+    // copied (building interns ids and grows the arena and edge list a vertex at a time).
+    let mut empty: Option<FlowGraph> = None;
     plan.into_iter()
         .map(|(number, references, store, with_derivative)| {
             let calls = calls(cg, references, &lists.optional, store, with_derivative, lists.file_order);
-            (number, guarded_graph(cg, scope, calls))
+            let graph = if calls.is_empty() {
+                empty.get_or_insert_with(|| guarded_graph(cg, scope, Vec::new())).clone()
+            } else {
+                guarded_graph(cg, scope, calls)
+            };
+            (number, graph)
         })
         .collect()
 }

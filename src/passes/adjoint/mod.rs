@@ -250,7 +250,7 @@ fn reverse_routine(
                 summary.words_chosen += if choice.chose_values { choice.values.unwrap_or(0) } else { choice.factors };
             }
             let reverse =
-                block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes, &taped.recompute);
+                block::adjoint_block(cg, temporaries, block.scope, &block.statements, &taped.pushes, taped.recompute);
             blocks[id.into_raw().into_u32() as usize] = Some((taped.taping, reverse));
         }
         let mut reversal =

@@ -10,7 +10,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::analysis::dataflow::SymbolSet;
+use crate::analysis::dataflow::{SymbolBits, SymbolSet};
 use crate::analysis::effects::Effects;
 use crate::analysis::tbr::{BlockWrites, Record, RoutineRecording};
 use crate::ir::build::{Temporaries, assignment, inlinable_call, whole_reference};
@@ -110,7 +110,8 @@ pub fn tape_block(
     context: &TapeContext<'_>,
 ) -> Result<TapedBlock, AdjointError> {
     let writes = BlockWrites::of(context.effects, statements);
-    let index = (context.strategy != TapeStrategy::Factors).then(|| BlockIndex::of(cg, context.effects, statements));
+    // Built for the first sequence that could be taped by its values: many blocks have none.
+    let mut index: Option<BlockIndex> = None;
     // Whether the value of `symbol` read at statement `k` must be taped.
     let record = |cg: &CallGraph, k: usize, symbol: SymbolId| match context.recording {
         Some(recording) => recording.record(cg, context.block, &writes, k, symbol, context.restored),
@@ -132,9 +133,10 @@ pub fn tape_block(
                 let factors = factor_cost(cg, propagator);
                 let plan = match (context.strategy, factors) {
                     (TapeStrategy::Factors, _) | (_, None) | (_, Some(0)) => None,
-                    _ => index.as_ref().and_then(|index| {
+                    _ => {
+                        let index = index.get_or_insert_with(|| BlockIndex::of(cg, context.effects, statements));
                         plan_values(cg, context.effects, index, statements, sequence_start, p, propagator, &record)
-                    }),
+                    }
                 };
                 let factors = factors.unwrap_or(0);
                 let values = plan.as_ref().map(|plan| plan.pushes.len());
@@ -430,9 +432,9 @@ fn plan_values(
             }
             _ => {
                 // Anything else that writes a needed temporary hides how it was computed.
-                written.symbols.clear();
+                written.clear();
                 effects.statement_writes(statement, &mut written);
-                if written.symbols.iter().any(|s| needed.contains(s)) {
+                if written.symbols.iter().any(|s| needed.contains(&s)) {
                     return None;
                 }
             }
@@ -442,10 +444,12 @@ fn plan_values(
 
     // A slice statement stays in the forward sweep if a statement that stays reads it: one
     // outside the slice (the propagator's factors aside), or a slice statement that stays.
-    let mut own_subscripts = Vec::new();
+    let mut own_subscripts = SymbolBits::default();
     for entry in &propagator.entries {
         for r in entry_references(entry) {
-            r.symbols_read(&mut own_subscripts);
+            reference_reads(r, &mut |s| {
+                own_subscripts.insert(s);
+            });
         }
     }
     let mut removable: Vec<usize> = slice.clone();
@@ -455,7 +459,7 @@ fn plan_values(
         removable.retain(|&j| {
             let Statement::Assignment(a) = &statements[j] else { return false };
             let Some(t) = a.lhs.base_symbol() else { return false };
-            !own_subscripts.contains(&t)
+            !own_subscripts.contains(t)
                 && index
                     .readers
                     .get(&t)
@@ -555,23 +559,19 @@ struct BlockIndex {
 impl BlockIndex {
     fn of(cg: &CallGraph, effects: &Effects, statements: &[Statement]) -> BlockIndex {
         let mut index = BlockIndex { readers: FxHashMap::default(), writes: FxHashMap::default(), unknown: Vec::new() };
-        let mut reads = Vec::new();
         let mut written = SymbolSet::default();
         for (k, statement) in statements.iter().enumerate() {
-            reads.clear();
-            statement_reads(statement, &mut reads);
-            for &s in &reads {
+            statement_reads(statement, &mut |s| {
                 if cg.symbols[s].temp && cg.symbols[s].shape == Shape::Scalar {
                     let readers = index.readers.entry(s).or_default();
                     if readers.last() != Some(&k) {
                         readers.push(k);
                     }
                 }
-            }
-            written.symbols.clear();
-            written.all_persistent = false;
+            });
+            written.clear();
             effects.statement_writes(statement, &mut written);
-            for &s in &written.symbols {
+            for s in written.symbols.iter() {
                 index.writes.entry(s).or_default().push(k);
             }
             if written.all_persistent {
@@ -591,40 +591,62 @@ impl BlockIndex {
     }
 }
 
-/// The symbols a statement reads (values and subscripts).
-fn statement_reads(statement: &Statement, out: &mut Vec<SymbolId>) {
+/// Visits the symbols a statement reads (values and subscripts), as many times as it reads
+/// them: the block index keeps one entry per statement anyway, and deduplicating here (as
+/// `symbols_read` does, by linear search) made long propagators quadratic.
+fn statement_reads(statement: &Statement, visit: &mut impl FnMut(SymbolId)) {
+    let arguments = |arguments: &[Argument], visit: &mut dyn FnMut(SymbolId)| {
+        for argument in arguments {
+            if let ArgumentValue::Variable(r) = &argument.value {
+                reference_reads(r, visit);
+            }
+        }
+    };
     match statement {
         Statement::Assignment(a) => {
-            out.extend(a.rhs.variables_read());
-            a.lhs.symbols_read(out);
+            expression_reads(&a.rhs, visit);
+            reference_reads(&a.lhs, visit);
         }
-        Statement::SubroutineCall(call) => {
-            for argument in &call.arguments {
-                if let ArgumentValue::Variable(r) = &argument.value {
-                    r.symbols_read(out);
-                }
-            }
-        }
-        Statement::InlinableSubroutineCall(call) => {
-            for argument in &call.arguments {
-                if let ArgumentValue::Variable(r) = &argument.value {
-                    r.symbols_read(out);
-                }
-            }
-        }
+        Statement::SubroutineCall(call) => arguments(&call.arguments, visit),
+        Statement::InlinableSubroutineCall(call) => arguments(&call.arguments, visit),
         Statement::DerivativePropagator(propagator) => {
             for entry in &propagator.entries {
                 for r in entry_references(entry) {
-                    r.symbols_read(out);
+                    reference_reads(r, visit);
                 }
                 if let PropagatorEntry::Sax { terms, .. } | PropagatorEntry::Saxpy { terms, .. } = entry {
                     for term in terms {
-                        out.extend(term.a.variables_read());
+                        expression_reads(&term.a, visit);
                     }
                 }
             }
         }
         Statement::Marker(_) => {}
+    }
+}
+
+/// The symbols `Expression::variables_read` lists, each visited as often as it is read.
+fn expression_reads(expression: &Expression, visit: &mut dyn FnMut(SymbolId)) {
+    for (_, vertex) in expression.vertices.iter() {
+        if let ExprVertex::Variable(r) = vertex {
+            reference_reads(r, visit);
+        }
+    }
+}
+
+/// The symbols `VariableReference::symbols_read` lists, each visited as often as it is read.
+fn reference_reads(reference: &VariableReference, visit: &mut dyn FnMut(SymbolId)) {
+    if let Some(base) = reference.base_symbol() {
+        visit(base);
+    }
+    for vertex in &reference.vertices {
+        if let VarRefVertex::ArrayElement(access) = vertex {
+            for triplet in &access.indices {
+                for e in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
+                    expression_reads(e, visit);
+                }
+            }
+        }
     }
 }
 
