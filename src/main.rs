@@ -1011,7 +1011,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
-    let mut body = output.spill();
+    let mut body = output.body(checked.input.len());
     let streamed = checked.validating(session, |input, file, gate| {
         streaming::identity(input, file, &read_options, &config, &options, &mut body, gate)
     });
@@ -1105,7 +1105,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
-    let mut body = output.spill();
+    // The tangent code is about three times the input.
+    let mut body = output.body(checked.input.len() * 3);
     let streamed = checked.validating(session, |input, file, gate| {
         streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, gate)
     });
@@ -1174,7 +1175,7 @@ fn write_transformed(
 ) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    let mut body = output.spill();
+    let mut body = output.body(call_graph.size_hint);
     let mut routine_text = Vec::new();
     let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
     for routine in routines {

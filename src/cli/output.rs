@@ -90,6 +90,9 @@ impl Write for Body {
     }
 }
 
+/// Bodies expected to be smaller than this stay in memory ([`Pending::body`]).
+const SPILL_FROM: usize = 4 << 20;
+
 /// A prepared destination; dropping it before [`Pending::commit`] leaves no trace.
 #[derive(Debug)]
 pub struct Pending {
@@ -164,6 +167,13 @@ impl Pending {
             }
         }
         Body::Memory(Vec::new())
+    }
+
+    /// [`Pending::spill`] for a body of about `expected` bytes: small ones stay in memory, where
+    /// the unnamed file, its writes and the kernel's copy (a dozen system calls) cost more than
+    /// holding the bytes.
+    pub fn body(&self, expected: usize) -> Body {
+        if expected < SPILL_FROM { Body::Memory(Vec::with_capacity(expected)) } else { self.spill() }
     }
 
     /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
