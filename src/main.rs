@@ -893,7 +893,11 @@ impl Checked {
     /// checks' [`Progress`] and must wait on it before it transforms a routine, so it never
     /// transforms what the checks refuse (the reader itself takes any input without harm).
     /// `None` when the checks found an error; their findings are then reported.
-    fn validating<T>(&mut self, session: &mut Session, work: impl FnOnce(&[u8], &str, Option<&Progress>) -> T) -> Option<T> {
+    fn validating<T>(
+        &mut self,
+        session: &mut Session,
+        work: impl FnOnce(&[u8], &str, Option<&Progress>) -> T,
+    ) -> Option<T> {
         let (input, file, options) = (&self.input[..], &self.file[..], &self.options);
         let (findings, result) = if input.len() < validate_alongside_from() {
             let findings = validate_without_reader(input, file, options);
@@ -921,7 +925,11 @@ impl Checked {
     }
 
     /// Reports the findings of a whole read with the checks' and passes its call graph on.
-    fn report_read(&mut self, session: &mut Session, read: Result<ReadOutput, ReadError>) -> Result<CallGraph, Reported> {
+    fn report_read(
+        &mut self,
+        session: &mut Session,
+        read: Result<ReadOutput, ReadError>,
+    ) -> Result<CallGraph, Reported> {
         match read {
             Ok(read) => self.report(session, read.warnings).map(|()| read.call_graph),
             Err(error) => self.report(session, error.findings().to_vec()).and(Err(Reported(1))),

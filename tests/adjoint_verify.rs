@@ -449,10 +449,7 @@ fn tape_strategies_verify_and_best_and_balanced_tape_at_most_six_tenths_of_the_r
             rows.push(format!("{example:<32} {:>9} {f:>9} {v:>9} {b:>9} {c:>9}", "-"));
         }
     }
-    eprintln!(
-        "{:<32} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "example", "reference", "factors", "values", "best", "balanced"
-    );
+    eprintln!("{:<32} {:>9} {:>9} {:>9} {:>9} {:>9}", "example", "reference", "factors", "values", "best", "balanced");
     for row in &rows {
         eprintln!("{row}");
     }

@@ -179,8 +179,9 @@ fn declines_what_needs_the_whole_document() {
             Catalogue::builtin(),
             &analysed,
             &write,
-            &mut Vec::new()
-        , None),
+            &mut Vec::new(),
+            None
+        ),
         Err(StreamError::WholeDocument(_))
     ));
     let mut renaming = Config::default();
@@ -193,8 +194,9 @@ fn declines_what_needs_the_whole_document() {
             Catalogue::builtin(),
             &renaming,
             &write,
-            &mut Vec::new()
-        , None),
+            &mut Vec::new(),
+            None
+        ),
         Err(StreamError::WholeDocument(_))
     ));
 }

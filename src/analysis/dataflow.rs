@@ -3,8 +3,8 @@
 //! summaries. The analyses (`effects`, `tbr`, `linearity`, `activity`) state their transfer
 //! functions; none of them stores anything on the IR, each returns side tables keyed by ids.
 
-use la_arena::ArenaMap;
 use crate::ir::*;
+use la_arena::ArenaMap;
 
 /// A join semilattice: `join` merges `other` in and says whether `self` grew.
 pub trait Lattice: Clone {
@@ -146,8 +146,7 @@ impl Extend<SymbolId> for SymbolBits {
 impl PartialEq for SymbolBits {
     /// Equal members, whatever storage either has grown.
     fn eq(&self, other: &Self) -> bool {
-        let (short, long) =
-            if self.words.len() <= other.words.len() { (self, other) } else { (other, self) };
+        let (short, long) = if self.words.len() <= other.words.len() { (self, other) } else { (other, self) };
         short.words == long.words[..short.words.len()] && long.words[short.words.len()..].iter().all(|&w| w == 0)
     }
 }

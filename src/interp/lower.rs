@@ -323,9 +323,7 @@ pub fn lower(cg: &CallGraph) -> Program {
         lw.routine_by_symbol.insert(routine.symbol(), index);
         let (body_scope, has_code) = match routine {
             Routine::ControlFlowGraph(cfg) => (cfg.body_scope, !cfg.graph.vertices.is_empty()),
-            Routine::ReplacementList(list) => {
-                (list.body_scope, list.graphs().any(|graph| !graph.vertices.is_empty()))
-            }
+            Routine::ReplacementList(list) => (list.body_scope, list.graphs().any(|graph| !graph.vertices.is_empty())),
         };
         if has_code {
             local_scope.entry(body_scope).or_insert(index);

@@ -821,7 +821,16 @@ enum Step {
 
 impl<'v> Validator<'v> {
     fn new(input: &'v [u8], file: &'v str, strict: bool, map: Rc<[(usize, usize)]>) -> Self {
-        Validator { input, lines: OnceCell::new(), file, strict, phase: Phase::Structure, map, findings: Vec::new(), errors: 0 }
+        Validator {
+            input,
+            lines: OnceCell::new(),
+            file,
+            strict,
+            phase: Phase::Structure,
+            map,
+            findings: Vec::new(),
+            errors: 0,
+        }
     }
 
     fn has_error(&self) -> bool {
