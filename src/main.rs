@@ -901,10 +901,7 @@ impl Checked {
         let (input, file, options) = (&self.input[..], &self.file[..], &self.options);
         let (findings, result) = if input.len() < validate_alongside_from() {
             let findings = validate_without_reader(input, file, options);
-            if findings.iter().any(|f| f.severity == Severity::Error) {
-                session.findings("validate", &findings);
-                return None;
-            }
+            report_validation_errors(session, &findings)?;
             let result = work(input, file, None);
             (findings, result)
         } else {
@@ -916,10 +913,7 @@ impl Checked {
                 (findings, result)
             })
         };
-        if findings.iter().any(|f| f.severity == Severity::Error) {
-            session.findings("validate", &findings);
-            return None;
-        }
+        report_validation_errors(session, &findings)?;
         self.findings = findings;
         Some(result)
     }
@@ -939,9 +933,7 @@ impl Checked {
     /// Reports the validation's findings once the command's reader has run: `from_reader` is
     /// its warnings, or the findings of its failed read. `Err` when there is an error among them.
     fn report(&mut self, session: &mut Session, from_reader: Vec<Diagnostic>) -> Result<(), Reported> {
-        let findings = with_reader_findings(std::mem::take(&mut self.findings), from_reader);
-        session.findings("validate", &findings);
-        if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
+        report_validation(session, &with_reader_findings(std::mem::take(&mut self.findings), from_reader))
     }
 
     /// Reports the validation's findings when the command failed before its reader finished (a
@@ -949,11 +941,25 @@ impl Checked {
     /// `validate` reads it. `Err` when there is an error among them, which then stands for the
     /// run's failure.
     fn report_after_failure(&mut self, session: &mut Session) -> Result<(), Reported> {
-        let findings = validate(&self.input, &self.file, &self.options);
         self.findings.clear();
-        session.findings("validate", &findings);
-        if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
+        report_validation(session, &validate(&self.input, &self.file, &self.options))
     }
+}
+
+/// Prints the findings of checks that found an error (`None`); without one, they wait to be
+/// printed with the reader's.
+fn report_validation_errors(session: &mut Session, findings: &[Diagnostic]) -> Option<()> {
+    if findings.iter().any(|f| f.severity == Severity::Error) {
+        session.findings("validate", findings);
+        return None;
+    }
+    Some(())
+}
+
+/// Prints validation findings; `Err` when there is an error among them.
+fn report_validation(session: &mut Session, findings: &[Diagnostic]) -> Result<(), Reported> {
+    session.findings("validate", findings);
+    if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
 }
 
 /// Reads a validated input whole (after a streamed run declined it); the validation's

@@ -96,7 +96,7 @@ impl Temporaries {
             self.text.clear();
             self.text.push_str(base);
             self.text.push('_');
-            push_decimal(&mut self.text, k);
+            self.text.push_str(itoa::Buffer::new().format(k));
             id = cg.names.intern(&self.text);
             k += 1;
         }
@@ -133,7 +133,7 @@ impl Temporaries {
             self.text.push_str(cg.names.get(cg.prefix));
             self.text.push_str(kind);
             self.text.push('_');
-            push_decimal(&mut self.text, *counter);
+            self.text.push_str(itoa::Buffer::new().format(*counter));
             *counter += 1;
             let name = cg.names.intern(&self.text);
             if cg.lookup_symbol(scope, name).is_none() {
@@ -145,22 +145,6 @@ impl Temporaries {
         init(&mut symbol);
         cg.add_symbol(symbol)
     }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(text: &mut String, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    text.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// The schema's array shape of the given rank (rank 0 is a scalar).

@@ -90,40 +90,18 @@ impl Names {
     /// numbers): the passes mint many, and formatting each into a fresh `String` first cost
     /// an allocation per id.
     pub fn intern_index(&mut self, n: usize) -> Name {
-        self.intern_digits(false, n as u64)
+        if let Some(&name) = self.small.get(n).filter(|name| **name != Name::EMPTY) {
+            return name;
+        }
+        self.intern(itoa::Buffer::new().format(n))
     }
 
     /// The decimal form of an integer (constants), as [`Self::intern_index`].
     pub fn intern_integer(&mut self, n: i64) -> Name {
-        self.intern_digits(n < 0, n.unsigned_abs())
-    }
-
-    fn intern_digits(&mut self, negative: bool, magnitude: u64) -> Name {
-        if !negative
-            && let Some(&name) =
-                usize::try_from(magnitude).ok().and_then(|n| self.small.get(n)).filter(|name| **name != Name::EMPTY)
-        {
-            return name;
+        match usize::try_from(n) {
+            Ok(n) => self.intern_index(n),
+            Err(_) => self.intern(itoa::Buffer::new().format(n)),
         }
-        // A sign and the 20 digits of u64::MAX.
-        let mut buffer = [0u8; 21];
-        let mut start = buffer.len();
-        let mut rest = magnitude;
-        loop {
-            start -= 1;
-            buffer[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        if negative {
-            start -= 1;
-            buffer[start] = b'-';
-        }
-        // ASCII digits and a minus sign.
-        let text = std::str::from_utf8(&buffer[start..]).unwrap_or_default();
-        self.intern(text)
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {

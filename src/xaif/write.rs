@@ -188,21 +188,10 @@ impl<'a> Writer<'a, '_> {
         self.out.extend_from_slice(key.as_bytes());
         self.out.extend_from_slice(b"=\"");
         // Decimal digits without a temporary String: this runs for every key and position.
-        let mut digits = [0u8; 20];
-        let mut n = magnitude;
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
         if negative {
             self.out.push(b'-');
         }
-        self.out.extend_from_slice(&digits[start..]);
+        self.out.extend_from_slice(itoa::Buffer::new().format(magnitude).as_bytes());
         self.out.push(b'"');
     }
 
