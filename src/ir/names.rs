@@ -39,12 +39,20 @@ pub struct Names {
 
 impl Default for Names {
     fn default() -> Self {
+        Names::with_capacity(0, 0)
+    }
+}
+
+impl Names {
+    /// Room for `count` names of `bytes` bytes in all, so that reading a document does not
+    /// grow (and rehash) the table step by step.
+    pub fn with_capacity(count: usize, bytes: usize) -> Names {
         let mut names = Names {
-            text: String::new(),
-            spans: Vec::new(),
-            table: hashbrown::HashTable::new(),
+            text: String::with_capacity(bytes),
+            spans: Vec::with_capacity(count),
+            table: hashbrown::HashTable::with_capacity(count),
             small: Vec::new(),
-            needs_escape: Vec::new(),
+            needs_escape: Vec::with_capacity(count),
         };
         // Stored first, so that `intern("")` can answer without looking.
         let empty = names.intern_slow("");

@@ -220,7 +220,7 @@ fn check_progressively(
 ) -> Vec<Diagnostic> {
     // Positions are counted after a byte-order mark, as the reader counts them.
     let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
-    let text = match std::str::from_utf8(input) {
+    let text = match super::utf8(input) {
         Ok(text) => text,
         Err(e) => {
             let (line, column) = super::diagnostic::line_column(input, e.valid_up_to());
@@ -341,7 +341,7 @@ fn locate_element(
     find: impl for<'a, 'i> FnOnce(&'a roxmltree::Document<'i>) -> Option<Node<'a, 'i>>,
 ) -> Diagnostic {
     let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
-    let text = std::str::from_utf8(input).ok();
+    let text = super::utf8(input).ok();
     let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options()).ok());
     let found = doc.as_ref().and_then(find).map(|at| {
         let source_line = at.attribute("lineNumber").filter(|l| *l != "0").map(str::to_owned);
