@@ -1177,31 +1177,35 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
 }
 
 /// Writes a transformed call graph and its statistics: both staged, then both committed, so a
-/// failure leaves neither half-written. Routines go to the output's spill file one at a time,
-/// each freed once written: the output text (the adjoint's is about 18 times the input on large
-/// inputs) is never whole in memory, and the graphs shrink as it grows.
+/// failure leaves neither half-written. The head (scopes, symbol tables, maps) is final once
+/// the whole document is transformed, so it goes first and the routines follow it straight
+/// into the output's temporary file, each freed once written: the output text (the adjoint's
+/// is about 18 times the input on large inputs) is never whole in memory, and the graphs
+/// shrink as it grows. (Streamed outputs need a spill file: their head is known last.)
 fn write_transformed(
     common: &TransformArgs,
     session: &mut Session,
     mut call_graph: CallGraph,
-    output: Pending,
+    mut output: Pending,
     stats: Option<(Pending, String)>,
 ) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    let mut body = output.body(call_graph.size_hint);
     let mut routine_text = Vec::new();
-    let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
-    for routine in routines {
+    output.stage_written(&mut |sink: &mut dyn Write| {
+        xaif::write::write_head_to(&call_graph, &options, sink)?;
+        let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
+        for routine in routines {
+            routine_text.clear();
+            xaif::write::write_routine(&call_graph, routine, &mut routine_text);
+            sink.write_all(&routine_text)?;
+            call_graph.routines[routine].drop_graphs();
+        }
         routine_text.clear();
-        xaif::write::write_routine(&call_graph, routine, &mut routine_text);
-        body.write_all(&routine_text).context("cannot write the output")?;
-        call_graph.routines[routine].drop_graphs();
-    }
-    let mut tail = Vec::new();
-    xaif::write::write_tail(&call_graph, &mut tail);
-    let head = |sink: &mut dyn Write| xaif::write::write_head_to(&call_graph, &options, sink);
-    let outcome = commit_outputs(&head, body, tail, output, stats);
+        xaif::write::write_tail(&call_graph, &mut routine_text);
+        sink.write_all(&routine_text)
+    })?;
+    let outcome = commit_staged(output, stats);
     session.timing("write", started);
     outcome
 }
@@ -1216,6 +1220,11 @@ fn commit_outputs(
     stats: Option<(Pending, String)>,
 ) -> Outcome {
     output.stage_streamed(head, body, tail)?;
+    commit_staged(output, stats)
+}
+
+/// Stages the statistics beside an output already staged, then commits both.
+fn commit_staged(output: Pending, stats: Option<(Pending, String)>) -> Outcome {
     let stats = match stats {
         Some((mut pending, json)) => {
             pending.stage(json.into_bytes())?;

@@ -222,6 +222,30 @@ impl Pending {
         result.map_err(|source| OutputError { shown: self.shown.clone(), source })
     }
 
+    /// [`Pending::stage`] for an output written in order by `write`, in pieces: a file
+    /// replaced by a rename gets them straight into its temporary file (64 KiB at a time),
+    /// with no spill file and no copy; other destinations get them in memory, written on
+    /// commit. For outputs whose head is known before their routines are written (a whole
+    /// document transformed before writing).
+    pub fn stage_written(
+        &mut self,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), OutputError> {
+        let result = match &mut self.how {
+            How::Replace { file, .. } => {
+                let mut buffered = io::BufWriter::with_capacity(1 << 16, &*file);
+                write(&mut buffered).and_then(|()| buffered.flush())
+            }
+            How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
+                let mut bytes = Vec::new();
+                let written = write(&mut bytes);
+                self.bytes = bytes;
+                written
+            }
+        };
+        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+    }
+
     /// Makes the staged bytes visible at the destination.
     pub fn commit(mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
