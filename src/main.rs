@@ -29,8 +29,9 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Runs before mimalloc's own constructor maps its first arena and reads its options (an early
-/// `.init_array` slot): see [`xaifbooster::cli::memory::disable_transparent_huge_pages`] and
-/// [`xaifbooster::cli::memory::purge_freed_memory_promptly`].
+/// `.init_array` slot): see [`xaifbooster::cli::memory::disable_transparent_huge_pages`],
+/// [`xaifbooster::cli::memory::purge_freed_memory_promptly`] and
+/// [`xaifbooster::cli::memory::reserve_address_space_in_steps`].
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array.00101")]
@@ -38,6 +39,7 @@ static BEFORE_ALLOCATOR: extern "C" fn() = {
     extern "C" fn before_allocator() {
         xaifbooster::cli::memory::disable_transparent_huge_pages();
         xaifbooster::cli::memory::purge_freed_memory_promptly();
+        xaifbooster::cli::memory::reserve_address_space_in_steps();
     }
     before_allocator
 };

@@ -33,3 +33,18 @@ pub fn purge_freed_memory_promptly() {
         libc::setenv(c"MIMALLOC_PURGE_DELAY".as_ptr(), c"10".as_ptr(), 0);
     }
 }
+
+/// Asks mimalloc to reserve its address space 64 MiB at a time rather than 1 GiB at once
+/// (`MIMALLOC_ARENA_RESERVE=64MiB`, unless the environment says otherwise). Reserving costs
+/// nothing, but the arena's bitmaps, sized by the reservation, are written at start: about 40
+/// of the 300 page faults of a run on a small corpus file. Large inputs get further arenas as
+/// they grow (16 MiB input: the same time and peak memory). Set from the same constructor as
+/// [`purge_freed_memory_promptly`].
+pub fn reserve_address_space_in_steps() {
+    #[cfg(unix)]
+    // SAFETY: as in `purge_freed_memory_promptly`: a constructor, before any thread exists.
+    unsafe {
+        libc::setenv(c"MIMALLOC_ARENA_RESERVE".as_ptr(), c"64MiB".as_ptr(), 0);
+    }
+}
+
