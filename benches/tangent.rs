@@ -26,7 +26,7 @@ fn stream(bytes: &[u8]) -> usize {
         &xaifbooster::pipeline::Config::default(),
         &WriteOptions::default(),
         &mut body,
-        None,
+        Default::default(),
     )
     .expect("tangent");
     streamed.bytes(&body).len()

@@ -869,6 +869,19 @@ fn validate_alongside_from() -> usize {
     std::env::var("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
 }
 
+/// From this input size on, the streaming modes read on a second thread while the first
+/// transforms and writes (`streaming::Concurrency::pipelined`), where the machine has a second
+/// core. `XAIFBOOSTER_PIPELINE_FROM` (bytes) moves the threshold, as for validation.
+fn pipeline_from() -> usize {
+    std::env::var("XAIFBOOSTER_PIPELINE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
+}
+
+/// How the streaming modes use threads on an input of `bytes` bytes.
+fn concurrency(gate: Option<&xaifbooster::xaif::validate::Progress>, bytes: usize) -> streaming::Concurrency<'_> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    streaming::Concurrency { gate, pipelined: cores > 1 && bytes >= pipeline_from() }
+}
+
 /// A transforming command's input and its validation. The validator's checks that need no
 /// reader run first, or alongside the command's own read ([`Checked::validating`]); their
 /// errors end the run; their warnings wait in `findings` for the reader's, which complete the
@@ -1029,7 +1042,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
     let mut body = output.body(checked.input.len());
     let streamed = checked.validating(session, |input, file, gate| {
-        streaming::identity(input, file, &read_options, &config, &options, &mut body, gate)
+        streaming::identity(input, file, &read_options, &config, &options, &mut body, concurrency(gate, input.len()))
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
     match streamed {
@@ -1124,7 +1137,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     // The tangent code is about three times the input.
     let mut body = output.body(checked.input.len() * 3);
     let streamed = checked.validating(session, |input, file, gate| {
-        streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, gate)
+        let concurrency = concurrency(gate, input.len());
+        streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
     match streamed {

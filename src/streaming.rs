@@ -27,7 +27,7 @@ use std::io::Write;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::build::{ReservedIds, Temporaries};
-use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Routine, RoutineId, Statement, SymbolId};
+use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId};
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::tangent_with_plans;
@@ -80,14 +80,13 @@ pub fn identity(
     config: &Config,
     write: &WriteOptions,
     body: &mut dyn Write,
-    gate: Option<&Progress>,
+    concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
     }
-    let mut driver = Driver::new(None, config, Temporaries::default(), None, body, gate);
-    let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
-    let read = read_streaming(input, file, options, &mut sink);
+    let mut driver = Driver::new(None, config, Temporaries::default(), None, body, concurrency.gate);
+    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
     driver.finish(read, write)
 }
 
@@ -101,7 +100,7 @@ pub fn tangent(
     config: &Config,
     write: &WriteOptions,
     body: &mut dyn Write,
-    gate: Option<&Progress>,
+    concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
@@ -114,10 +113,146 @@ pub fn tangent(
     }
     let prescan = Prescan::of(input)?;
     let temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
-    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body, gate);
-    let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
-    let read = read_streaming(input, file, options, &mut sink);
+    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body, concurrency.gate);
+    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
     driver.finish(read, write)
+}
+
+/// What runs beside the streaming driver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Concurrency<'p> {
+    /// Validation running at the same time: a routine is transformed only once it has passed.
+    pub gate: Option<&'p Progress>,
+    /// Read on a second thread while this one transforms and writes ([`read_pipelined`]).
+    /// The output is the same either way.
+    pub pipelined: bool,
+}
+
+/// Reads the document, handing each routine to `driver` as it is read.
+fn read_into(
+    driver: &mut Driver,
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    pipelined: bool,
+) -> Result<ReadOutput, ReadError> {
+    if pipelined {
+        return read_pipelined(driver, input, file, options);
+    }
+    let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
+    read_streaming(input, file, options, &mut sink)
+}
+
+/// What the reading thread hands the transforming one.
+enum Handed {
+    /// The call graph as read when the first routine was: the document's head, every name
+    /// interned so far and that routine's head.
+    Head(CallGraph),
+    /// A routine, its names as the reader's table numbers them, the names that table took in
+    /// since the last routine was handed over, and where the routine's element ends.
+    Routine { id: RoutineId, routine: Routine, names: NameBatch, end: usize },
+}
+
+/// Reads on a second thread while this one transforms and writes: reading (a third of the
+/// tangent's work on large inputs) overlaps transforming and writing the routines before.
+///
+/// Each thread has its own call graph. The head (scopes, symbols, maps) is complete before the
+/// first routine, and the reader adds nothing to it after that but names and routines, so the
+/// transforming side starts from a copy of the reader's call graph at the first routine and
+/// then takes each routine with the names the reader interned for it, in the reader's order.
+/// Its table then interns the same names in the same order as one table does when a single
+/// thread reads and transforms, temporaries in between, so every name gets the same id as in a
+/// sequential run and the output is the same byte for byte; the routines' names are renumbered
+/// into it ([`Routine::rename`]). Symbols, scopes and map entries keep their ids: both sides
+/// have the same head.
+///
+/// The reader runs at most two routines ahead (a bounded channel). When the driver fails it
+/// drops its end of the channel, so the reader's next hand-over fails and reading stops, as
+/// it does when a sequential driver says stop.
+fn read_pipelined(
+    driver: &mut Driver,
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+) -> Result<ReadOutput, ReadError> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(2);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            // Names of the reader's table already handed over.
+            let mut handed_names: Option<usize> = None;
+            let mut sink = |cg: &mut CallGraph, id: RoutineId, end: usize| -> bool {
+                let graphs = take_graphs(&mut cg.routines[id]);
+                let mut routine = cg.routines[id].clone();
+                put_graphs(&mut routine, graphs);
+                let first = match handed_names {
+                    Some(first) => first,
+                    None => {
+                        if sender.send(Handed::Head(cg.clone())).is_err() {
+                            return false;
+                        }
+                        cg.names.len()
+                    }
+                };
+                let names = cg.names.batch_since(first);
+                handed_names = Some(cg.names.len());
+                sender.send(Handed::Routine { id, routine, names, end }).is_ok()
+            };
+            let read = read_streaming(input, file, options, &mut sink);
+            (read, handed_names)
+        });
+        let mut call_graph: Option<CallGraph> = None;
+        // The reader's names from the head's count on, as this side's table numbers them.
+        let mut head_names = 0;
+        let mut renamed: Vec<Name> = Vec::new();
+        for handed in receiver.iter() {
+            match handed {
+                Handed::Head(head) => {
+                    head_names = head.names.len();
+                    call_graph = Some(head);
+                }
+                Handed::Routine { id, mut routine, names, end } => {
+                    let Some(cg) = call_graph.as_mut() else { break };
+                    cg.names.intern_batch(&names, &mut renamed);
+                    routine.rename(&mut |name: Name| match name.index().checked_sub(head_names) {
+                        Some(i) => renamed[i],
+                        None => name,
+                    });
+                    // The first routine's head came with the head; the others are new here,
+                    // in the reader's order, so they get the reader's ids.
+                    if (id.into_raw().into_u32() as usize) < cg.routines.len() {
+                        cg.routines[id] = routine;
+                    } else if cg.routines.alloc(routine) != id {
+                        driver.failure = Some(StreamError::WholeDocument("routines handed over out of order"));
+                        break;
+                    }
+                    if !driver.arrive(cg, id, end) {
+                        break;
+                    }
+                }
+            }
+        }
+        // Unblocks the reader if it waits to hand over more.
+        drop(receiver);
+        let (read, handed_names) = match reader.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let mut read = read?;
+        if let (Some(mut cg), Some(first)) = (call_graph, handed_names) {
+            // What the reader took in after the last routine: the call graph's edges.
+            cg.names.intern_batch(&read.call_graph.names.batch_since(first), &mut renamed);
+            let mut edges = std::mem::take(&mut read.call_graph.call_edges);
+            for edge in &mut edges {
+                edge.rename(&mut |name: Name| match name.index().checked_sub(head_names) {
+                    Some(i) => renamed[i],
+                    None => name,
+                });
+            }
+            cg.call_edges = edges;
+            read.call_graph = cg;
+        }
+        Ok(read)
+    })
 }
 
 impl Streamed {

@@ -1,12 +1,13 @@
 //! The streaming driver writes what the whole-document path writes, byte for byte, over the
-//! corpus and on synthetic inputs; where it declines a document, it says why.
+//! corpus and on synthetic inputs, reading on the same thread or on a second one (pipelined);
+//! where it declines a document, it says why.
 
 mod common;
 
 use std::collections::BTreeMap;
 
 use xaifbooster::pipeline::{self, Config};
-use xaifbooster::streaming::{self, StreamError};
+use xaifbooster::streaming::{self, Concurrency, StreamError};
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -23,14 +24,23 @@ fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), Str
     Ok((xaif::write(&cg, &WriteOptions::default()), report.tangent.to_json()))
 }
 
-fn streamed_identity(bytes: &[u8]) -> Result<Vec<u8>, StreamError> {
+/// Reading on the driver's thread, then on a second one.
+const READINGS: [Concurrency<'static>; 2] =
+    [Concurrency { gate: None, pipelined: false }, Concurrency { gate: None, pipelined: true }];
+
+fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, StreamError> {
     let write = WriteOptions { schema_location: "xaif.xsd".into() };
     let mut body = Vec::new();
-    streaming::identity(bytes, "streamed", &ReadOptions::default(), &Config::default(), &write, &mut body, None)
+    let options = ReadOptions::default();
+    streaming::identity(bytes, "streamed", &options, &Config::default(), &write, &mut body, concurrency)
         .map(|s| s.bytes(&body))
 }
 
-fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
+fn streamed_tangent(
+    bytes: &[u8],
+    config: &Config,
+    concurrency: Concurrency,
+) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
     let mut body = Vec::new();
     let options = ReadOptions::default();
     match streaming::tangent(
@@ -41,7 +51,7 @@ fn streamed_tangent(bytes: &[u8], config: &Config) -> Result<Result<(Vec<u8>, St
         config,
         &WriteOptions::default(),
         &mut body,
-        None,
+        concurrency,
     ) {
         Ok(s) => Ok(Ok((s.bytes(&body), s.report.tangent.to_json()))),
         Err(StreamError::WholeDocument(why)) => Err(why),
@@ -70,12 +80,13 @@ fn identity_streamed_equals_whole_document_over_the_corpus() {
             continue;
         }
         let whole = whole_identity(&bytes);
-        match streamed_identity(&bytes) {
-            Ok(streamed) if streamed == whole => {}
-            Ok(streamed) => {
-                failures.push(format!("{}: {}", common::short_name(file), first_difference(&whole, &streamed)))
+        for concurrency in READINGS {
+            let name = format!("{} (pipelined: {})", common::short_name(file), concurrency.pipelined);
+            match streamed_identity(&bytes, concurrency) {
+                Ok(streamed) if streamed == whole => {}
+                Ok(streamed) => failures.push(format!("{name}: {}", first_difference(&whole, &streamed))),
+                Err(e) => failures.push(format!("{name}: {e}")),
             }
-            Err(e) => failures.push(format!("{}: {e}", common::short_name(file))),
         }
     }
     assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), files.len(), failures.join("\n"));
@@ -92,33 +103,33 @@ fn tangent_over_corpus(config: &Config) {
             continue;
         }
         let whole = whole_tangent(&bytes, config);
-        match streamed_tangent(&bytes, config) {
-            Err(why) => *declined.entry(why).or_default() += 1,
-            Ok(streamed) => {
-                streamed_count += 1;
-                match (&whole, &streamed) {
-                    (Ok(w), Ok(s)) if w == s => {}
-                    (Ok(w), Ok(s)) if w.0 == s.0 => {
-                        failures.push(format!("{}: statistics differ", common::short_name(file)))
+        for concurrency in READINGS {
+            let name = format!("{} (pipelined: {})", common::short_name(file), concurrency.pipelined);
+            match streamed_tangent(&bytes, config, concurrency) {
+                Err(why) => *declined.entry(why).or_default() += 1,
+                Ok(streamed) => {
+                    streamed_count += 1;
+                    match (&whole, &streamed) {
+                        (Ok(w), Ok(s)) if w == s => {}
+                        (Ok(w), Ok(s)) if w.0 == s.0 => failures.push(format!("{name}: statistics differ")),
+                        (Ok(w), Ok(s)) => failures.push(format!("{name}: {}", first_difference(&w.0, &s.0))),
+                        (Err(w), Err(s)) if w == s => {}
+                        _ => failures.push(format!(
+                            "{name}: whole {:?} streamed {:?}",
+                            whole.as_ref().err(),
+                            streamed.as_ref().err()
+                        )),
                     }
-                    (Ok(w), Ok(s)) => {
-                        failures.push(format!("{}: {}", common::short_name(file), first_difference(&w.0, &s.0)))
-                    }
-                    (Err(w), Err(s)) if w == s => {}
-                    _ => failures.push(format!(
-                        "{}: whole {:?} streamed {:?}",
-                        common::short_name(file),
-                        whole.as_ref().err(),
-                        streamed.as_ref().err()
-                    )),
                 }
             }
         }
     }
-    eprintln!("streamed {streamed_count} of {} corpus files; declined: {declined:?}", files.len());
+    // Each file twice: read on the driver's thread, then pipelined.
+    let runs = 2 * files.len();
+    eprintln!("streamed {streamed_count} of {runs} runs over the corpus; declined: {declined:?}");
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
     // Most front-end output is streamed; only the documented reasons decline it.
-    assert!(streamed_count * 10 >= files.len() * 8, "only {streamed_count} of {} streamed: {declined:?}", files.len());
+    assert!(streamed_count * 10 >= runs * 8, "only {streamed_count} of {runs} streamed: {declined:?}");
 }
 
 #[test]
@@ -143,11 +154,15 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
     assert_ne!(forward, reversed);
     for text in [&forward, &reversed] {
         let bytes = text.as_bytes();
-        assert!(streamed_identity(bytes).expect("streamed") == whole_identity(bytes), "identity differs");
         let whole = whole_tangent(bytes, &Config::default()).expect("tangent");
-        let streamed = streamed_tangent(bytes, &Config::default()).expect("streamed").expect("tangent");
-        assert!(whole.0 == streamed.0, "tangent differs: {}", first_difference(&whole.0, &streamed.0));
-        assert_eq!(whole.1, streamed.1, "statistics differ");
+        for concurrency in READINGS {
+            let identity = streamed_identity(bytes, concurrency).expect("streamed");
+            assert!(identity == whole_identity(bytes), "identity differs (pipelined: {})", concurrency.pipelined);
+            let streamed =
+                streamed_tangent(bytes, &Config::default(), concurrency).expect("streamed").expect("tangent");
+            assert!(whole.0 == streamed.0, "tangent differs: {}", first_difference(&whole.0, &streamed.0));
+            assert_eq!(whole.1, streamed.1, "statistics differ");
+        }
     }
 }
 
@@ -167,7 +182,15 @@ fn declines_what_needs_the_whole_document() {
     let passive = Config { passive: vec!["x".into()], ..Config::default() };
     let write = WriteOptions::default();
     assert!(matches!(
-        streaming::identity(&bytes, "f", &ReadOptions::default(), &passive, &write, &mut Vec::new(), None),
+        streaming::identity(
+            &bytes,
+            "f",
+            &ReadOptions::default(),
+            &passive,
+            &write,
+            &mut Vec::new(),
+            Concurrency::default()
+        ),
         Err(StreamError::WholeDocument(_))
     ));
     let analysed = Config { activity_analysis: true, ..Config::default() };
@@ -180,7 +203,7 @@ fn declines_what_needs_the_whole_document() {
             &analysed,
             &write,
             &mut Vec::new(),
-            None
+            Concurrency::default()
         ),
         Err(StreamError::WholeDocument(_))
     ));
@@ -195,7 +218,7 @@ fn declines_what_needs_the_whole_document() {
             &renaming,
             &write,
             &mut Vec::new(),
-            None
+            Concurrency::default()
         ),
         Err(StreamError::WholeDocument(_))
     ));

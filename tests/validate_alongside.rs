@@ -2,7 +2,8 @@
 //! second thread while the command reads and transforms, each routine waiting until the checks
 //! have passed it) gives exactly what validation first gives: the same exit code, the same
 //! messages, the same output or none. `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from
-//! which the concurrent path is taken, so every small test input can take it too.
+//! which the concurrent path is taken, so every small test input can take it too; the streaming
+//! modes then also read on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`, the same size).
 
 mod common;
 
@@ -16,12 +17,14 @@ struct Outcome {
     output: Option<Vec<u8>>,
 }
 
-/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside from `threshold` bytes.
+/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside and reading on a
+/// thread of its own from `threshold` bytes.
 fn run(mode: &str, input: &Path, threshold: u64) -> Outcome {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
         .current_dir(dir.path())
         .env("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM", threshold.to_string())
+        .env("XAIFBOOSTER_PIPELINE_FROM", threshold.to_string())
         .args([mode, "-o", "out.xaif"])
         .arg(input)
         .output()

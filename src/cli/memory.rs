@@ -47,4 +47,3 @@ pub fn reserve_address_space_in_steps() {
         libc::setenv(c"MIMALLOC_ARENA_RESERVE".as_ptr(), c"64MiB".as_ptr(), 0);
     }
 }
-

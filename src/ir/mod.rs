@@ -17,13 +17,14 @@
 
 pub mod build;
 pub mod names;
+pub mod rename;
 pub mod text;
 pub mod visit;
 
 use la_arena::{Arena, Idx};
 use rustc_hash::FxHashMap;
 
-pub use names::{Name, Names};
+pub use names::{Name, NameBatch, Names};
 
 pub type ScopeId = Idx<Scope>;
 pub type SymbolId = Idx<Symbol>;

@@ -18,6 +18,20 @@ impl Name {
     pub fn is_empty(self) -> bool {
         self == Name::EMPTY
     }
+
+    /// Where the name stands in its table: names are numbered in the order they were first
+    /// interned.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The texts of names interned one after the other in some table, for another table to intern
+/// in the same order ([`Names::batch_since`], [`Names::intern_batch`]).
+#[derive(Clone, Debug, Default)]
+pub struct NameBatch {
+    text: String,
+    ends: Vec<u32>,
 }
 
 /// The interner. All strings live in one buffer (one allocation per growth, not two per
@@ -125,6 +139,25 @@ impl Names {
         needs_escape.push(s.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t')));
         table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
+    }
+
+    /// The names interned from the `first`-th (by [`Name::index`]) on.
+    pub fn batch_since(&self, first: usize) -> NameBatch {
+        let mut batch = NameBatch::default();
+        for &(start, end) in self.spans.get(first..).unwrap_or(&[]) {
+            batch.text.push_str(&self.text[start as usize..end as usize]);
+            batch.ends.push(batch.text.len() as u32);
+        }
+        batch
+    }
+
+    /// Interns the names of `batch` in order, appending what each became to `ids`.
+    pub fn intern_batch(&mut self, batch: &NameBatch, ids: &mut Vec<Name>) {
+        let mut start = 0;
+        for &end in &batch.ends {
+            ids.push(self.intern(&batch.text[start..end as usize]));
+            start = end as usize;
+        }
     }
 
     pub fn find(&self, s: &str) -> Option<Name> {
