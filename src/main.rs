@@ -8,9 +8,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+use rayon::prelude::*;
 use xaifbooster::cli::log::{self, DebugLog, Group, summarise};
 use xaifbooster::cli::output::{self, Destination, OutputError, Pending};
-use xaifbooster::ir::CallGraph;
+use xaifbooster::ir::{CallGraph, RoutineId};
 use xaifbooster::passes::elimination::Method;
 use xaifbooster::passes::passivate::Passivation;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
@@ -1207,19 +1208,33 @@ fn write_transformed(
 ) -> Outcome {
     let started = Instant::now();
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
-    let mut routine_text = Vec::new();
     output.stage_written(&mut |sink: &mut dyn Write| {
         xaif::write::write_head_to(&call_graph, &options, sink)?;
         let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
-        for routine in routines {
-            routine_text.clear();
-            xaif::write::write_routine(&call_graph, routine, &mut routine_text);
-            sink.write_all(&routine_text)?;
-            call_graph.routines[routine].drop_graphs();
+        // Writing only reads the call graph: on large documents a few routines at a time are
+        // written on every core, then go out in document order (the same bytes as one at a
+        // time) and are freed. A few, not all: the adjoint's text is many times its model. On
+        // small ones starting the threads would cost more than it saves.
+        let window = if call_graph.size_hint >= 1 << 20 { 2 * rayon::current_num_threads() } else { 1 };
+        let write = |call_graph: &CallGraph, routine: RoutineId| {
+            let mut text = Vec::new();
+            xaif::write::write_routine(call_graph, routine, &mut text);
+            text
+        };
+        for routines in routines.chunks(window) {
+            let texts: Vec<Vec<u8>> = if window > 1 {
+                routines.par_iter().map(|&r| write(&call_graph, r)).collect()
+            } else {
+                routines.iter().map(|&r| write(&call_graph, r)).collect()
+            };
+            for (&routine, text) in routines.iter().zip(texts) {
+                sink.write_all(&text)?;
+                call_graph.routines[routine].drop_graphs();
+            }
         }
-        routine_text.clear();
-        xaif::write::write_tail(&call_graph, &mut routine_text);
-        sink.write_all(&routine_text)
+        let mut tail = Vec::new();
+        xaif::write::write_tail(&call_graph, &mut tail);
+        sink.write_all(&tail)
     })?;
     let outcome = commit_staged(output, stats);
     session.timing("write", started);
