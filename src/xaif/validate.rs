@@ -19,8 +19,7 @@
 mod activity;
 mod fragments;
 
-use std::cell::OnceCell;
-use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -273,7 +272,7 @@ fn check_whole(
             return Err(finding(Severity::Error, file, line, column, "document", message));
         }
     };
-    let mut validator = Validator::new(input, file, options.strict, Rc::new([(0, 0)]));
+    let mut validator = Validator::new(input, file, options.strict, Arc::new([(0, 0)]));
     match checks {
         Checks::All => validator.document(doc.root_element(), options.activity),
         Checks::ActivityOnly => {
@@ -774,14 +773,14 @@ struct Validator<'v> {
     input: &'v [u8],
     /// Positions of findings (roxmltree's own lookup scans from the start each time), built at
     /// the first finding.
-    lines: OnceCell<LineIndex<'v>>,
+    lines: Arc<OnceLock<LineIndex<'v>>>,
     file: &'v str,
     strict: bool,
     /// The phase findings are reported in.
     phase: Phase,
     /// `(offset in the tree's text, offset in the input)` at the start of each piece of the
     /// tree's text, in order: the tree's text is pieces of the input.
-    map: Rc<[(usize, usize)]>,
+    map: Arc<[(usize, usize)]>,
     findings: Vec<(Phase, Diagnostic)>,
     /// How many of the findings are errors.
     errors: usize,
@@ -810,6 +809,7 @@ fn is_table_section(name: &str) -> bool {
 }
 
 /// What [`Validator::structure_child`] found a child to be.
+#[derive(Copy, Clone)]
 enum Step {
     /// An element to check in turn, as this content.
     Descend(Content),
@@ -820,10 +820,10 @@ enum Step {
 }
 
 impl<'v> Validator<'v> {
-    fn new(input: &'v [u8], file: &'v str, strict: bool, map: Rc<[(usize, usize)]>) -> Self {
+    fn new(input: &'v [u8], file: &'v str, strict: bool, map: Arc<[(usize, usize)]>) -> Self {
         Validator {
             input,
-            lines: OnceCell::new(),
+            lines: Arc::default(),
             file,
             strict,
             phase: Phase::Structure,
@@ -831,10 +831,6 @@ impl<'v> Validator<'v> {
             findings: Vec::new(),
             errors: 0,
         }
-    }
-
-    fn has_error(&self) -> bool {
-        self.errors > 0
     }
 
     /// The findings, in document order; at one place, in the order of the phases.
@@ -1457,12 +1453,16 @@ mod tests {
             for strict in [false, true] {
                 let options = ValidateOptions { strict, activity: false };
                 let whole = check_whole(text, "t.xaif", &options, Checks::All);
-                match fragments::check(text, "t.xaif", strict, None) {
+                // One child after the other, and three at a time on every core.
+                let in_parallel = fragments::check_in_windows(text, "t.xaif", strict, None, 3);
+                match fragments::check_in_windows(text, "t.xaif", strict, None, 1) {
                     Some(fragment_wise) => {
+                        assert_eq!(in_parallel.as_ref(), Some(&fragment_wise), "{text}");
                         assert_eq!(Ok(fragment_wise), whole, "{text}");
                         pieces += 1;
                     }
                     // Only malformed documents, or too deep ones, are checked whole.
+                    None if in_parallel.is_some() => panic!("checked whole one child at a time only: {text}"),
                     None => assert!(
                         whole.as_ref().is_err()
                             || whole.as_ref().is_ok_and(|f| f.iter().any(|f| f.message.contains("nest deeper"))),

@@ -24,7 +24,9 @@
 //! the whole-document path, which reports it as before. (roxmltree's other document-wide
 //! limits, 2^32 nodes or attributes, need inputs larger than memory.)
 
-use std::rc::Rc;
+use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -38,16 +40,23 @@ use super::{
 /// `None` when the document should be checked whole. `progress` learns where each child ends
 /// once it is checked, or that an error was found.
 pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Progress>) -> Option<Vec<Diagnostic>> {
-    // Children checked without an error so far, or the first error.
-    let report = |validator: &Validator, through: usize| {
-        if let Some(progress) = progress {
-            if validator.has_error() { progress.fail() } else { progress.advance(through) }
-        }
-    };
+    let window = if text.len() >= PARALLEL_FROM { 2 * rayon::current_num_threads() } else { 1 };
+    check_in_windows(text, file, strict, progress, window)
+}
+
+/// [`check`], the children's trees checked `window` at a time, on every core when more than
+/// one.
+pub(super) fn check_in_windows(
+    text: &str,
+    file: &str,
+    strict: bool,
+    progress: Option<&Progress>,
+    window: usize,
+) -> Option<Vec<Diagnostic>> {
     let mut layout = Layout::scan(text)?;
     let statements = std::mem::take(&mut layout.statements);
     let (skeleton, skeleton_map) = layout.skeleton(text);
-    let skeleton_map: Rc<[(usize, usize)]> = skeleton_map.into();
+    let skeleton_map: Arc<[(usize, usize)]> = skeleton_map.into();
     let skeleton_doc = roxmltree::Document::parse_with_options(&skeleton, super::parse_options()).ok()?;
     let root = skeleton_doc.root_element();
     let mut validator = Validator::new(text.as_bytes(), file, strict, skeleton_map.clone());
@@ -83,22 +92,81 @@ pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Prog
     let routine_ids = validator.routine_ids(root);
     validator.references(root, &tables, &routine_ids);
 
-    // The structure of the root, then each child: where it stands in the skeleton, then what
-    // it holds and its references in its own tree.
+    // The structure of the root, then each child: where it stands in the skeleton (here, for
+    // all children first), then what it holds and its references in its own tree.
     validator.phase = Phase::Structure;
     validator.check_attributes(root, Content::CallGraph);
     let mut seen_sections = 0usize;
     let mut children = layout.children.iter();
+    // Each element child, what to check in it, and the errors found so far when its place
+    // was checked (its progress is reported as the sequential walk would: only while there
+    // are none).
+    let mut steps = Vec::new();
     for child in root.children() {
-        validator.phase = Phase::Structure;
-        validator.map = skeleton_map.clone();
         let step = validator.structure_child(root, Content::CallGraph, child, 1, &mut seen_sections);
-        if !child.is_element() {
-            continue;
+        if child.is_element() {
+            steps.push((*children.next()?, step, validator.errors));
         }
-        let span = children.next()?;
-        validator.map = fragment.map(span);
-        let doc = fragment.parse(span)?;
+    }
+    // The children's trees are checked apart from each other (each needs only the tables): a
+    // window of them at a time on every core for large documents, their findings then taken
+    // in document order (the findings are sorted by place at the end, and a child's own stay
+    // in the order they were found), so they are those of one walk.
+    let context = ChildContext { layout: &layout, text, file, strict, tables: &tables, routine_ids: &routine_ids };
+    let mut child_errors = 0;
+    for steps in steps.chunks(window.max(1)) {
+        let checked: Vec<Option<ChildFindings>> = if window > 1 {
+            steps.par_iter().map(|&(span, step, _)| context.check(span, step, &validator.lines)).collect()
+        } else {
+            steps.iter().map(|&(span, step, _)| context.check(span, step, &validator.lines)).collect()
+        };
+        for (&(span, _, place_errors), checked) in steps.iter().zip(checked) {
+            let (findings, errors) = checked?;
+            validator.findings.extend(findings);
+            validator.errors += errors;
+            child_errors += errors;
+            if let Some(progress) = progress {
+                if place_errors + child_errors > 0 { progress.fail() } else { progress.advance(span.end) }
+            }
+        }
+    }
+    validator.phase = Phase::Structure;
+    validator.map = skeleton_map;
+    validator.structure_end(root, Content::CallGraph);
+    Some(validator.into_findings())
+}
+
+/// From this input size on, the children's trees are checked on every core.
+const PARALLEL_FROM: usize = 1 << 20;
+
+/// One child's findings, and how many of them are errors.
+type ChildFindings = (Vec<(Phase, Diagnostic)>, usize);
+
+/// What checking one child of the root needs: the document and the tables of its head.
+struct ChildContext<'c, 't> {
+    layout: &'c Layout<'t>,
+    text: &'t str,
+    file: &'t str,
+    strict: bool,
+    tables: &'c Tables<'t>,
+    routine_ids: &'c FxHashSet<&'c str>,
+}
+
+impl<'t> ChildContext<'_, 't> {
+    /// The structure (as `step` says) and references of one child in its own tree; `None`
+    /// when the document should be checked whole. `lines` is shared: the line index is built
+    /// once, at the first finding anywhere.
+    fn check(
+        &self,
+        span: Span,
+        step: super::Step,
+        lines: &Arc<std::sync::OnceLock<super::LineIndex<'t>>>,
+    ) -> Option<ChildFindings> {
+        let mut fragment = Fragment::new(self.layout, self.text);
+        let map = fragment.map(&span);
+        let mut validator = Validator::new(self.text.as_bytes(), self.file, self.strict, map);
+        validator.lines = lines.clone();
+        let doc = fragment.parse(&span)?;
         let node = Fragment::node(&doc)?;
         match step {
             // The scan saw no element deeper than the limit.
@@ -110,14 +178,10 @@ pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Prog
         }
         validator.phase = Phase::References;
         for descendant in node.descendants().filter(|n| n.is_element()) {
-            validator.references(descendant, &tables, &routine_ids);
+            validator.references(descendant, self.tables, self.routine_ids);
         }
-        report(&validator, span.end);
+        Some((validator.findings, validator.errors))
     }
-    validator.phase = Phase::Structure;
-    validator.map = skeleton_map;
-    validator.structure_end(root, Content::CallGraph);
-    Some(validator.into_findings())
 }
 
 /// Where an element child of the root lies in the input.
@@ -324,8 +388,8 @@ impl<'l, 't> Fragment<'l, 't> {
     }
 
     /// The map of the child's tree's offsets to the input's.
-    fn map(&self, child: &Span) -> Rc<[(usize, usize)]> {
+    fn map(&self, child: &Span) -> Arc<[(usize, usize)]> {
         let root_start = self.layout.root_tag.as_ptr() as usize - self.text.as_ptr() as usize;
-        Rc::new([(0, root_start), (self.layout.root_tag.len(), child.start)])
+        Arc::new([(0, root_start), (self.layout.root_tag.len(), child.start)])
     }
 }
