@@ -195,7 +195,11 @@ impl<'a> Writer<'a, '_> {
     #[inline(always)]
     fn attr_name(&mut self, key: &'static str, value: Name) {
         let names = &self.cg.names;
-        if names.needs_escape(value) {
+        if value.is_empty() {
+            // Most annotations: nothing to look up or copy.
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'"');
+        } else if names.needs_escape(value) {
             self.attr(key, names.get(value));
         } else {
             self.attr_unescaped(key, names.get(value));
@@ -233,6 +237,8 @@ impl<'a> Writer<'a, '_> {
         self.out.extend_from_slice(b"/>\n");
     }
 
+    /// Inlined: most names are constants, copied without a call.
+    #[inline(always)]
     fn close(&mut self, name: &str) {
         self.depth -= 1;
         self.indented(INDENTED_CLOSE, "</xaif:".len());
