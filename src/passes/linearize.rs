@@ -268,18 +268,21 @@ pub fn constant_value(cg: &CallGraph, constant: &Constant) -> Option<f64> {
     }
 }
 
-/// Linearizes one assignment whose left-hand side is active.
+/// Linearizes one assignment whose left-hand side is active. Takes the assignment: it is the
+/// result's statement (its right-hand side replaced where auxiliaries hold subexpressions),
+/// moved rather than copied.
 pub fn linearize_assignment(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
     scope: ScopeId,
-    assignment: &Assignment,
+    assignment: Assignment,
 ) -> Result<LinearizedAssignment, LinearizeError> {
-    let statement = cg.name(assignment.id).to_owned();
+    // The statement's name, spelled out only for an error.
+    let id = assignment.id;
     let rhs = &assignment.rhs;
     let table = rhs.operand_table();
-    let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
+    let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: cg.name(id).to_owned() })?;
     let order = postorder(&table, root, rhs.vertices.len());
 
     // Per vertex, in maps indexed by the expression's own arena (vectors, not hash maps:
@@ -291,7 +294,9 @@ pub fn linearize_assignment(
             ExprVertex::Variable(r) => is_active_reference(cg, r),
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
             ExprVertex::Intrinsic(_) => table.of(v).iter().any(|&o| active[o]),
-            ExprVertex::FunctionCall(_) => return Err(LinearizeError::FunctionCall { statement }),
+            ExprVertex::FunctionCall(_) => {
+                return Err(LinearizeError::FunctionCall { statement: cg.name(id).to_owned() });
+            }
         };
         active.insert(v, is_active);
     }
@@ -338,7 +343,7 @@ pub fn linearize_assignment(
             ExprVertex::Intrinsic(intrinsic) => {
                 let name = cg.name(intrinsic.name).to_owned();
                 let definition = catalogue.get(&name).ok_or_else(|| LinearizeError::UnknownIntrinsic {
-                    statement: statement.clone(),
+                    statement: cg.name(id).to_owned(),
                     name: name.clone(),
                 })?;
                 let operands = table.of(v);
@@ -355,7 +360,7 @@ pub fn linearize_assignment(
                         continue;
                     }
                     let partial = definition.partials.get(i).ok_or_else(|| LinearizeError::MissingPartial {
-                        statement: statement.clone(),
+                        statement: cg.name(id).to_owned(),
                         name: name.clone(),
                         argument: i + 1,
                     })?;
@@ -441,9 +446,10 @@ pub fn linearize_assignment(
     }
 
     graph.result = active[root].then(|| node_of[root]);
-    let mut statement = assignment.clone();
-    if !auxiliary_of.is_empty() {
-        statement.rhs = copy_subtree(cg, rhs, &table, root, &auxiliary_of, false);
+    let auxiliary_rhs = (!auxiliary_of.is_empty()).then(|| copy_subtree(cg, rhs, &table, root, &auxiliary_of, false));
+    let mut statement = assignment;
+    if let Some(rhs) = auxiliary_rhs {
+        statement.rhs = rhs;
     }
     Ok(LinearizedAssignment { auxiliaries, partials, statement, graph })
 }

@@ -325,9 +325,11 @@ impl<'a> Writer<'a, '_> {
         self.attr_name(key!("annotation"), scope.annotation);
         self.start_body();
         self.open_plain("SymbolTable");
-        let mut symbols = scope.symbols.clone();
-        symbols.sort_by(|a, b| cg.symbol_name(*a).cmp(cg.symbol_name(*b)));
-        for symbol in symbols {
+        // Each name looked up once, not at every comparison (stable: equal names, which a
+        // table cannot hold, would keep their order).
+        let mut symbols: Vec<(&str, SymbolId)> = scope.symbols.iter().map(|&s| (cg.symbol_name(s), s)).collect();
+        symbols.sort_by(|a, b| a.0.cmp(b.0));
+        for (_, symbol) in symbols {
             self.symbol(&cg.symbols[symbol]);
             self.drain_if_full();
         }
