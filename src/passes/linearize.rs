@@ -14,6 +14,7 @@
 
 use la_arena::ArenaMap;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 use crate::ir::build::{Temporaries, shape_of_rank, whole_reference};
 use crate::ir::*;
@@ -77,6 +78,9 @@ pub struct LocalGraph {
     /// The distinct active variables the right-hand side reads (a variable read twice is one
     /// operand), as they are spelled in the statement.
     pub operands: Vec<VariableReference>,
+    /// The [`reference_key`] of each operand, by which they were told apart: the tangent pass
+    /// compares a sequence's references by the same keys, and need not make them again.
+    pub operand_keys: Vec<String>,
     pub operations: usize,
     /// The shape of each operation's result (whole-array statements have array values).
     pub operation_shapes: Vec<ValueShape>,
@@ -333,11 +337,15 @@ pub fn linearize_assignment(
         match &rhs.vertices[v] {
             ExprVertex::Variable(reference) => {
                 let key = reference_key(cg, reference);
-                let next = graph.operands.len();
-                let index = *operand_keys.entry(key).or_insert(next);
-                if index == next {
-                    graph.operands.push(reference.clone());
-                }
+                let index = match operand_keys.entry(key) {
+                    Entry::Occupied(known) => *known.get(),
+                    Entry::Vacant(new) => {
+                        let index = graph.operands.len();
+                        graph.operand_keys.push(new.key().clone());
+                        graph.operands.push(reference.clone());
+                        *new.insert(index)
+                    }
+                };
                 node_of.insert(v, LocalNode::Operand(index));
             }
             ExprVertex::Intrinsic(intrinsic) => {
