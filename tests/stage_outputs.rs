@@ -170,7 +170,7 @@ fn our_partials(input: &str) -> BTreeMap<(String, String), usize> {
             let id = cg.name(assignment.id).to_owned();
             let count = if is_active_reference(&cg, &assignment.lhs) {
                 let linearized =
-                    linearize_assignment(&mut cg, Catalogue::builtin(), &mut temporaries, scope, &assignment)
+                    linearize_assignment(&mut cg, Catalogue::builtin(), &mut temporaries, scope, assignment.clone())
                         .expect("linearizes");
                 // We sum the partials of parallel edges (`t*t` reads one vertex twice) into
                 // one; the reference computes one per edge. Count ours per original edge.

@@ -759,7 +759,17 @@ impl VariableReference {
     /// nothing: chains are a handful of vertices, and scanning the edges once per candidate
     /// is cheaper than marking the targets in a fresh vector (long chains still do that, so
     /// the cost stays linear).
+    #[inline]
     pub fn base_symbol(&self) -> Option<SymbolId> {
+        match self.vertices.as_slice() {
+            // Most references: a lone symbol, answered where the caller stands.
+            [VarRefVertex::Symbol(s)] if self.edges.is_empty() => Some(s.symbol),
+            _ => self.chain_base_symbol(),
+        }
+    }
+
+    /// [`VariableReference::base_symbol`] of a chain of vertices.
+    fn chain_base_symbol(&self) -> Option<SymbolId> {
         const SCAN: usize = 16;
         if self.vertices.len() > SCAN {
             let mut is_target = vec![false; self.vertices.len()];

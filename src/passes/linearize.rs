@@ -14,6 +14,7 @@
 
 use la_arena::ArenaMap;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 use crate::ir::build::{Temporaries, shape_of_rank, whole_reference};
 use crate::ir::*;
@@ -77,6 +78,9 @@ pub struct LocalGraph {
     /// The distinct active variables the right-hand side reads (a variable read twice is one
     /// operand), as they are spelled in the statement.
     pub operands: Vec<VariableReference>,
+    /// The [`reference_key`] of each operand, by which they were told apart: the tangent pass
+    /// compares a sequence's references by the same keys, and need not make them again.
+    pub operand_keys: Vec<String>,
     pub operations: usize,
     /// The shape of each operation's result (whole-array statements have array values).
     pub operation_shapes: Vec<ValueShape>,
@@ -268,18 +272,21 @@ pub fn constant_value(cg: &CallGraph, constant: &Constant) -> Option<f64> {
     }
 }
 
-/// Linearizes one assignment whose left-hand side is active.
+/// Linearizes one assignment whose left-hand side is active. Takes the assignment: it is the
+/// result's statement (its right-hand side replaced where auxiliaries hold subexpressions),
+/// moved rather than copied.
 pub fn linearize_assignment(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
     scope: ScopeId,
-    assignment: &Assignment,
+    assignment: Assignment,
 ) -> Result<LinearizedAssignment, LinearizeError> {
-    let statement = cg.name(assignment.id).to_owned();
+    // The statement's name, spelled out only for an error.
+    let id = assignment.id;
     let rhs = &assignment.rhs;
     let table = rhs.operand_table();
-    let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: statement.clone() })?;
+    let root = table.root().ok_or_else(|| LinearizeError::NoRoot { statement: cg.name(id).to_owned() })?;
     let order = postorder(&table, root, rhs.vertices.len());
 
     // Per vertex, in maps indexed by the expression's own arena (vectors, not hash maps:
@@ -291,7 +298,9 @@ pub fn linearize_assignment(
             ExprVertex::Variable(r) => is_active_reference(cg, r),
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
             ExprVertex::Intrinsic(_) => table.of(v).iter().any(|&o| active[o]),
-            ExprVertex::FunctionCall(_) => return Err(LinearizeError::FunctionCall { statement }),
+            ExprVertex::FunctionCall(_) => {
+                return Err(LinearizeError::FunctionCall { statement: cg.name(id).to_owned() });
+            }
         };
         active.insert(v, is_active);
     }
@@ -328,17 +337,21 @@ pub fn linearize_assignment(
         match &rhs.vertices[v] {
             ExprVertex::Variable(reference) => {
                 let key = reference_key(cg, reference);
-                let next = graph.operands.len();
-                let index = *operand_keys.entry(key).or_insert(next);
-                if index == next {
-                    graph.operands.push(reference.clone());
-                }
+                let index = match operand_keys.entry(key) {
+                    Entry::Occupied(known) => *known.get(),
+                    Entry::Vacant(new) => {
+                        let index = graph.operands.len();
+                        graph.operand_keys.push(new.key().clone());
+                        graph.operands.push(reference.clone());
+                        *new.insert(index)
+                    }
+                };
                 node_of.insert(v, LocalNode::Operand(index));
             }
             ExprVertex::Intrinsic(intrinsic) => {
                 let name = cg.name(intrinsic.name).to_owned();
                 let definition = catalogue.get(&name).ok_or_else(|| LinearizeError::UnknownIntrinsic {
-                    statement: statement.clone(),
+                    statement: cg.name(id).to_owned(),
                     name: name.clone(),
                 })?;
                 let operands = table.of(v);
@@ -355,7 +368,7 @@ pub fn linearize_assignment(
                         continue;
                     }
                     let partial = definition.partials.get(i).ok_or_else(|| LinearizeError::MissingPartial {
-                        statement: statement.clone(),
+                        statement: cg.name(id).to_owned(),
                         name: name.clone(),
                         argument: i + 1,
                     })?;
@@ -441,9 +454,10 @@ pub fn linearize_assignment(
     }
 
     graph.result = active[root].then(|| node_of[root]);
-    let mut statement = assignment.clone();
-    if !auxiliary_of.is_empty() {
-        statement.rhs = copy_subtree(cg, rhs, &table, root, &auxiliary_of, false);
+    let auxiliary_rhs = (!auxiliary_of.is_empty()).then(|| copy_subtree(cg, rhs, &table, root, &auxiliary_of, false));
+    let mut statement = assignment;
+    if let Some(rhs) = auxiliary_rhs {
+        statement.rhs = rhs;
     }
     Ok(LinearizedAssignment { auxiliaries, partials, statement, graph })
 }

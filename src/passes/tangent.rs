@@ -275,11 +275,11 @@ impl BlockContext<'_> {
             }
             match statement {
                 Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
-                    let linearized =
-                        linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, &assignment)?;
+                    let mut linearized =
+                        linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, assignment)?;
                     let keys = ReferenceKeys {
                         lhs: reference_key(self.cg, &linearized.statement.lhs),
-                        operands: linearized.graph.operands.iter().map(|o| reference_key(self.cg, o)).collect(),
+                        operands: std::mem::take(&mut linearized.graph.operand_keys),
                     };
                     if self.conflicts(&sequence, &linearized, &keys) {
                         self.flush(&mut sequence, &mut out);

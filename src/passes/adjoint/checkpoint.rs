@@ -6,7 +6,7 @@
 //! an active one, value only; `_a_d` with its derivative), `cp_arg_restore_…` pops it back, so
 //! restores come in the reverse order of the stores.
 
-use crate::ir::build::{FlowGraphBuilder, inlinable_call};
+use crate::ir::build::FlowGraphBuilder;
 use crate::ir::*;
 
 /// Which variables a checkpoint placeholder covers and how.
@@ -24,16 +24,24 @@ pub struct CheckpointLists {
     pub file_order: bool,
 }
 
-/// `cp_arg_<store|restore>_<type>_<shape>[_a][_d]`, or `None` for what has no checkpoint
-/// routine (derived types).
-fn routine_name(cg: &CallGraph, reference: &VariableReference, store: bool, with_derivative: bool) -> Option<String> {
-    let symbol = &cg.symbols[reference.base_symbol()?];
+/// `cp_arg_<store|restore>_<type>_<shape>[_a][_d]` into `name` (emptied first); false for
+/// what has no checkpoint routine (derived types).
+fn routine_name(
+    cg: &CallGraph,
+    reference: &VariableReference,
+    store: bool,
+    with_derivative: bool,
+    name: &mut String,
+) -> bool {
+    name.clear();
+    let Some(base) = reference.base_symbol() else { return false };
+    let symbol = &cg.symbols[base];
     let ty = match symbol.ty {
         SymbolType::Real | SymbolType::Complex => "real",
         SymbolType::Integer => "integer",
         SymbolType::Bool => "bool",
         SymbolType::Char | SymbolType::String => "string",
-        SymbolType::Void | SymbolType::Opaque => return None,
+        SymbolType::Void | SymbolType::Opaque => return false,
     };
     let shape = match reference.effective_rank(cg) {
         0 => "scalar",
@@ -50,7 +58,10 @@ fn routine_name(cg: &CallGraph, reference: &VariableReference, store: bool, with
         (true, false) => "_a",
         (false, _) => "",
     };
-    Some(format!("cp_arg_{}_{ty}_{shape}{active}", if store { "store" } else { "restore" }))
+    for part in ["cp_arg_", if store { "store" } else { "restore" }, "_", ty, "_", shape, active] {
+        name.push_str(part);
+    }
+    true
 }
 
 /// The checkpoint calls, each with the optional formal it depends on.
@@ -65,12 +76,21 @@ fn calls(
     let mut out = Vec::with_capacity(references.len());
     let order: Vec<&VariableReference> =
         if store || file_order { references.iter().collect() } else { references.iter().rev().collect() };
+    // One buffer for every routine name, interned once as both the statement id and the
+    // routine called.
+    let mut text = String::new();
     for reference in order {
-        let Some(name) = routine_name(cg, reference, store, with_derivative) else { continue };
+        if !routine_name(cg, reference, store, with_derivative, &mut text) {
+            continue;
+        }
+        let name = cg.names.intern(&text);
         let mut argument = reference.clone();
         argument.deriv = false;
         let guard = reference.base_symbol().filter(|b| optional.contains(b)).map(|_| argument.clone());
-        out.push((inlinable_call(cg, &name, &name, vec![ArgumentValue::Variable(argument)]), guard));
+        let arguments =
+            vec![Argument { position: 1, annotation: Name::EMPTY, value: ArgumentValue::Variable(argument) }];
+        let call = InlinableSubroutineCall { id: name, subroutine_name: name, arguments };
+        out.push((Statement::InlinableSubroutineCall(call), guard));
     }
     out
 }
