@@ -117,13 +117,20 @@ pub(super) fn check_in_windows(
     // window of them at a time on every core for large documents, their findings then taken
     // in document order (the findings are sorted by place at the end, and a child's own stay
     // in the order they were found), so they are those of one walk.
-    let context = ChildContext { layout: &layout, text, file, strict, tables: &tables, routine_ids: &routine_ids };
+    let context = ChildContext { text, file, strict, tables: &tables, routine_ids: &routine_ids };
     let mut child_errors = 0;
     for steps in steps.chunks(window.max(1)) {
+        let lines = &validator.lines;
         let checked: Vec<Option<ChildFindings>> = if window > 1 {
-            steps.par_iter().map(|&(span, step, _)| context.check(span, step, &validator.lines)).collect()
+            steps
+                .par_iter()
+                .map_init(
+                    || Fragment::new(&layout, text),
+                    |own, &(span, step, _)| context.check(own, span, step, lines),
+                )
+                .collect()
         } else {
-            steps.iter().map(|&(span, step, _)| context.check(span, step, &validator.lines)).collect()
+            steps.iter().map(|&(span, step, _)| context.check(&mut fragment, span, step, lines)).collect()
         };
         for (&(span, _, place_errors), checked) in steps.iter().zip(checked) {
             let (findings, errors) = checked?;
@@ -148,9 +155,9 @@ const PARALLEL_FROM: usize = 1 << 20;
 /// One child's findings, and how many of them are errors.
 type ChildFindings = (Vec<(Phase, Diagnostic)>, usize);
 
-/// What checking one child of the root needs: the document and the tables of its head.
+/// What checking one child of the root needs besides its tree: the document and the tables of
+/// its head.
 struct ChildContext<'c, 't> {
-    layout: &'c Layout<'t>,
     text: &'t str,
     file: &'t str,
     strict: bool,
@@ -159,16 +166,16 @@ struct ChildContext<'c, 't> {
 }
 
 impl<'t> ChildContext<'_, 't> {
-    /// The structure (as `step` says) and references of one child in its own tree; `None`
-    /// when the document should be checked whole. `lines` is shared: the line index is built
-    /// once, at the first finding anywhere.
+    /// The structure (as `step` says) and references of one child in its own tree (parsed in
+    /// `fragment`'s buffer, one per thread); `None` when the document should be checked whole.
+    /// `lines` is shared: the line index is built once, at the first finding anywhere.
     fn check(
         &self,
+        fragment: &mut Fragment,
         span: Span,
         step: super::Step,
         lines: &Arc<std::sync::OnceLock<super::LineIndex<'t>>>,
     ) -> Option<ChildFindings> {
-        let mut fragment = Fragment::new(self.layout, self.text);
         let map = fragment.map(&span);
         let mut validator = Validator::new(self.text.as_bytes(), self.file, self.strict, map);
         validator.lines = lines.clone();
