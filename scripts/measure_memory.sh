@@ -6,8 +6,8 @@
 #   scripts/measure_memory.sh [SIZE_MB ...]        (default: 16 64)
 #
 # Environment: XAIFBOOSTER (the binary; default target/release/xaifbooster, or
-# $CARGO_TARGET_DIR/release/xaifbooster; the deployed build is `cargo build --profile dist`,
-# measured with XAIFBOOSTER=target/dist/xaifbooster), XAIF_SHARED (default ../shared), MODES (default
+# $CARGO_TARGET_DIR/release/xaifbooster; the deployed build is `scripts/build_dist.sh`, which
+# prints the binary's path: XAIFBOOSTER=$(scripts/build_dist.sh | tail -1)), XAIF_SHARED (default ../shared), MODES (default
 # "identity tangent adjoint"), RUNS (timing repetitions, best kept; default 3).
 # Needs /usr/bin/time (GNU time) and xmllint.
 set -euo pipefail
