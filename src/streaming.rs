@@ -35,6 +35,7 @@ use crate::passes::type_change::type_change;
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
+use crate::xaif::markup::{Markup, Tags, attribute, local_name, needs_decoding};
 use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
 use crate::xaif::validate::Progress;
 use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine, write_tail};
@@ -504,11 +505,10 @@ impl Prescan {
     /// then returns what it found so far.
     pub fn of(input: &[u8]) -> Result<Prescan, StreamError> {
         let mut scan = Prescan::default();
-        let mut tags = Tags { input, at: 0 };
         let mut depth = 0usize;
         let mut in_routine = FxHashSet::<Box<str>>::default();
-        while let Some(markup) = tags.next() {
-            let Markup::Start { name, attributes, empty } = markup else {
+        for markup in Tags::new(input) {
+            let Markup::Start { name, attributes, empty, .. } = markup else {
                 depth = depth.saturating_sub(1);
                 continue;
             };
@@ -517,7 +517,7 @@ impl Prescan {
                 in_routine.clear();
                 if name == b"ControlFlowGraph"
                     && let (Some(symbol), Some(scope)) =
-                        (attribute(attributes, b"symbol_id")?, attribute(attributes, b"scope_id")?)
+                        (id_attribute(attributes, b"symbol_id")?, id_attribute(attributes, b"scope_id")?)
                 {
                     scan.bodies.insert((symbol, scope));
                 }
@@ -530,7 +530,7 @@ impl Prescan {
                     | b"InlinableSubroutineCall"
                     | b"Initialization"
                     | b"Update"
-            ) && let Some(id) = attribute(attributes, b"statement_id")?
+            ) && let Some(id) = id_attribute(attributes, b"statement_id")?
             {
                 scan.statement_ids.insert(&id);
                 if !in_routine.insert(id) {
@@ -545,128 +545,14 @@ impl Prescan {
     }
 }
 
-fn local_name(name: &[u8]) -> &[u8] {
-    match memchr::memchr(b':', name) {
-        Some(colon) => &name[colon + 1..],
-        None => name,
+/// An id attribute's raw value; values the reader would decode or normalize are refused.
+fn id_attribute(attributes: &[u8], key: &[u8]) -> Result<Option<Box<str>>, StreamError> {
+    let Some(value) = attribute(attributes, key) else { return Ok(None) };
+    if needs_decoding(value) {
+        return Err(StreamError::WholeDocument("an id needs decoding"));
     }
-}
-
-/// An attribute's raw value; values the reader would decode or normalize are refused.
-fn attribute(attributes: &[u8], key: &[u8]) -> Result<Option<Box<str>>, StreamError> {
-    let mut rest = attributes;
-    while let Some((name, value, after)) = next_attribute(rest) {
-        rest = after;
-        if name != key {
-            continue;
-        }
-        if value.iter().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
-            return Err(StreamError::WholeDocument("an id needs decoding"));
-        }
-        // Ids the reader would refuse as text are its to report.
-        return Ok(std::str::from_utf8(value).ok().map(Box::from));
-    }
-    Ok(None)
-}
-
-/// The first `name="value"` (or `'value'`) of a start tag's attribute text and what follows
-/// it; `None` at the end or where the text is not well-formed.
-fn next_attribute(text: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
-    let text = text.trim_ascii_start();
-    let equals = memchr::memchr(b'=', text)?;
-    let name = text[..equals].trim_ascii_end();
-    let value = text[equals + 1..].trim_ascii_start();
-    let quote = *value.first().filter(|q| matches!(q, b'"' | b'\''))?;
-    let end = memchr::memchr(quote, &value[1..])?;
-    Some((name, &value[1..1 + end], &value[end + 2..]))
-}
-
-/// One piece of markup the prescan looks at.
-enum Markup<'a> {
-    /// A start tag: its name, the text of its attributes, and whether it is empty (`/>`).
-    Start {
-        name: &'a [u8],
-        attributes: &'a [u8],
-        empty: bool,
-    },
-    End,
-}
-
-/// The start and end tags of a document, found by separating markup from text and nothing
-/// more (no names checked, nothing decoded): the prescan needs a few attributes of a few
-/// elements, and the reader parses the document properly right after. Comments, CDATA
-/// sections, processing instructions and declarations are skipped.
-struct Tags<'a> {
-    input: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Tags<'a> {
-    fn next(&mut self) -> Option<Markup<'a>> {
-        let input = self.input;
-        loop {
-            let open = self.at + memchr::memchr(b'<', &input[self.at..])?;
-            let rest = &input[open + 1..];
-            let skip_to = |end: &[u8]| memchr::memmem::find(rest, end).map(|k| open + 1 + k + end.len());
-            if rest.starts_with(b"!--") {
-                self.at = skip_to(b"-->")?;
-                continue;
-            }
-            if rest.starts_with(b"![CDATA[") {
-                self.at = skip_to(b"]]>")?;
-                continue;
-            }
-            if rest.starts_with(b"?") {
-                self.at = skip_to(b"?>")?;
-                continue;
-            }
-            if rest.starts_with(b"!") {
-                self.at = open + 1 + declaration_end(rest)?;
-                continue;
-            }
-            let end = tag_end(rest)?;
-            self.at = open + 1 + end + 1;
-            let tag = &rest[..end];
-            if tag.starts_with(b"/") {
-                return Some(Markup::End);
-            }
-            let (tag, empty) = match tag.strip_suffix(b"/") {
-                Some(tag) => (tag, true),
-                None => (tag, false),
-            };
-            let name_end = tag.iter().position(|b| b.is_ascii_whitespace()).unwrap_or(tag.len());
-            return Some(Markup::Start { name: &tag[..name_end], attributes: &tag[name_end..], empty });
-        }
-    }
-}
-
-/// Where a tag's closing `>` is (attribute values may hold `>`).
-fn tag_end(tag: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    loop {
-        let k = at + memchr::memchr3(b'>', b'"', b'\'', &tag[at..])?;
-        if tag[k] == b'>' {
-            return Some(k);
-        }
-        at = k + 1 + memchr::memchr(tag[k], &tag[k + 1..])? + 1;
-    }
-}
-
-/// Where a `<!…>` declaration (a DOCTYPE with its internal subset) ends, past its `>`.
-fn declaration_end(text: &[u8]) -> Option<usize> {
-    let (mut depth, mut quote) = (0usize, None);
-    for (k, &b) in text.iter().enumerate() {
-        match (quote, b) {
-            (Some(q), _) if b == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'"' | b'\'') => quote = Some(b),
-            (None, b'[') => depth += 1,
-            (None, b']') => depth = depth.saturating_sub(1),
-            (None, b'>') if depth == 0 => return Some(k + 1),
-            _ => {}
-        }
-    }
-    None
+    // Ids the reader would refuse as text are its to report.
+    Ok(std::str::from_utf8(value).ok().map(Box::from))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod diagnostic;
 pub mod intrinsics;
+pub(crate) mod markup;
 pub mod read;
 pub mod validate;
 pub mod write;

@@ -1,7 +1,7 @@
 //! Validation one child of the `CallGraph` at a time, so that memory holds one routine's tree
 //! (the whole document's tree is about 4.5 times the input).
 //!
-//! A first scan with the tokenizer ([`Layout::scan`]) finds the root's start tag, where each of
+//! A first scan of the markup ([`Layout::scan`], `xaif::markup`) finds the root's start tag, where each of
 //! its element children begins and ends, and every statement id (`StatementId`s of the head
 //! refer to statements of later routines). The checks then run on trees roxmltree parses from
 //! pieces of the input:
@@ -28,10 +28,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
 use rustc_hash::FxHashSet;
 
+use super::super::markup::{Markup, Tags, attribute, local_name, needs_decoding};
 use super::{
     Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement, is_table_section,
 };
@@ -230,32 +229,24 @@ impl<'t> Layout<'t> {
         if namespace_declarations(text) > MAX_NAMESPACE_DECLARATIONS {
             return None;
         }
-        let mut reader = Reader::from_str(text);
-        reader.config_mut().check_end_names = true;
         let mut root: Option<(usize, usize, &'t str)> = None;
         let mut closed = false;
         let mut children = Vec::new();
         let mut statements = FxHashSet::default();
         // Open elements.
         let mut depth = 0usize;
-        loop {
-            let before = usize::try_from(reader.buffer_position()).ok()?;
-            let event = reader.read_event().ok()?;
-            let after = usize::try_from(reader.buffer_position()).ok()?;
-            let (start, empty) = match &event {
-                Event::Start(start) => (start, false),
-                Event::Empty(start) => (start, true),
-                Event::End(_) => {
+        for markup in Tags::new(text.as_bytes()) {
+            let (name, attributes, empty, before, after) = match markup {
+                Markup::Start { name, attributes, empty, start, end } => (name, attributes, empty, start, end),
+                Markup::End { end } => {
                     depth = depth.checked_sub(1)?;
                     match depth {
                         0 => closed = true,
-                        1 => children.last_mut().map(|c: &mut Span| c.end = after)?,
+                        1 => children.last_mut().map(|c: &mut Span| c.end = end)?,
                         _ => {}
                     }
                     continue;
                 }
-                Event::Eof => break,
-                _ => continue,
             };
             if depth + 1 > MAX_NESTING {
                 return None;
@@ -263,8 +254,7 @@ impl<'t> Layout<'t> {
             match depth {
                 0 if root.is_some() => return None,
                 0 => {
-                    let name = text.get(before + 1..)?.get(..start.name().as_ref().len())?;
-                    root = Some((before, after, name));
+                    root = Some((before, after, text.get(before + 1..before + 1 + name.len())?));
                     if empty {
                         closed = true;
                     }
@@ -272,10 +262,16 @@ impl<'t> Layout<'t> {
                 1 => children.push(Span { start: before, tag_end: after, end: after }),
                 _ => {}
             }
-            if is_statement(local_name(start)?)
-                && let Some(id) = statement_id(start, text)?
+            if is_statement(std::str::from_utf8(local_name(name)).ok()?)
+                && let Some(id) = attribute(attributes, b"statement_id")
             {
-                statements.insert(id);
+                // Ids the parser would decode are checked with the whole document.
+                if needs_decoding(id) {
+                    return None;
+                }
+                // The value's place in `text`: the tags are slices of it.
+                let offset = id.as_ptr() as usize - text.as_ptr() as usize;
+                statements.insert(text.get(offset..offset + id.len())?);
             }
             if !empty {
                 depth += 1;
@@ -336,31 +332,6 @@ fn namespace_declarations(text: &str) -> usize {
         start = end;
     }
     count
-}
-
-/// An element's local name.
-fn local_name<'s>(start: &'s BytesStart) -> Option<&'s str> {
-    Some(start.local_name().into_inner())
-}
-
-/// An element's `statement_id`, as it stands in `text`. `None` (check the document whole) when
-/// the attributes do not parse or the value needs decoding (entities, whitespace).
-fn statement_id<'t>(start: &BytesStart, text: &'t str) -> Option<Option<&'t str>> {
-    for attribute in start.attributes().with_checks(false) {
-        let attribute = attribute.ok()?;
-        if attribute.key.into_inner() != "statement_id" {
-            continue;
-        }
-        let value: &str = &attribute.value;
-        if value.bytes().any(|b| matches!(b, b'&' | b'\t' | b'\n' | b'\r')) {
-            return None;
-        }
-        // The value's place in `text` (the scan's events borrow from it; a copy elsewhere
-        // fails the bounds check).
-        let offset = (value.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-        return Some(Some(text.get(offset..offset.checked_add(value.len())?)?));
-    }
-    Some(None)
 }
 
 /// The text a child of the root is parsed from: the root's start tag, the child, the root's
