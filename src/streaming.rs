@@ -112,10 +112,21 @@ pub fn tangent(
     if config.type_change.rename_all {
         return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));
     }
-    let prescan = Prescan::of(input)?;
-    let temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
-    let mut driver = Driver::new(Some(catalogue), config, temporaries, Some(prescan.bodies), body, concurrency.gate);
-    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
+    let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
+    // What the passes need to know of the whole document; pipelined, found while the reading
+    // thread reads the head.
+    let prescan = |driver: &mut Driver| -> Result<(), StreamError> {
+        let prescan = Prescan::of(input)?;
+        driver.temporaries = Temporaries::with_reserved_statement_ids(prescan.statement_ids);
+        driver.bodies = Some(prescan.bodies);
+        Ok(())
+    };
+    let read = if concurrency.pipelined {
+        read_pipelined(&mut driver, input, file, options, prescan)
+    } else {
+        prescan(&mut driver)?;
+        read_into(&mut driver, input, file, options, false)
+    };
     driver.finish(read, write)
 }
 
@@ -138,7 +149,7 @@ fn read_into(
     pipelined: bool,
 ) -> Result<ReadOutput, ReadError> {
     if pipelined {
-        return read_pipelined(driver, input, file, options);
+        return read_pipelined(driver, input, file, options, |_| Ok(()));
     }
     let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
     read_streaming(input, file, options, &mut sink)
@@ -170,11 +181,15 @@ enum Handed {
 /// The reader runs at most two routines ahead (a bounded channel). When the driver fails it
 /// drops its end of the channel, so the reader's next hand-over fails and reading stops, as
 /// it does when a sequential driver says stop.
+///
+/// `prepare` runs on this thread while the reader starts: what the driver needs before the
+/// first routine. If it fails, reading stops and its error is the driver's failure.
 fn read_pipelined(
     driver: &mut Driver,
     input: &[u8],
     file: &str,
     options: &ReadOptions,
+    prepare: impl FnOnce(&mut Driver) -> Result<(), StreamError>,
 ) -> Result<ReadOutput, ReadError> {
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(2);
     std::thread::scope(|scope| {
@@ -205,7 +220,15 @@ fn read_pipelined(
         // The reader's names from the head's count on, as this side's table numbers them.
         let mut head_names = 0;
         let mut renamed: Vec<Name> = Vec::new();
-        for handed in receiver.iter() {
+        let prepared = prepare(driver);
+        let handed_over = match prepared {
+            Ok(()) => Some(receiver.iter()),
+            Err(failure) => {
+                driver.failure = Some(failure);
+                None
+            }
+        };
+        for handed in handed_over.into_iter().flatten() {
             match handed {
                 Handed::Head(head) => {
                     head_names = head.names.len();

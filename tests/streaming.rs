@@ -176,6 +176,35 @@ fn reverse_routines(text: &str) -> String {
     format!("{}{}{}", &text[..first], reversed.join("\n"), &text[last..])
 }
 
+/// A statement id repeated in a routine (the lenient reader renames it, so the prescan cannot
+/// know the ids) declines streaming, on one thread and pipelined (where the prescan runs while
+/// the reader starts).
+#[test]
+fn a_repeated_statement_id_declines_either_way() {
+    let bytes = std::fs::read(common::corpus_files("tlm.in.xaif")[0].clone()).expect("readable");
+    let text = String::from_utf8(bytes).expect("text");
+    let ids: Vec<&str> = text
+        .match_indices("<xaif:Assignment ")
+        .filter_map(|(at, _)| {
+            let tag = &text[at..at + text[at..].find('>')?];
+            let start = tag.find("statement_id=\"")? + "statement_id=\"".len();
+            Some(&tag[start..start + tag[start..].find('"')?])
+        })
+        .collect();
+    assert!(ids.len() >= 2, "two assignments to work with");
+    let repeated = text.replacen(&format!("statement_id=\"{}\"", ids[1]), &format!("statement_id=\"{}\"", ids[0]), 1);
+    for concurrency in READINGS {
+        assert!(
+            matches!(
+                streamed_tangent(repeated.as_bytes(), &Config::default(), concurrency),
+                Err("a statement id repeats in a routine")
+            ),
+            "pipelined: {}",
+            concurrency.pipelined
+        );
+    }
+}
+
 #[test]
 fn declines_what_needs_the_whole_document() {
     let bytes = std::fs::read(common::corpus_files("tlm.in.xaif")[0].clone()).expect("readable");
