@@ -135,7 +135,7 @@ pub fn tangent(
 pub struct Concurrency<'p> {
     /// Validation running at the same time: a routine is transformed only once it has passed.
     pub gate: Option<&'p Progress>,
-    /// Read on a second thread while this one transforms and writes ([`read_pipelined`]).
+    /// Read on a second thread while this one transforms and writes (`read_pipelined`).
     /// The output is the same either way.
     pub pipelined: bool,
 }
