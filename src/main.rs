@@ -874,8 +874,8 @@ fn validate_alongside_from() -> usize {
 /// transforms and writes (`streaming::Concurrency::pipelined`), where the machine has the cores
 /// for it ([`concurrency`]). `XAIFBOOSTER_PIPELINE_FROM` (bytes) moves the threshold and, when
 /// set, takes the pipeline whatever the cores, so tests can hold it to the one-thread results.
-fn pipeline_from() -> usize {
-    std::env::var("XAIFBOOSTER_PIPELINE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
+fn pipeline_from() -> Option<usize> {
+    std::env::var("XAIFBOOSTER_PIPELINE_FROM").ok().and_then(|v| v.parse().ok())
 }
 
 /// How the streaming modes use threads on an input of `bytes` bytes. `cores_needed`: from how
@@ -887,9 +887,11 @@ fn concurrency(
     bytes: usize,
     cores_needed: usize,
 ) -> streaming::Concurrency<'_> {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let forced = std::env::var_os("XAIFBOOSTER_PIPELINE_FROM").is_some();
-    streaming::Concurrency { gate, pipelined: (forced || cores >= cores_needed) && bytes >= pipeline_from() }
+    let pipelined = match pipeline_from() {
+        Some(from) => bytes >= from,
+        None => bytes >= 1 << 20 && std::thread::available_parallelism().map_or(1, usize::from) >= cores_needed,
+    };
+    streaming::Concurrency { gate, pipelined }
 }
 
 /// A transforming command's input and its validation. The validator's checks that need no

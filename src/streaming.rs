@@ -237,10 +237,7 @@ fn read_pipelined(
                 Handed::Routine { id, mut routine, names, end } => {
                     let Some(cg) = call_graph.as_mut() else { break };
                     cg.names.intern_batch(&names, &mut renamed);
-                    routine.rename(&mut |name: Name| match name.index().checked_sub(head_names) {
-                        Some(i) => renamed[i],
-                        None => name,
-                    });
+                    routine.rename(&mut |name| from_reader(name, head_names, &renamed));
                     // The first routine's head came with the head; the others are new here,
                     // in the reader's order, so they get the reader's ids.
                     if (id.into_raw().into_u32() as usize) < cg.routines.len() {
@@ -267,16 +264,22 @@ fn read_pipelined(
             cg.names.intern_batch(&read.call_graph.names.batch_since(first), &mut renamed);
             let mut edges = std::mem::take(&mut read.call_graph.call_edges);
             for edge in &mut edges {
-                edge.rename(&mut |name: Name| match name.index().checked_sub(head_names) {
-                    Some(i) => renamed[i],
-                    None => name,
-                });
+                edge.rename(&mut |name| from_reader(name, head_names, &renamed));
             }
             cg.call_edges = edges;
             read.call_graph = cg;
         }
         Ok(read)
     })
+}
+
+/// A name of the reader's table as the transforming side's numbers it: the head's names are
+/// the same in both; `renamed` holds the others, in the reader's order from `head_names` on.
+fn from_reader(name: Name, head_names: usize, renamed: &[Name]) -> Name {
+    match name.index().checked_sub(head_names) {
+        Some(i) => renamed[i],
+        None => name,
+    }
 }
 
 impl Streamed {

@@ -45,13 +45,16 @@ pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Prog
     // made `validate` slower than one thread, 32 made it a tenth faster (16 MiB). Alongside,
     // narrower, so that the transformation, which waits for each routine's checks, starts
     // sooner (not measured: this machine has two cores).
-    let threads = rayon::current_num_threads();
+    // (Asking rayon would start its threads: the cores decide.)
+    if text.len() < PARALLEL_FROM {
+        return check_in_windows(text, file, strict, progress, 1);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let window = match progress {
-        Some(_) if threads >= 4 => 8 * threads,
-        None if threads >= 2 => 32 * threads,
+        Some(_) if cores >= 4 => 8 * cores,
+        None if cores >= 2 => 32 * cores,
         _ => 1,
     };
-    let window = if text.len() >= PARALLEL_FROM { window } else { 1 };
     check_in_windows(text, file, strict, progress, window)
 }
 
