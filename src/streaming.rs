@@ -21,6 +21,8 @@
 //! - calls without `formalArgCount` — inferred from a callee possibly read later;
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
+mod parallel;
+
 use std::collections::VecDeque;
 use std::io::Write;
 
@@ -31,7 +33,7 @@ use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Name, NameBatch, Routine, R
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::tangent_with_plans;
-use crate::passes::type_change::type_change;
+use crate::passes::type_change::{TypeChangeReport, type_change};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
@@ -121,6 +123,9 @@ pub fn tangent(
         driver.bodies = Some(prescan.bodies);
         Ok(())
     };
+    // Reports that print each sequence's graph spell the names a worker only has placeholders
+    // for.
+    driver.workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
     let read = if concurrency.pipelined {
         read_pipelined(&mut driver, input, file, options, prescan)
     } else {
@@ -138,6 +143,10 @@ pub struct Concurrency<'p> {
     /// Read on a second thread while this one transforms and writes (`read_pipelined`).
     /// The output is the same either way.
     pub pipelined: bool,
+    /// Pipelined tangent only: transform routines on this many workers at once
+    /// (`streaming::parallel`), this thread putting them back in order and writing them; 0
+    /// transforms on this thread. The output is the same whatever the number.
+    pub workers: usize,
 }
 
 /// Reads the document, handing each routine to `driver` as it is read.
@@ -191,7 +200,9 @@ fn read_pipelined(
     options: &ReadOptions,
     prepare: impl FnOnce(&mut Driver) -> Result<(), StreamError>,
 ) -> Result<ReadOutput, ReadError> {
-    let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(2);
+    // With workers, the reader reads the next routines while they transform the ones before.
+    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers) } else { 2 };
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(ahead);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
             // Names of the reader's table already handed over.
@@ -217,9 +228,6 @@ fn read_pipelined(
             (read, handed_names)
         });
         let mut call_graph: Option<CallGraph> = None;
-        // The reader's names from the head's count on, as this side's table numbers them.
-        let mut head_names = 0;
-        let mut renamed: Vec<Name> = Vec::new();
         let prepared = prepare(driver);
         let handed_over = match prepared {
             Ok(()) => Some(receiver.iter()),
@@ -231,13 +239,24 @@ fn read_pipelined(
         for handed in handed_over.into_iter().flatten() {
             match handed {
                 Handed::Head(head) => {
-                    head_names = head.names.len();
+                    driver.reader.head = head.names.len();
+                    if driver.workers > 0 {
+                        driver.parallel = Some(parallel::Workers::new(driver.workers, &head));
+                    }
                     call_graph = Some(head);
                 }
                 Handed::Routine { id, mut routine, names, end } => {
                     let Some(cg) = call_graph.as_mut() else { break };
-                    cg.names.intern_batch(&names, &mut renamed);
-                    routine.rename(&mut |name| from_reader(name, head_names, &renamed));
+                    if let Some(workers) = driver.parallel.as_mut() {
+                        // It stays in the reader's numbering until a worker has transformed it.
+                        let graphs = take_graphs(&mut routine);
+                        workers.arrived(routine.clone(), names);
+                        put_graphs(&mut routine, graphs);
+                    } else {
+                        cg.names.intern_batch(&names, &mut driver.reader.renamed);
+                        let reader = &driver.reader;
+                        routine.rename(&mut |name| reader.driver_name(name));
+                    }
                     // The first routine's head came with the head; the others are new here,
                     // in the reader's order, so they get the reader's ids.
                     if (id.into_raw().into_u32() as usize) < cg.routines.len() {
@@ -259,26 +278,33 @@ fn read_pipelined(
             Err(panic) => std::panic::resume_unwind(panic),
         };
         let mut read = read?;
-        if let (Some(mut cg), Some(first)) = (call_graph, handed_names) {
-            // What the reader took in after the last routine: the call graph's edges.
-            cg.names.intern_batch(&read.call_graph.names.batch_since(first), &mut renamed);
-            let mut edges = std::mem::take(&mut read.call_graph.call_edges);
-            for edge in &mut edges {
-                edge.rename(&mut |name| from_reader(name, head_names, &renamed));
-            }
-            cg.call_edges = edges;
+        if let (Some(cg), Some(first)) = (call_graph, handed_names) {
+            // What the reader took in after the last routine: the call graph's edges, renamed
+            // once every routine is in (`Driver::finish`).
+            let names = read.call_graph.names.batch_since(first);
+            let edges = std::mem::take(&mut read.call_graph.call_edges);
+            driver.edges = Some((names, edges));
             read.call_graph = cg;
         }
         Ok(read)
     })
 }
 
-/// A name of the reader's table as the transforming side's numbers it: the head's names are
-/// the same in both; `renamed` holds the others, in the reader's order from `head_names` on.
-fn from_reader(name: Name, head_names: usize, renamed: &[Name]) -> Name {
-    match name.index().checked_sub(head_names) {
-        Some(i) => renamed[i],
-        None => name,
+/// The reader's names as the transforming side's table numbers them.
+#[derive(Default)]
+struct ReaderNames {
+    /// The names of the call graph handed over with the first routine: the same in both.
+    head: usize,
+    /// The reader's later names, in its order from `head` on, as interned on this side.
+    renamed: Vec<Name>,
+}
+
+impl ReaderNames {
+    fn driver_name(&self, name: Name) -> Name {
+        match name.index().checked_sub(self.head) {
+            Some(i) => self.renamed[i],
+            None => name,
+        }
     }
 }
 
@@ -325,6 +351,14 @@ struct Driver<'c> {
     failure: Option<StreamError>,
     /// Validation running at the same time: a routine is transformed only once it has passed.
     gate: Option<&'c Progress>,
+    /// Pipelined: the reader's names as this side numbers them.
+    reader: ReaderNames,
+    /// Pipelined: the call graph's edges and the names read with them, put in at the end.
+    edges: Option<(NameBatch, Vec<crate::ir::CallGraphEdge>)>,
+    /// How many workers transform routines ([`Concurrency::workers`]), and they, once the
+    /// head is read.
+    workers: usize,
+    parallel: Option<parallel::Workers>,
 }
 
 impl<'c> Driver<'c> {
@@ -350,6 +384,10 @@ impl<'c> Driver<'c> {
             report: Report::default(),
             failure: None,
             gate,
+            reader: ReaderNames::default(),
+            edges: None,
+            workers: 0,
+            parallel: None,
         }
     }
 
@@ -369,6 +407,17 @@ impl<'c> Driver<'c> {
         self.flush(&mut read.call_graph, true);
         if let Some(failure) = self.failure.take() {
             return Err(failure);
+        }
+        if let Some((names, mut edges)) = self.edges.take() {
+            let cg = &mut read.call_graph;
+            if let Some(workers) = self.parallel.as_mut() {
+                workers.intern_remaining(cg, &mut self.reader);
+            }
+            cg.names.intern_batch(&names, &mut self.reader.renamed);
+            for edge in &mut edges {
+                edge.rename(&mut |name| self.reader.driver_name(name));
+            }
+            cg.call_edges = edges;
         }
         let mut tail = Vec::new();
         write_tail(&read.call_graph, &mut tail);
@@ -409,6 +458,17 @@ impl<'c> Driver<'c> {
             }
             let Some((routine, mut parked)) = self.waiting.pop_front() else { return };
             self.infer_formal_arg_counts(&mut parked);
+            if let Some(workers) = self.parallel.as_mut() {
+                let mut whole = cg.routines[routine].clone();
+                put_graphs(&mut whole, parked);
+                if workers.queue(routine, whole) {
+                    self.transform_queued(cg, false);
+                    if self.failure.is_some() {
+                        return;
+                    }
+                }
+                continue;
+            }
             put_graphs(&mut cg.routines[routine], parked);
             if let Err(error) = self.transform(cg) {
                 self.failure = Some(error.into());
@@ -421,6 +481,33 @@ impl<'c> Driver<'c> {
                 return;
             }
             cg.routines[routine].drop_graphs();
+        }
+        if end {
+            self.transform_queued(cg, true);
+        }
+    }
+
+    /// Parallel: transforms the routines queued for the workers while the ones transformed
+    /// before are put back and written in document order (at the `last`, those too).
+    fn transform_queued(&mut self, cg: &mut CallGraph, last: bool) {
+        let (Some(workers), Some(catalogue)) = (self.parallel.as_mut(), self.catalogue) else { return };
+        let (buffer, body) = (&mut self.buffer, &mut *self.body);
+        let mut write = |cg: &mut CallGraph, routine: RoutineId| -> Result<(), StreamError> {
+            buffer.clear();
+            write_routine(cg, routine, buffer);
+            body.write_all(buffer)?;
+            cg.routines[routine].drop_graphs();
+            Ok(())
+        };
+        let mut out = parallel::PutBack {
+            cg,
+            temporaries: &mut self.temporaries,
+            reader: &mut self.reader,
+            report: &mut self.report,
+            write: &mut write,
+        };
+        if let Err(failure) = workers.advance(catalogue, self.config, &mut out, last) {
+            self.failure = Some(failure);
         }
     }
 
@@ -459,32 +546,49 @@ impl<'c> Driver<'c> {
     }
 
     fn transform(&mut self, cg: &mut CallGraph) -> Result<(), PipelineError> {
-        let config = self.config;
         let Some(catalogue) = self.catalogue else { return Ok(()) };
-        if config.initialize_derivatives {
-            self.report.initialized_derivatives += initialize_derivatives(cg);
+        transform_routine(cg, catalogue, self.config, &mut self.temporaries, &mut self.plans, &mut self.report)
+    }
+}
+
+/// The tangent mode's passes over the one routine of `cg` that has its graphs, as
+/// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`.
+fn transform_routine(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    config: &Config,
+    temporaries: &mut Temporaries,
+    plans: &mut PlanCache,
+    report: &mut Report,
+) -> Result<(), PipelineError> {
+    if config.initialize_derivatives {
+        report.initialized_derivatives += initialize_derivatives(cg);
+    }
+    let size_hint = cg.size_hint;
+    let type_change = type_change(cg, temporaries, &config.type_change)?;
+    merge_type_change(&mut report.type_change, type_change);
+    let tangent = tangent_with_plans(cg, catalogue, temporaries, &config.tangent, plans)?;
+    report.tangent.sequences.extend(tangent.sequences);
+    // The passes grow the size hint for a whole document's output; one routine at a time
+    // it would grow without bound.
+    cg.size_hint = size_hint;
+    Ok(())
+}
+
+/// Adds one routine's TypeChange figures to the run's.
+fn merge_type_change(into: &mut TypeChangeReport, from: TypeChangeReport) {
+    into.conversions += from.conversions;
+    into.external_conversions += from.external_conversions;
+    into.saved_indices += from.saved_indices;
+    into.allocations += from.allocations;
+    into.wrapped_calls += from.wrapped_calls;
+    into.renamed_routines += from.renamed_routines;
+    for (id, uses) in from.formal_uses.iter() {
+        let merged = into.formal_uses.entry(id).or_insert_with(|| vec![Default::default(); uses.len()]);
+        for (into, from) in merged.iter_mut().zip(uses) {
+            into.constant_somewhere |= from.constant_somewhere;
+            into.variable_somewhere |= from.variable_somewhere;
         }
-        let size_hint = cg.size_hint;
-        let type_change = type_change(cg, &mut self.temporaries, &config.type_change)?;
-        let tc = &mut self.report.type_change;
-        tc.conversions += type_change.conversions;
-        tc.external_conversions += type_change.external_conversions;
-        tc.saved_indices += type_change.saved_indices;
-        tc.allocations += type_change.allocations;
-        tc.wrapped_calls += type_change.wrapped_calls;
-        for (id, uses) in type_change.formal_uses.iter() {
-            let merged = tc.formal_uses.entry(id).or_insert_with(|| vec![Default::default(); uses.len()]);
-            for (into, from) in merged.iter_mut().zip(uses) {
-                into.constant_somewhere |= from.constant_somewhere;
-                into.variable_somewhere |= from.variable_somewhere;
-            }
-        }
-        let tangent = tangent_with_plans(cg, catalogue, &mut self.temporaries, &config.tangent, &mut self.plans)?;
-        self.report.tangent.sequences.extend(tangent.sequences);
-        // The passes grow the size hint for a whole document's output; one routine at a time
-        // it would grow without bound.
-        cg.size_hint = size_hint;
-        Ok(())
     }
 }
 

@@ -101,7 +101,7 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
     // Read on the driver's thread, and on a second one as the command line does from 1 MiB
     // on (the reader then holds a copy of the head).
     for pipelined in [false, true] {
-        let concurrency = streaming::Concurrency { gate: None, pipelined };
+        let concurrency = streaming::Concurrency { gate: None, pipelined, workers: 0 };
         let mut peaks = Vec::new();
         for megabytes in ["2", "8"] {
             let path = dir.path().join(format!("synthetic_{megabytes}.xaif"));

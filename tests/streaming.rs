@@ -1,6 +1,7 @@
 //! The streaming driver writes what the whole-document path writes, byte for byte, over the
-//! corpus and on synthetic inputs, reading on the same thread or on a second one (pipelined);
-//! where it declines a document, it says why.
+//! corpus and on synthetic inputs, reading on the same thread or on a second one (pipelined),
+//! the tangent's routines transformed on that thread or by one to three workers; where it
+//! declines a document, it says why.
 
 mod common;
 
@@ -24,9 +25,15 @@ fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), Str
     Ok((xaif::write(&cg, &WriteOptions::default()), report.tangent.to_json()))
 }
 
-/// Reading on the driver's thread, then on a second one.
-const READINGS: [Concurrency<'static>; 2] =
-    [Concurrency { gate: None, pipelined: false }, Concurrency { gate: None, pipelined: true }];
+/// Reading on the driver's thread, then on a second one; then routines transformed by one,
+/// two and three workers (each number puts routines back in windows of its own size).
+const READINGS: [Concurrency<'static>; 5] = [
+    Concurrency { gate: None, pipelined: false, workers: 0 },
+    Concurrency { gate: None, pipelined: true, workers: 0 },
+    Concurrency { gate: None, pipelined: true, workers: 1 },
+    Concurrency { gate: None, pipelined: true, workers: 2 },
+    Concurrency { gate: None, pipelined: true, workers: 3 },
+];
 
 fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, StreamError> {
     let write = WriteOptions { schema_location: "xaif.xsd".into() };
@@ -81,7 +88,12 @@ fn identity_streamed_equals_whole_document_over_the_corpus() {
         }
         let whole = whole_identity(&bytes);
         for concurrency in READINGS {
-            let name = format!("{} (pipelined: {})", common::short_name(file), concurrency.pipelined);
+            let name = format!(
+                "{} (pipelined: {}, workers: {})",
+                common::short_name(file),
+                concurrency.pipelined,
+                concurrency.workers
+            );
             match streamed_identity(&bytes, concurrency) {
                 Ok(streamed) if streamed == whole => {}
                 Ok(streamed) => failures.push(format!("{name}: {}", first_difference(&whole, &streamed))),
@@ -124,8 +136,8 @@ fn tangent_over_corpus(config: &Config) {
             }
         }
     }
-    // Each file twice: read on the driver's thread, then pipelined.
-    let runs = 2 * files.len();
+    // Each file in every way of reading and transforming.
+    let runs = READINGS.len() * files.len();
     eprintln!("streamed {streamed_count} of {runs} runs over the corpus; declined: {declined:?}");
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
     // Most front-end output is streamed; only the documented reasons decline it.
@@ -157,11 +169,15 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
         let whole = whole_tangent(bytes, &Config::default()).expect("tangent");
         for concurrency in READINGS {
             let identity = streamed_identity(bytes, concurrency).expect("streamed");
-            assert!(identity == whole_identity(bytes), "identity differs (pipelined: {})", concurrency.pipelined);
+            assert!(identity == whole_identity(bytes), "identity differs ({concurrency:?})");
             let streamed =
                 streamed_tangent(bytes, &Config::default(), concurrency).expect("streamed").expect("tangent");
-            assert!(whole.0 == streamed.0, "tangent differs: {}", first_difference(&whole.0, &streamed.0));
-            assert_eq!(whole.1, streamed.1, "statistics differ");
+            assert!(
+                whole.0 == streamed.0,
+                "tangent differs ({concurrency:?}): {}",
+                first_difference(&whole.0, &streamed.0)
+            );
+            assert_eq!(whole.1, streamed.1, "statistics differ ({concurrency:?})");
         }
     }
 }
@@ -199,8 +215,7 @@ fn a_repeated_statement_id_declines_either_way() {
                 streamed_tangent(repeated.as_bytes(), &Config::default(), concurrency),
                 Err("a statement id repeats in a routine")
             ),
-            "pipelined: {}",
-            concurrency.pipelined
+            "{concurrency:?}"
         );
     }
 }

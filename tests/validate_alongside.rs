@@ -3,7 +3,8 @@
 //! have passed it) gives exactly what validation first gives: the same exit code, the same
 //! messages, the same output or none. `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from
 //! which the concurrent path is taken, so every small test input can take it too; the streaming
-//! modes then also read on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`, the same size).
+//! modes then also read on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`, the same size),
+//! the tangent's routines transformed on that thread or by workers (`XAIFBOOSTER_WORKERS`).
 
 mod common;
 
@@ -18,13 +19,14 @@ struct Outcome {
 }
 
 /// Runs `mode input -o out.xaif` in a fresh directory, validation alongside and reading on a
-/// thread of its own from `threshold` bytes.
-fn run(mode: &str, input: &Path, threshold: u64) -> Outcome {
+/// thread of its own from `threshold` bytes, routines transformed by `workers` workers.
+fn run(mode: &str, input: &Path, threshold: u64, workers: usize) -> Outcome {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
         .current_dir(dir.path())
         .env("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM", threshold.to_string())
         .env("XAIFBOOSTER_PIPELINE_FROM", threshold.to_string())
+        .env("XAIFBOOSTER_WORKERS", workers.to_string())
         .args([mode, "-o", "out.xaif"])
         .arg(input)
         .output()
@@ -57,9 +59,12 @@ fn validating_alongside_changes_nothing_on_test_inputs() {
     let (mut compared, mut refused) = (0, 0);
     for input in &inputs {
         for mode in ["identity", "tangent", "adjoint"] {
-            let first = run(mode, input, u64::MAX);
-            let alongside = run(mode, input, 0);
+            let first = run(mode, input, u64::MAX, 0);
+            let alongside = run(mode, input, 0, 0);
             assert_eq!(alongside, first, "{mode} {}", input.display());
+            if mode == "tangent" {
+                assert_eq!(run(mode, input, 0, 2), first, "{mode} {}, two workers", input.display());
+            }
             compared += 1;
             refused += usize::from(first.code == Some(1));
         }
@@ -79,9 +84,11 @@ fn large_inputs_validate_alongside_with_the_same_results() {
     let bytes = std::fs::read(&valid).expect("generated");
     assert!(bytes.len() > 2 << 20, "the input is above the default threshold");
     for mode in ["identity", "tangent"] {
-        let sequential = run(mode, &valid, u64::MAX);
+        let sequential = run(mode, &valid, u64::MAX, 0);
         assert_eq!(sequential.code, Some(0), "{mode}: {}", sequential.stderr);
-        assert_eq!(run(mode, &valid, 1 << 20), sequential, "{mode}");
+        for workers in [0, 3] {
+            assert_eq!(run(mode, &valid, 1 << 20, workers), sequential, "{mode}, {workers} workers");
+        }
     }
     // A control flow graph halfway through gets an element the schema does not allow in it
     // (an error for the checks, which the reader passes over).
@@ -92,10 +99,12 @@ fn large_inputs_validate_alongside_with_the_same_results() {
     std::fs::write(&broken, format!("{}<xaif:Marker statement_id=\"m\"/>{}", &text[..at], &text[at..]))
         .expect("written");
     for mode in ["identity", "tangent"] {
-        let sequential = run(mode, &broken, u64::MAX);
+        let sequential = run(mode, &broken, u64::MAX, 0);
         assert_eq!(sequential.code, Some(1), "{mode}: the checks refuse it: {}", sequential.stderr);
         assert!(sequential.stderr.contains("Marker: unexpected element"), "{}", sequential.stderr);
         assert!(sequential.output.is_none());
-        assert_eq!(run(mode, &broken, 1 << 20), sequential, "{mode}");
+        for workers in [0, 3] {
+            assert_eq!(run(mode, &broken, 1 << 20, workers), sequential, "{mode}, {workers} workers");
+        }
     }
 }

@@ -20,6 +20,46 @@ pub struct Temporaries {
     /// Where names are spelled before they are interned: one buffer for every temporary and
     /// statement id handed out, instead of a `String` formatted for each.
     text: String,
+    /// Set for a worker that transforms a routine apart from the others ([`Temporaries::deferred`]):
+    /// what it asked for, in order.
+    deferred: Option<Vec<Deferred>>,
+}
+
+/// A name a worker asked for but could not choose: temporaries are numbered and statement ids
+/// made unique across the whole document, in routine order, which a worker transforming one
+/// routine of many does not see. It gets a placeholder ([`placeholder`]) and the request is
+/// made again, for real, when the routines are put back in document order.
+#[derive(Clone, Debug)]
+pub enum Deferred {
+    /// [`Temporaries::fresh`]: the worker's symbol, which bears the placeholder as its name.
+    Temporary { scope: ScopeId, kind: &'static str, symbol: SymbolId },
+    /// [`Temporaries::statement_id`] of this base (which may hold placeholders itself).
+    StatementId(String),
+    /// [`Temporaries::assignment_id`] of this symbol.
+    AssignmentId(SymbolId),
+}
+
+/// The text standing for the `index`-th deferred name: NUL characters, which no XML document
+/// holds, around its number, so no name read can be mistaken for one, and one built by
+/// appending to it (`_derivative_<id>`) still shows where it stands.
+pub fn placeholder(index: usize) -> String {
+    format!("\0{index}\0")
+}
+
+/// Spells `text` with every placeholder in it replaced by `resolve(index)`; `None` if a
+/// placeholder is malformed.
+pub fn resolve_placeholders(text: &str, mut resolve: impl FnMut(usize) -> Option<String>) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('\0') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find('\0')?;
+        out.push_str(&resolve(after[..end].parse().ok()?)?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 /// Statement ids known by their text, kept as 64-bit hashes: an invented id whose hash is
@@ -80,6 +120,25 @@ impl Temporaries {
         Temporaries { statement_ids, ..Temporaries::default() }
     }
 
+    /// Temporaries for a worker that transforms routines apart from the others: every name
+    /// it hands out is a placeholder, and what it stands for is kept ([`Self::take_deferred`])
+    /// for the thread that puts the routines back in order to ask for again.
+    pub fn deferred() -> Temporaries {
+        Temporaries { deferred: Some(Vec::new()), ..Temporaries::default() }
+    }
+
+    /// What was deferred since the last call, in order; the `k`-th stands behind
+    /// `placeholder(k)`.
+    pub fn take_deferred(&mut self) -> Vec<Deferred> {
+        self.deferred.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn defer(log: &mut Vec<Deferred>, cg: &mut CallGraph, request: Deferred) -> Name {
+        let name = cg.names.intern(&placeholder(log.len()));
+        log.push(request);
+        name
+    }
+
     /// Temporaries for a document read routine by routine: the statement ids they hand out
     /// avoid `reserved`, the ids of every statement of the document, as [`Self::for_call_graph`]
     /// does once all of it is read.
@@ -90,6 +149,9 @@ impl Temporaries {
     /// A statement id for code the engine adds: `base`, or `base_2`, `base_3`, … when that is
     /// in use already.
     pub fn statement_id(&mut self, cg: &mut CallGraph, base: &str) -> Name {
+        if let Some(log) = &mut self.deferred {
+            return Self::defer(log, cg, Deferred::StatementId(base.to_owned()));
+        }
         let mut id = cg.names.intern(base);
         let mut k = 2;
         while self.reserved.contains(cg.names.get(id)) || !self.statement_ids.insert(id) {
@@ -106,6 +168,9 @@ impl Temporaries {
     /// The statement id of the assignment to a temporary: `_<symbol>`, numbered on reuse as
     /// [`Self::statement_id`] does.
     pub fn assignment_id(&mut self, cg: &mut CallGraph, symbol: SymbolId) -> Name {
+        if let Some(log) = &mut self.deferred {
+            return Self::defer(log, cg, Deferred::AssignmentId(symbol));
+        }
         let mut base = std::mem::take(&mut self.text);
         base.clear();
         base.push('_');
@@ -127,6 +192,15 @@ impl Temporaries {
         kind: &'static str,
         init: impl FnOnce(&mut Symbol),
     ) -> SymbolId {
+        if let Some(log) = &mut self.deferred {
+            let name = cg.names.intern(&placeholder(log.len()));
+            let mut symbol = Symbol::new(scope, name);
+            symbol.temp = true;
+            init(&mut symbol);
+            let id = cg.add_symbol(symbol);
+            log.push(Deferred::Temporary { scope, kind, symbol: id });
+            return id;
+        }
         let name = loop {
             let counter = self.counters.entry(kind).or_insert(0);
             self.text.clear();
@@ -597,5 +671,36 @@ impl FlowGraph {
             condition_value: None,
         });
         Some(block)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deferring_worker_hands_out_placeholders_and_keeps_the_requests() {
+        let mut cg = CallGraph::default();
+        let scope = cg.scopes.alloc(Scope { id: Name::EMPTY, annotation: Name::EMPTY, symbols: Vec::new() });
+        let mut temporaries = Temporaries::deferred();
+        let symbol = temporaries.fresh(&mut cg, scope, "Symbol", |s| s.shape = Shape::Vector);
+        let id = temporaries.assignment_id(&mut cg, symbol);
+        let base = format!("_derivative_{}", cg.name(id));
+        let derivative = temporaries.statement_id(&mut cg, &base);
+        assert_eq!(cg.symbol_name(symbol), placeholder(0));
+        assert_eq!(cg.symbols[symbol].shape, Shape::Vector);
+        assert!(cg.symbols[symbol].temp);
+        assert_eq!(cg.name(id), placeholder(1));
+        assert_eq!(cg.name(derivative), placeholder(2));
+        let requests = temporaries.take_deferred();
+        assert!(matches!(requests[0], Deferred::Temporary { kind: "Symbol", symbol: s, .. } if s == symbol));
+        assert!(matches!(requests[1], Deferred::AssignmentId(s) if s == symbol));
+        let Deferred::StatementId(base) = &requests[2] else { panic!("{:?}", requests[2]) };
+        // What the placeholders in a derived name stand for is spelled back in.
+        let spelled = resolve_placeholders(base, |k| Some(format!("<{k}>")));
+        assert_eq!(spelled.as_deref(), Some("_derivative_<1>"));
+        assert_eq!(resolve_placeholders("plain", |_| None).as_deref(), Some("plain"));
+        assert_eq!(resolve_placeholders("broken\u{0}7", |k| Some(k.to_string())), None);
+        assert!(temporaries.take_deferred().is_empty());
     }
 }

@@ -52,7 +52,7 @@ pub struct CallGraph {
     pub prefix: Name,
     pub scopes: Arena<Scope>,
     pub scope_edges: Vec<ScopeEdge>,
-    pub symbols: Arena<Symbol>,
+    pub symbols: SymbolArena,
     pub alias_sets: Vec<AliasSet>,
     pub duud_sets: Vec<StmtIdSet>,
     pub do_sets: Vec<StmtIdSet>,
@@ -78,6 +78,23 @@ impl CallGraph {
         self.scopes[scope].symbols.push(id);
         self.symbol_index.insert(key, id);
         id
+    }
+
+    /// Takes the symbols from the `len`-th on out of the call graph: out of their scopes'
+    /// tables and the arena. They must be the newest of their scopes (as temporaries added
+    /// since are).
+    pub fn forget_symbols_from(&mut self, len: usize) {
+        for (id, symbol) in self.symbols.iter().skip(len).rev() {
+            let scope = &mut self.scopes[symbol.scope].symbols;
+            debug_assert_eq!(scope.last(), Some(&id));
+            if scope.last() == Some(&id) {
+                scope.pop();
+            } else {
+                scope.retain(|&s| s != id);
+            }
+            self.symbol_index.remove(&(symbol.scope, symbol.name));
+        }
+        self.symbols.truncate(len);
     }
 
     pub fn lookup_symbol(&self, scope: ScopeId, name: Name) -> Option<SymbolId> {
@@ -110,6 +127,64 @@ impl CallGraph {
             Routine::ControlFlowGraph(cfg) => Some((id, cfg)),
             Routine::ReplacementList(_) => None,
         })
+    }
+}
+
+/// Every symbol of the call graph, numbered in the order added. An arena like the others,
+/// which can also forget its newest symbols ([`SymbolArena::truncate`]): a parallel worker
+/// adds a routine's temporaries to its copy of the head and then takes them out again, so
+/// every routine it transforms finds the same head, numbered the same.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolArena(Vec<Symbol>);
+
+impl SymbolArena {
+    pub fn alloc(&mut self, symbol: Symbol) -> SymbolId {
+        let id = SymbolId::from_raw(la_arena::RawIdx::from_u32(self.0.len() as u32));
+        self.0.push(symbol);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (SymbolId, &Symbol)> + ExactSizeIterator {
+        self.0.iter().enumerate().map(|(k, s)| (SymbolId::from_raw(la_arena::RawIdx::from_u32(k as u32)), s))
+    }
+
+    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = (SymbolId, &mut Symbol)> + ExactSizeIterator {
+        self.0.iter_mut().enumerate().map(|(k, s)| (SymbolId::from_raw(la_arena::RawIdx::from_u32(k as u32)), s))
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Symbol> + ExactSizeIterator {
+        self.0.iter()
+    }
+
+    /// The symbols from the `len`-th on; [`CallGraph::forget_symbols_from`] takes them out of
+    /// their scopes too.
+    pub fn since(&self, len: usize) -> &[Symbol] {
+        self.0.get(len..).unwrap_or(&[])
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+}
+
+impl std::ops::Index<SymbolId> for SymbolArena {
+    type Output = Symbol;
+    fn index(&self, id: SymbolId) -> &Symbol {
+        &self.0[id.into_raw().into_u32() as usize]
+    }
+}
+
+impl std::ops::IndexMut<SymbolId> for SymbolArena {
+    fn index_mut(&mut self, id: SymbolId) -> &mut Symbol {
+        &mut self.0[id.into_raw().into_u32() as usize]
     }
 }
 

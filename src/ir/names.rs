@@ -34,6 +34,26 @@ pub struct NameBatch {
     ends: Vec<u32>,
 }
 
+impl NameBatch {
+    /// The names, in the order they were interned.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let s = &self.text[start..end as usize];
+            start = end as usize;
+            s
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
 /// The interner. All strings live in one buffer (one allocation per growth, not two per
 /// name); the table holds only ids and finds a string's id by hashing it and comparing
 /// against the buffer.
@@ -160,6 +180,33 @@ impl Names {
         }
     }
 
+    /// Forgets the names interned from the `len`-th on, as if they never were: a table
+    /// that mirrors another's first `len` names (a parallel worker's, [`crate::streaming`])
+    /// takes in names of its own for one routine and then gives them back. Costs what the
+    /// forgotten names do, not the table's size.
+    pub fn truncate(&mut self, len: usize) {
+        let len = len.max(1);
+        if len >= self.spans.len() {
+            return;
+        }
+        let Names { text, spans, table, small, needs_escape } = self;
+        for index in (len..spans.len()).rev() {
+            let name = Name(index as u32);
+            let s = span_str(text, spans, name);
+            if let Ok(entry) = table.find_entry(hash(s), |&n| n == name) {
+                entry.remove();
+            }
+        }
+        text.truncate(spans[len].0 as usize);
+        spans.truncate(len);
+        needs_escape.truncate(len);
+        for slot in small.iter_mut() {
+            if slot.index() >= len {
+                *slot = Name::EMPTY;
+            }
+        }
+    }
+
     pub fn find(&self, s: &str) -> Option<Name> {
         self.table.find(hash(s), |&n| self.get(n) == s).copied()
     }
@@ -215,5 +262,30 @@ mod tests {
         assert!(names.needs_escape(quoted));
         let tab = names.intern("x\ty");
         assert!(names.needs_escape(tab));
+    }
+
+    #[test]
+    fn truncating_forgets_exactly_the_later_names() {
+        let mut names = Names::default();
+        let x = names.intern("x");
+        let seven = names.intern("7");
+        let len = names.len();
+        let y = names.intern("y");
+        let twelve = names.intern("12");
+        names.intern("x<");
+        names.truncate(len);
+        assert_eq!(names.len(), len);
+        assert_eq!(names.find("y"), None);
+        assert_eq!(names.find("x<"), None);
+        assert_eq!(names.intern("x"), x);
+        assert_eq!(names.intern("7"), seven);
+        // Interned again, the forgotten names take the same ids in the same order.
+        assert_eq!(names.intern("y"), y);
+        assert_eq!(names.intern_index(12), twelve);
+        assert_eq!(names.get(twelve), "12");
+        names.truncate(0);
+        assert_eq!(names.len(), 1);
+        assert_eq!(names.intern(""), Name::EMPTY);
+        assert_eq!(names.intern("q"), x);
     }
 }

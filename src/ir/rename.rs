@@ -10,6 +10,12 @@ use super::*;
 /// What a [`Name`] becomes.
 pub trait Renamer {
     fn rename(&mut self, name: Name) -> Name;
+
+    /// What a symbol becomes: itself, unless the routine moves to a call graph whose symbols
+    /// are numbered otherwise beyond the head (a parallel worker's temporaries).
+    fn symbol(&mut self, symbol: SymbolId) -> SymbolId {
+        symbol
+    }
 }
 
 impl<F: FnMut(Name) -> Name> Renamer for F {
@@ -26,7 +32,7 @@ impl Routine {
                 let ControlFlowGraph {
                     id,
                     annotation,
-                    symbol: _,
+                    symbol,
                     scope: _,
                     body_scope: _,
                     active: _,
@@ -37,6 +43,7 @@ impl Routine {
                 } = cfg;
                 name(id, r);
                 name(annotation, r);
+                *symbol = r.symbol(*symbol);
                 argument_symbols(arguments, r);
                 let SideEffects { mod_local, modified, read_local, read, on_entry } = side_effects;
                 for list in [mod_local, modified, read_local, read, on_entry].into_iter().flatten() {
@@ -48,7 +55,7 @@ impl Routine {
                 let ReplacementList {
                     id,
                     annotation,
-                    symbol: _,
+                    symbol,
                     scope: _,
                     body_scope: _,
                     template_name,
@@ -58,6 +65,7 @@ impl Routine {
                 name(id, r);
                 name(annotation, r);
                 name(template_name, r);
+                *symbol = r.symbol(*symbol);
                 argument_symbols(arguments, r);
                 for replacement in replacements {
                     let Replacement { placeholder, structured: _, graph, repeats } = replacement;
@@ -86,7 +94,8 @@ fn name(name: &mut Name, r: &mut impl Renamer) {
 
 fn argument_symbols(arguments: &mut Option<Vec<ArgumentSymbolReference>>, r: &mut impl Renamer) {
     for argument in arguments.iter_mut().flatten() {
-        let ArgumentSymbolReference { position: _, symbol: _, annotation, deriv: _, intent: _ } = argument;
+        let ArgumentSymbolReference { position: _, symbol, annotation, deriv: _, intent: _ } = argument;
+        *symbol = r.symbol(*symbol);
         name(annotation, r);
     }
 }
@@ -138,8 +147,11 @@ fn statement(s: &mut Statement, r: &mut impl Renamer) {
     match s {
         Statement::Assignment(a) => assignment(a, r),
         Statement::SubroutineCall(call) => {
-            let SubroutineCall { id, symbol: _, active: _, line: _, formal_arg_count: _, arguments } = call;
+            let SubroutineCall { id, symbol, active: _, line: _, formal_arg_count: _, arguments } = call;
             name(id, r);
+            if let Some(symbol) = symbol {
+                *symbol = r.symbol(*symbol);
+            }
             arguments.iter_mut().for_each(|a| argument(a, r));
         }
         Statement::Marker(marker) => {
@@ -221,7 +233,10 @@ fn expression(e: &mut Expression, r: &mut impl Renamer) {
                 name(annotation, r);
             }
             ExprVertex::FunctionCall(call) => {
-                let FunctionCall { id, annotation, symbol: _, arguments } = call;
+                let FunctionCall { id, annotation, symbol, arguments } = call;
+                if let Some(symbol) = symbol {
+                    *symbol = r.symbol(*symbol);
+                }
                 name(id, r);
                 name(annotation, r);
                 arguments.iter_mut().for_each(|reference| variable_reference(reference, r));
@@ -251,7 +266,8 @@ fn variable_reference(reference: &mut VariableReference, r: &mut impl Renamer) {
     for vertex in vertices {
         match vertex {
             VarRefVertex::Symbol(symbol) => {
-                let SymbolReference { id, annotation, symbol: _, properties } = symbol;
+                let SymbolReference { id, annotation, symbol, properties } = symbol;
+                *symbol = r.symbol(*symbol);
                 name(id, r);
                 name(annotation, r);
                 for (key, value) in properties {
@@ -275,6 +291,28 @@ fn variable_reference(reference: &mut VariableReference, r: &mut impl Renamer) {
     for edge in edges {
         let VarRefEdge { id, annotation, source: _, target: _ } = edge;
         name(id, r);
+        name(annotation, r);
+    }
+}
+
+impl Symbol {
+    /// Renames the symbol's names; its scope stays.
+    pub fn rename(&mut self, r: &mut impl Renamer) {
+        let Symbol {
+            scope: _,
+            name: symbol_name,
+            kind: _,
+            ty: _,
+            fe_type,
+            shape: _,
+            annotation,
+            active: _,
+            temp: _,
+            pointer: _,
+            dimensions: _,
+        } = self;
+        name(symbol_name, r);
+        name(fe_type, r);
         name(annotation, r);
     }
 }

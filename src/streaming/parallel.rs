@@ -1,0 +1,366 @@
+//! Transforming routines on every core, with the output of one thread.
+//!
+//! What makes a routine's transformation depend on the others is small: TypeChange reads the
+//! heads of the routines it calls, and the names the engine invents are numbered across the
+//! document in routine order (`<prefix>Symbol_N`, statement ids made unique with `_2`, `_3`, …).
+//! So each worker ([`Worker`]) holds a copy of the document's head with every routine head read
+//! so far, numbered exactly as the reading thread numbers them, and transforms a routine with
+//! placeholders for the names it would invent ([`Temporaries::deferred`]). The driver then puts
+//! the routines back in document order and, for each, makes the deferred requests for real, in
+//! the order the worker made them, interning every other new name in the worker's order too
+//! ([`Workers::put_back`]): its name table sees the same names in the same order whatever the
+//! number of workers, so the output cannot depend on it.
+//!
+//! A worker's copy stays the same whatever routines it transformed before: after each routine
+//! it forgets the names and temporaries it added ([`crate::ir::Names::truncate`],
+//! [`CallGraph::forget_symbols_from`]) and puts back the routine's head as read.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{StreamError, merge_type_change, transform_routine};
+use crate::ir::build::{Deferred, Temporaries, resolve_placeholders};
+use crate::ir::rename::Renamer;
+use crate::ir::{CallGraph, Name, NameBatch, Routine, RoutineId, Symbol, SymbolId};
+use crate::passes::elimination::PlanCache;
+use crate::pipeline::{Config, PipelineError, Report};
+use crate::xaif::intrinsics::Catalogue;
+
+/// Routines a worker takes at a time, per worker: enough that one long routine does not leave
+/// the others idle, few enough that the routines in flight stay a small part of the document.
+const ROUTINES_PER_WORKER: usize = 8;
+
+/// The workers, and what they need to catch up with the reader.
+pub(super) struct Workers {
+    workers: Vec<Worker>,
+    /// The names the reader took in with each routine, in the order routines arrived.
+    batches: Vec<Arc<NameBatch>>,
+    /// Each routine's head as read (no graphs), by routine id.
+    heads: Vec<Arc<Routine>>,
+    /// Routines ready to be transformed, in document order.
+    queued: Vec<Task>,
+    /// Routines transformed, waiting to be put back, in document order.
+    transformed: Vec<Task>,
+    /// How many of `batches` the driver's table has taken in.
+    interned: usize,
+}
+
+/// Where routines go back to: the driver's call graph, its temporaries and names, and what
+/// writes a routine once it is back.
+pub(super) struct PutBack<'a> {
+    pub cg: &'a mut CallGraph,
+    pub temporaries: &'a mut Temporaries,
+    pub reader: &'a mut super::ReaderNames,
+    pub report: &'a mut Report,
+    pub write: &'a mut dyn FnMut(&mut CallGraph, RoutineId) -> Result<(), StreamError>,
+}
+
+impl Workers {
+    /// `count` workers, each starting from a copy of `head` (the call graph as read at the
+    /// first routine).
+    pub(super) fn new(count: usize, head: &CallGraph) -> Workers {
+        let workers = (0..count.max(1))
+            .map(|_| Worker {
+                cg: head.clone(),
+                temporaries: Temporaries::deferred(),
+                plans: PlanCache::default(),
+                batches: 0,
+                heads: 0,
+            })
+            .collect();
+        Workers {
+            workers,
+            batches: Vec::new(),
+            heads: Vec::new(),
+            queued: Vec::new(),
+            transformed: Vec::new(),
+            interned: 0,
+        }
+    }
+
+    /// How many routines `workers` workers transform together.
+    pub(super) fn window(workers: usize) -> usize {
+        workers.max(1) * ROUTINES_PER_WORKER
+    }
+
+    /// A routine has arrived: its head (as read, without graphs) and the names read with it.
+    pub(super) fn arrived(&mut self, head: Routine, names: NameBatch) {
+        self.heads.push(Arc::new(head));
+        self.batches.push(Arc::new(names));
+    }
+
+    /// Queues a routine whose callees are known; true when enough are queued to be worth
+    /// transforming together.
+    pub(super) fn queue(&mut self, id: RoutineId, routine: Routine) -> bool {
+        self.queued.push(Task { id, routine: Some(routine), arrived: self.batches.len(), result: None });
+        self.queued.len() >= Self::window(self.workers.len())
+    }
+
+    /// Transforms the queued routines on the workers while this thread puts back and writes
+    /// the ones transformed before; with `last`, then those too. Stops at the first failure.
+    pub(super) fn advance(
+        &mut self,
+        catalogue: &Catalogue,
+        config: &Config,
+        out: &mut PutBack,
+        last: bool,
+    ) -> Result<(), StreamError> {
+        let Workers { workers, batches, heads, queued, transformed, interned } = self;
+        let mut queued = std::mem::take(queued);
+        let before = std::mem::take(transformed);
+        let (batches, heads) = (&*batches, &*heads);
+        let put_back = std::thread::scope(|scope| {
+            let transforming = (!queued.is_empty())
+                .then(|| scope.spawn(|| transform_all(workers, &mut queued, batches, heads, catalogue, config)));
+            let put_back = put_back_all(before, batches, interned, out);
+            if let Some(transforming) = transforming
+                && let Err(panic) = transforming.join()
+            {
+                std::panic::resume_unwind(panic);
+            }
+            put_back
+        });
+        *transformed = queued;
+        put_back?;
+        if last {
+            put_back_all(std::mem::take(transformed), batches, interned, out)?;
+        }
+        Ok(())
+    }
+
+    /// The reader's names the driver's table has not taken in yet (at the end: those read after
+    /// the last routine waited on).
+    pub(super) fn intern_remaining(&mut self, cg: &mut CallGraph, reader: &mut super::ReaderNames) {
+        for batch in &self.batches[self.interned..] {
+            cg.names.intern_batch(batch, &mut reader.renamed);
+        }
+        self.interned = self.batches.len();
+    }
+}
+
+/// Transforms `tasks`, a contiguous share on each worker, all at once.
+fn transform_all(
+    workers: &mut [Worker],
+    tasks: &mut [Task],
+    batches: &[Arc<NameBatch>],
+    heads: &[Arc<Routine>],
+    catalogue: &Catalogue,
+    config: &Config,
+) {
+    let share = tasks.len().div_ceil(workers.len()).max(1);
+    workers.par_iter_mut().zip(tasks.par_chunks_mut(share)).for_each(|(worker, tasks)| {
+        for task in tasks {
+            let Some(routine) = task.routine.take() else { continue };
+            worker.catch_up(&batches[..task.arrived], &heads[..task.arrived]);
+            let head = &heads[task.id.into_raw().into_u32() as usize];
+            task.result = Some(worker.transform(task.id, routine, head, catalogue, config));
+        }
+    });
+}
+
+/// Puts `tasks` back in document order and writes each; stops at the first failure.
+fn put_back_all(
+    tasks: Vec<Task>,
+    batches: &[Arc<NameBatch>],
+    interned: &mut usize,
+    out: &mut PutBack,
+) -> Result<(), StreamError> {
+    for task in tasks {
+        for batch in batches.get(*interned..task.arrived).unwrap_or(&[]) {
+            out.cg.names.intern_batch(batch, &mut out.reader.renamed);
+        }
+        *interned = (*interned).max(task.arrived);
+        let transformed = task.result.unwrap_or_else(|| unreachable!("every queued routine is transformed"))?;
+        put_back(out.cg, out.temporaries, out.reader, task.id, transformed, out.report)?;
+        (out.write)(out.cg, task.id)?;
+    }
+    Ok(())
+}
+
+struct Worker {
+    cg: CallGraph,
+    temporaries: Temporaries,
+    plans: PlanCache,
+    /// How many of the batches and heads its copy has taken in.
+    batches: usize,
+    heads: usize,
+}
+
+struct Task {
+    id: RoutineId,
+    routine: Option<Routine>,
+    /// How many routines had arrived when it became ready: the names and heads its worker
+    /// takes in first, so that what it finds does not depend on when it runs.
+    arrived: usize,
+    result: Option<Result<Transformed, PipelineError>>,
+}
+
+/// A routine as a worker left it: names and symbols numbered in the worker's copy.
+struct Transformed {
+    routine: Routine,
+    /// The worker's table's length before it began: names from here on are the worker's own.
+    names_from: usize,
+    /// Those names, in the order the worker interned them.
+    names: NameBatch,
+    deferred: Vec<Deferred>,
+    /// The arena's length before it began, and the temporaries it added from there on.
+    symbols_from: usize,
+    symbols: Vec<Symbol>,
+    report: Report,
+}
+
+impl Worker {
+    /// Takes in the names and heads read since it last did, as the reader numbered them.
+    fn catch_up(&mut self, batches: &[Arc<NameBatch>], heads: &[Arc<Routine>]) {
+        let mut ids = Vec::new();
+        for batch in batches.get(self.batches..).unwrap_or(&[]) {
+            ids.clear();
+            let first = self.cg.names.len();
+            self.cg.names.intern_batch(batch, &mut ids);
+            debug_assert!(ids.iter().enumerate().all(|(k, name)| name.index() == first + k));
+        }
+        self.batches = self.batches.max(batches.len());
+        for (k, head) in heads.iter().enumerate().skip(self.heads) {
+            let head = Routine::clone(head);
+            if k < self.cg.routines.len() {
+                self.cg.routines[RoutineId::from_raw(la_arena::RawIdx::from_u32(k as u32))] = head;
+            } else {
+                self.cg.routines.alloc(head);
+            }
+        }
+        self.heads = self.heads.max(heads.len());
+    }
+
+    fn transform(
+        &mut self,
+        id: RoutineId,
+        routine: Routine,
+        head: &Routine,
+        catalogue: &Catalogue,
+        config: &Config,
+    ) -> Result<Transformed, PipelineError> {
+        let cg = &mut self.cg;
+        let names_from = cg.names.len();
+        let symbols_from = cg.symbols.len();
+        cg.routines[id] = routine;
+        let mut report = Report::default();
+        let result = transform_routine(cg, catalogue, config, &mut self.temporaries, &mut self.plans, &mut report);
+        let routine = std::mem::replace(&mut cg.routines[id], head.clone());
+        let names = cg.names.batch_since(names_from);
+        let deferred = self.temporaries.take_deferred();
+        let symbols = cg.symbols.since(symbols_from).to_vec();
+        cg.forget_symbols_from(symbols_from);
+        cg.names.truncate(names_from);
+        result?;
+        Ok(Transformed { routine, names_from, names, deferred, symbols_from, symbols, report })
+    }
+}
+
+/// Puts a routine a worker transformed into the driver's call graph: the deferred names are
+/// asked for again, for real, every other new name interned, in the worker's order; then the
+/// routine and its temporaries are renumbered into the driver's table and arena.
+fn put_back(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    reader: &super::ReaderNames,
+    id: RoutineId,
+    transformed: Transformed,
+    report: &mut Report,
+) -> Result<(), StreamError> {
+    const LOST: StreamError = StreamError::WholeDocument("a placeholder for an invented name was lost");
+    let Transformed { mut routine, names_from, names, deferred, symbols_from, symbols, report: done } = transformed;
+    let mut resolved: Vec<Option<Name>> = vec![None; deferred.len()];
+    let mut symbol_map: Vec<Option<SymbolId>> = vec![None; symbols.len()];
+    let worker_symbol = |symbol: SymbolId, map: &[Option<SymbolId>]| -> Option<SymbolId> {
+        match (symbol.into_raw().into_u32() as usize).checked_sub(symbols_from) {
+            Some(k) => map.get(k).copied().flatten(),
+            None => Some(symbol),
+        }
+    };
+    let mut extra: Vec<Name> = Vec::with_capacity(names.len());
+    for text in names.iter() {
+        let name = match whole_placeholder(text) {
+            Some(k) => {
+                let request = deferred.get(k).ok_or(LOST)?;
+                let name = match request {
+                    Deferred::Temporary { scope, kind, symbol } => {
+                        let real = temporaries.fresh(cg, *scope, kind, |_| {});
+                        let slot = (symbol.into_raw().into_u32() as usize).checked_sub(symbols_from);
+                        *slot.and_then(|k| symbol_map.get_mut(k)).ok_or(LOST)? = Some(real);
+                        cg.symbols[real].name
+                    }
+                    Deferred::StatementId(base) => {
+                        let base = spell(base, cg, &resolved).ok_or(LOST)?;
+                        temporaries.statement_id(cg, &base)
+                    }
+                    Deferred::AssignmentId(symbol) => {
+                        let symbol = worker_symbol(*symbol, &symbol_map).ok_or(LOST)?;
+                        temporaries.assignment_id(cg, symbol)
+                    }
+                };
+                resolved[k] = Some(name);
+                name
+            }
+            None if text.contains('\0') => {
+                let text = spell(text, cg, &resolved).ok_or(LOST)?;
+                cg.names.intern(&text)
+            }
+            None => cg.names.intern(text),
+        };
+        extra.push(name);
+    }
+    if symbol_map.iter().any(Option::is_none) {
+        return Err(LOST);
+    }
+    let mut renumber = Renumber { reader, names_from, extra: &extra, symbols_from, symbol_map: &symbol_map };
+    for (k, mut symbol) in symbols.into_iter().enumerate() {
+        let real = symbol_map[k].unwrap_or_else(|| unreachable!("checked above"));
+        symbol.rename(&mut renumber);
+        debug_assert_eq!(symbol.name, cg.symbols[real].name);
+        symbol.name = cg.symbols[real].name;
+        cg.symbols[real] = symbol;
+    }
+    routine.rename(&mut renumber);
+    cg.routines[id] = routine;
+    report.initialized_derivatives += done.initialized_derivatives;
+    merge_type_change(&mut report.type_change, done.type_change);
+    report.tangent.sequences.extend(done.tangent.sequences);
+    Ok(())
+}
+
+/// The index of `text` if it is one placeholder and nothing else.
+fn whole_placeholder(text: &str) -> Option<usize> {
+    text.strip_prefix('\0')?.strip_suffix('\0')?.parse().ok()
+}
+
+/// `text` with its placeholders spelled as what they became.
+fn spell(text: &str, cg: &CallGraph, resolved: &[Option<Name>]) -> Option<String> {
+    resolve_placeholders(text, |k| resolved.get(k).copied().flatten().map(|name| cg.name(name).to_owned()))
+}
+
+/// From a worker's numbering to the driver's: names below the reader's head are the same in
+/// both, the reader's later ones as the driver interned them, the worker's own as put back.
+struct Renumber<'a> {
+    reader: &'a super::ReaderNames,
+    names_from: usize,
+    extra: &'a [Name],
+    symbols_from: usize,
+    symbol_map: &'a [Option<SymbolId>],
+}
+
+impl Renamer for Renumber<'_> {
+    fn rename(&mut self, name: Name) -> Name {
+        match name.index().checked_sub(self.names_from) {
+            Some(k) => self.extra[k],
+            None => self.reader.driver_name(name),
+        }
+    }
+
+    fn symbol(&mut self, symbol: SymbolId) -> SymbolId {
+        match (symbol.into_raw().into_u32() as usize).checked_sub(self.symbols_from) {
+            Some(k) => self.symbol_map[k].unwrap_or(symbol),
+            None => symbol,
+        }
+    }
+}
