@@ -179,17 +179,9 @@ pub fn solve<L: Lattice>(
     boundary: &L,
     mut transfer: impl FnMut(CfgVertexId, &L) -> L,
 ) -> Solution<L> {
-    let n = graph.vertices.len();
     let index = |v: CfgVertexId| v.into_raw().into_u32() as usize;
     let ids: Vec<CfgVertexId> = graph.vertices.iter().map(|(id, _)| id).collect();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for edge in &graph.edges {
-        let (s, t) = (index(edge.source), index(edge.target));
-        let (from, to) = if direction == Direction::Forward { (s, t) } else { (t, s) };
-        succs[from].push(to);
-        preds[to].push(from);
-    }
+    let edges = graph.edges.iter().map(|edge| (index(edge.source), index(edge.target)));
     let start = graph
         .vertices
         .iter()
@@ -198,6 +190,35 @@ pub fn solve<L: Lattice>(
             Direction::Backward => matches!(v.kind, CfgVertexKind::Exit),
         })
         .map(|(id, _)| index(id));
+    let (before, after) =
+        solve_indexed(ids.len(), edges, start, direction, bottom, boundary, |v, fact| transfer(ids[v], fact));
+    let mut solution = Solution { before: ArenaMap::default(), after: ArenaMap::default() };
+    for (k, (b, a)) in before.into_iter().zip(after).enumerate() {
+        solution.before.insert(ids[k], b);
+        solution.after.insert(ids[k], a);
+    }
+    solution
+}
+
+/// [`solve`] over a graph given as `n` vertices numbered from 0, its edges (source, target)
+/// and the vertex where facts start (Entry forward, Exit backward): for summaries that keep a
+/// graph's shape without its code. Returns `(before, after)` per vertex.
+pub fn solve_indexed<L: Lattice>(
+    n: usize,
+    edges: impl Iterator<Item = (usize, usize)>,
+    start: Option<usize>,
+    direction: Direction,
+    bottom: &L,
+    boundary: &L,
+    mut transfer: impl FnMut(usize, &L) -> L,
+) -> (Vec<L>, Vec<L>) {
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (s, t) in edges {
+        let (from, to) = if direction == Direction::Forward { (s, t) } else { (t, s) };
+        succs[from].push(to);
+        preds[to].push(from);
+    }
     let order = reverse_post_order(n, &succs, start);
     let mut rank = vec![usize::MAX; n];
     for (k, &v) in order.iter().enumerate() {
@@ -219,19 +240,14 @@ pub fn solve<L: Lattice>(
             fact.join(&after[p]);
         }
         before[v] = fact;
-        let out = transfer(ids[v], &before[v]);
+        let out = transfer(v, &before[v]);
         if after[v].join_if_grows(&out) {
             for &s in &succs[v] {
                 pending.insert((rank[s], s));
             }
         }
     }
-    let mut solution = Solution { before: ArenaMap::default(), after: ArenaMap::default() };
-    for (k, (b, a)) in before.into_iter().zip(after).enumerate() {
-        solution.before.insert(ids[k], b);
-        solution.after.insert(ids[k], a);
-    }
-    solution
+    (before, after)
 }
 
 /// Reverse post-order of a depth-first search from `start`, then of every vertex it missed
@@ -269,24 +285,26 @@ fn reverse_post_order(n: usize, succs: &[Vec<usize>], start: Option<usize>) -> V
 /// reversed, of top-down contexts. Repeating a pass in this order until nothing changes
 /// reaches the fixed point of recursive programs.
 pub fn bottom_up_order(cg: &CallGraph) -> Vec<RoutineId> {
-    let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     let by_symbol: rustc_hash::FxHashMap<SymbolId, RoutineId> =
-        routines.iter().map(|&r| (cg.routines[r].symbol(), r)).collect();
-    let position: rustc_hash::FxHashMap<RoutineId, usize> = routines.iter().enumerate().map(|(k, &r)| (r, k)).collect();
-    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); routines.len()];
-    for (k, &r) in routines.iter().enumerate() {
-        let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
-        for call in calls(&cfg.graph) {
-            if let Some(callee) = call.symbol.and_then(|s| by_symbol.get(&s)) {
-                callees[k].push(position[callee]);
-            }
-        }
-    }
+        cg.cfgs().map(|(id, _)| (cg.routines[id].symbol(), id)).collect();
+    let routines: Vec<(RoutineId, Vec<RoutineId>)> = cg
+        .cfgs()
+        .map(|(id, cfg)| (id, calls(&cfg.graph).filter_map(|call| by_symbol.get(&call.symbol?).copied()).collect()))
+        .collect();
+    callees_first(&routines)
+}
+
+/// The order of [`bottom_up_order`], given each routine with a graph (in document order) and
+/// the routines with a graph its calls run, in the order of its calls.
+pub fn callees_first(routines: &[(RoutineId, Vec<RoutineId>)]) -> Vec<RoutineId> {
+    let position: rustc_hash::FxHashMap<RoutineId, usize> =
+        routines.iter().enumerate().map(|(k, &(r, _))| (r, k)).collect();
+    let succs: Vec<Vec<usize>> =
+        routines.iter().map(|(_, callees)| callees.iter().filter_map(|c| position.get(c).copied()).collect()).collect();
     // Post-order of a depth-first search along calls: callees first.
-    let succs = callees;
     let mut order = reverse_post_order(routines.len(), &succs, None);
     order.reverse();
-    order.into_iter().map(|k| routines[k]).collect()
+    order.into_iter().map(|k| routines[k].0).collect()
 }
 
 /// Every subroutine call of a graph, in vertex order.

@@ -24,7 +24,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::ir::*;
 
 use super::dataflow::{Direction, Lattice, SymbolSet, solve};
-use super::effects::{Effects, Frame};
+use super::effects::{CallSite, Effects, Frame, RoutineSummary};
 
 /// The recording facts of one routine.
 pub struct RoutineRecording {
@@ -44,125 +44,116 @@ pub struct RoutineRecording {
 /// The recording facts of every routine with a body.
 pub struct Recording {
     pub effects: Effects,
+    /// The routines whose facts are added ([`Recording::add_routine`]).
     pub routines: ArenaMap<RoutineId, RoutineRecording>,
+    /// What the top-down part found for every routine with a body.
+    pub contexts: Contexts,
     /// (caller, callee, local actual) of every call that passes a restorable local.
     pub local_actuals: Vec<(RoutineId, RoutineId, LocalActual)>,
 }
 
+/// Per routine, what its callers may overwrite after it returns and before its adjoint runs
+/// (`RoutineRecording::outside`), and whether some call passes it aliased arguments: the
+/// top-down half of the analysis, found from the routines' summaries alone.
+pub type Contexts = ArenaMap<RoutineId, (SymbolSet, bool)>;
+
 impl Recording {
     pub fn of(cg: &CallGraph) -> Recording {
-        let mut effects = Effects::of(cg);
-        let order = std::mem::take(&mut effects.order);
-        let mut routines: ArenaMap<RoutineId, RoutineRecording> = ArenaMap::default();
+        let (summaries, frames) = super::effects::summarize(cg);
+        let effects = Effects::from_summaries(cg, &summaries, frames);
+        let contexts = contexts(cg, &effects, &summaries);
+        drop(summaries);
+        let mut recording = Recording::from_contexts(effects, contexts);
+        let order = recording.effects.order.clone();
         for &r in &order {
-            let Routine::ControlFlowGraph(cfg) = &cg.routines[r] else { continue };
-            let writes: Vec<SymbolSet> = cfg
-                .graph
-                .vertices
-                .iter()
-                .map(|(_, v)| {
-                    let mut w = SymbolSet::default();
-                    effects.vertex_writes(cg, v, &mut w);
-                    w
-                })
-                .collect();
-            let solution =
-                solve(&cfg.graph, Direction::Backward, &SymbolSet::default(), &SymbolSet::default(), |v, later| {
-                    let mut fact = later.clone();
-                    fact.join(&writes[v.into_raw().into_u32() as usize]);
-                    fact
-                });
-            routines.insert(
-                r,
-                RoutineRecording {
-                    frame: effects.frames.remove(r).unwrap_or_else(|| Frame::of(cg, cfg)),
-                    after: solution.before,
-                    outside: SymbolSet::default(),
-                    aliased: false,
-                    calls: super::dataflow::calls(&cfg.graph)
-                        .filter_map(|call| {
-                            let callee = effects.callee(call)?;
-                            let arguments = call
-                                .arguments
-                                .iter()
-                                .filter_map(|a| match &a.value {
-                                    ArgumentValue::Variable(r) => Some((a.position, r.base_symbol()?)),
-                                    ArgumentValue::Constant(_) => None,
-                                })
-                                .collect();
-                            Some((callee, arguments))
-                        })
-                        .collect(),
-                },
-            );
+            if let Routine::ControlFlowGraph(cfg) = &cg.routines[r] {
+                recording.add_routine(cg, r, cfg);
+            }
         }
-        let mut recording = Recording { effects, routines, local_actuals: Vec::new() };
-        recording.contexts(cg, &order);
+        recording.local_actuals.sort_unstable_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
+        recording.local_actuals.dedup_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
         recording
     }
 
-    /// The top-down part: callers first, repeated until nothing changes (recursion).
-    fn contexts(&mut self, cg: &CallGraph, order: &[RoutineId]) {
-        loop {
-            let mut changed = false;
-            let mut local_actuals = Vec::new();
-            for &caller in order.iter().rev() {
-                let Routine::ControlFlowGraph(cfg) = &cg.routines[caller] else { continue };
-                let mut updates: Vec<(RoutineId, SymbolSet, bool)> = Vec::new();
-                {
-                    let facts = &self.routines[caller];
-                    for (vertex_id, vertex) in cfg.graph.vertices.iter() {
-                        let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
-                        // Backwards through the block: what is written after each statement.
-                        let mut rest_of_block = SymbolSet::default();
-                        for statement in block.statements.iter().rev() {
-                            let Statement::SubroutineCall(call) = statement else {
-                                self.effects.statement_writes(statement, &mut rest_of_block);
-                                continue;
-                            };
-                            let mut later = facts.after[vertex_id].clone();
-                            later.join(&rest_of_block);
-                            self.effects.statement_writes(statement, &mut rest_of_block);
-                            let Some(callee) = self.effects.callee(call) else { continue };
-                            let Routine::ControlFlowGraph(callee_cfg) = &cg.routines[callee] else { continue };
-                            // What the caller may write after this call returns.
-                            later.join(&facts.outside);
-                            if facts.aliased {
-                                later.all_persistent = true;
-                            }
-                            let mut candidates = Vec::new();
-                            let (outside, aliased) = callee_context(
-                                cg,
-                                &facts.frame,
-                                facts.aliased,
-                                call,
-                                callee_cfg,
-                                &later,
-                                &mut candidates,
-                            );
-                            for candidate in candidates {
-                                local_actuals.push((caller, callee, candidate));
-                            }
-                            updates.push((callee, outside, aliased));
-                        }
-                    }
+    /// A recording with no routine's facts yet ([`Recording::add_routine`] adds them): what a
+    /// streamed run knows after its first pass.
+    pub fn from_contexts(effects: Effects, contexts: Contexts) -> Recording {
+        Recording { effects, routines: ArenaMap::default(), contexts, local_actuals: Vec::new() }
+    }
+
+    /// Adds the facts of routine `r`, whose graph is `cfg`, and the restorable locals its calls
+    /// pass: per vertex what may be written after it (from the graph itself, so its ids are
+    /// this graph's), with the context the summaries found.
+    pub fn add_routine(&mut self, cg: &CallGraph, r: RoutineId, cfg: &ControlFlowGraph) {
+        let frame = self.effects.frames.remove(r).unwrap_or_else(|| Frame::of(cg, cfg));
+        let effects = &self.effects;
+        let writes: Vec<SymbolSet> = cfg
+            .graph
+            .vertices
+            .iter()
+            .map(|(_, v)| {
+                let mut w = SymbolSet::default();
+                effects.vertex_writes(cg, v, &mut w);
+                w
+            })
+            .collect();
+        let solution =
+            solve(&cfg.graph, Direction::Backward, &SymbolSet::default(), &SymbolSet::default(), |v, later| {
+                let mut fact = later.clone();
+                fact.join(&writes[v.into_raw().into_u32() as usize]);
+                fact
+            });
+        let (outside, aliased) = self.contexts.get(r).cloned().unwrap_or_default();
+        let facts = RoutineRecording {
+            frame,
+            after: solution.before,
+            outside,
+            aliased,
+            calls: super::dataflow::calls(&cfg.graph)
+                .filter_map(|call| {
+                    let callee = effects.callee(call)?;
+                    let arguments = call
+                        .arguments
+                        .iter()
+                        .filter_map(|a| match &a.value {
+                            ArgumentValue::Variable(r) => Some((a.position, r.base_symbol()?)),
+                            ArgumentValue::Constant(_) => None,
+                        })
+                        .collect();
+                    Some((callee, arguments))
+                })
+                .collect(),
+        };
+        // The restorable locals passed to callees that the rest of the caller leaves alone.
+        for (vertex_id, vertex) in cfg.graph.vertices.iter() {
+            let CfgVertexKind::BasicBlock(block) = &vertex.kind else { continue };
+            let mut rest_of_block = SymbolSet::default();
+            for statement in block.statements.iter().rev() {
+                let Statement::SubroutineCall(call) = statement else {
+                    self.effects.statement_writes(statement, &mut rest_of_block);
+                    continue;
+                };
+                let mut later = facts.after[vertex_id].clone();
+                later.join(&rest_of_block);
+                self.effects.statement_writes(statement, &mut rest_of_block);
+                let Some(callee) = self.effects.callee(call) else { continue };
+                let Routine::ControlFlowGraph(callee_cfg) = &cg.routines[callee] else { continue };
+                later.join(&facts.outside);
+                if facts.aliased {
+                    later.all_persistent = true;
                 }
-                for (callee, outside, aliased) in updates {
-                    let facts = &mut self.routines[callee];
-                    changed |= facts.outside.join(&outside);
-                    if aliased && !facts.aliased {
-                        facts.aliased = true;
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                local_actuals.sort_unstable_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
-                local_actuals.dedup_by_key(|(caller, callee, a)| (*caller, *callee, a.local, a.position));
-                self.local_actuals = local_actuals;
-                return;
+                let mut candidates = Vec::new();
+                let site = CallSite::of(call);
+                callee_context(cg, &facts.frame, facts.aliased, &site, callee_cfg, &later, Some(&mut candidates));
+                self.local_actuals.extend(candidates.into_iter().map(|candidate| (r, callee, candidate)));
             }
         }
+        self.routines.insert(r, facts);
+    }
+
+    /// The facts of routine `r` (added before), which its reversal has no more use for.
+    pub fn remove_routine(&mut self, r: RoutineId) {
+        self.routines.remove(r);
     }
 
     /// The locals each routine must restore where its reverse sweep begins because a callee's
@@ -221,6 +212,54 @@ impl Recording {
     }
 }
 
+/// The top-down part over the routines' summaries: callers first, repeated until nothing
+/// changes (recursion). What a caller may write after a call returns (the rest of its block,
+/// what is reachable after the block, its own context) reaches the callee's formals and globals.
+pub fn contexts(cg: &CallGraph, effects: &Effects, summaries: &ArenaMap<RoutineId, RoutineSummary>) -> Contexts {
+    let mut facts: Contexts = ArenaMap::default();
+    let mut after: ArenaMap<RoutineId, Vec<SymbolSet>> = ArenaMap::default();
+    for &r in &effects.order {
+        if let Some(summary) = summaries.get(r) {
+            facts.insert(r, (SymbolSet::default(), false));
+            after.insert(r, summary.written_after(effects));
+        }
+    }
+    loop {
+        let mut changed = false;
+        for &caller in effects.order.iter().rev() {
+            let (Some(summary), Some(frame)) = (summaries.get(caller), effects.frames.get(caller)) else { continue };
+            let (caller_outside, caller_aliased) = facts[caller].clone();
+            let mut updates: Vec<(RoutineId, SymbolSet, bool)> = Vec::new();
+            for (vertex, written_after) in after[caller].iter().enumerate() {
+                summary.calls_backwards(effects, vertex, &mut |site, rest_of_block| {
+                    let Some(callee) = site.symbol.and_then(|s| effects.by_symbol.get(&s).copied()) else { return };
+                    let Routine::ControlFlowGraph(callee_cfg) = &cg.routines[callee] else { return };
+                    // What the caller may write after this call returns.
+                    let mut later = written_after.clone();
+                    later.join(rest_of_block);
+                    later.join(&caller_outside);
+                    if caller_aliased {
+                        later.all_persistent = true;
+                    }
+                    let (outside, aliased) = callee_context(cg, frame, caller_aliased, site, callee_cfg, &later, None);
+                    updates.push((callee, outside, aliased));
+                });
+            }
+            for (callee, outside, aliased) in updates {
+                let Some(fact) = facts.get_mut(callee) else { continue };
+                changed |= fact.0.join(&outside);
+                if aliased && !fact.1 {
+                    fact.1 = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return facts;
+        }
+    }
+}
+
 /// A local of a caller passed to a callee's formal that the caller's continuation does not
 /// overwrite: the formal is as good as unchanged for the callee's reverse sweep if the caller
 /// restores the local where its own reverse sweep begins.
@@ -236,20 +275,18 @@ fn callee_context(
     cg: &CallGraph,
     caller: &Frame,
     caller_aliased: bool,
-    call: &SubroutineCall,
+    call: &CallSite,
     callee: &ControlFlowGraph,
     later: &SymbolSet,
-    candidates: &mut Vec<LocalActual>,
+    mut candidates: Option<&mut Vec<LocalActual>>,
 ) -> (SymbolSet, bool) {
     let mut outside = SymbolSet { all_persistent: later.all_persistent, ..SymbolSet::default() };
     let mut aliased = false;
     let formal_at: FxHashMap<u32, SymbolId> =
         callee.arguments.iter().flatten().map(|a| (a.position, a.symbol)).collect();
     let mut bases: Vec<SymbolId> = Vec::new();
-    for argument in &call.arguments {
-        let ArgumentValue::Variable(reference) = &argument.value else { continue };
-        let Some(base) = reference.base_symbol() else { continue };
-        let Some(&formal) = formal_at.get(&argument.position) else { continue };
+    for &(position, base) in &call.arguments {
+        let Some(&formal) = formal_at.get(&position) else { continue };
         if bases.contains(&base) {
             aliased = true;
         }
@@ -269,7 +306,9 @@ fn callee_context(
         // is overwritten if the caller's continuation may write it.
         if local {
             if restorable(cg, base) && !later.contains(base, false) {
-                candidates.push(LocalActual { local: base, position: argument.position });
+                if let Some(candidates) = candidates.as_mut() {
+                    candidates.push(LocalActual { local: base, position });
+                }
             } else {
                 outside.insert(formal);
             }
