@@ -163,6 +163,23 @@ pub fn tangent(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     Ok(report)
 }
 
+/// The tangent passes' settings in adjoint mode: the preaccumulation weighs what the tape
+/// holds. `-H` and `-C` shape the tangent's printed propagators only (the original's reverse
+/// mode printed its own sweeps): the adjoint reverses `DerivativePropagator`s.
+pub fn adjoint_tangent_config(config: &Config) -> TangentConfig {
+    TangentConfig {
+        cost_model: CostModel::Adjoint,
+        inline_propagators: false,
+        runtime_counters: false,
+        ..config.tangent.clone()
+    }
+}
+
+/// The adjoint pass's settings: `-D` zeroes adjoints where each reverse sweep begins.
+pub fn adjoint_config(config: &Config) -> AdjointConfig {
+    AdjointConfig { initialize_derivatives: config.initialize_derivatives, ..config.adjoint.clone() }
+}
+
 /// Adjoint mode: as the tangent mode up to preaccumulation, then taping, block adjoints,
 /// control-flow reversal and one replacement list per routine. `-D` zeroes the adjoints of
 /// active locals where each reverse sweep begins.
@@ -174,18 +191,8 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     for (id, cfg) in call_graph.cfgs() {
         originals.insert(id, cfg.graph.clone());
     }
-    // The adjoint's preaccumulation weighs what the tape holds.
-    // `-H` and `-C` shape the tangent's printed propagators only (the original's reverse mode
-    // printed its own sweeps): the adjoint reverses `DerivativePropagator`s.
-    let tangent = TangentConfig {
-        cost_model: CostModel::Adjoint,
-        inline_propagators: false,
-        runtime_counters: false,
-        ..config.tangent.clone()
-    };
-    report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &tangent)?;
-    let adjoint_config =
-        AdjointConfig { initialize_derivatives: config.initialize_derivatives, ..config.adjoint.clone() };
+    report.tangent = tangent_pass(call_graph, catalogue, &mut temporaries, &adjoint_tangent_config(config))?;
+    let adjoint_config = adjoint_config(config);
     report.adjoint =
         adjoint_pass(call_graph, &mut temporaries, originals, &report.type_change.formal_uses, &adjoint_config)?;
     Ok(report)

@@ -29,7 +29,15 @@ use std::io::Write;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::build::{ReservedIds, Temporaries};
-use crate::ir::{CallGraph, CfgVertexKind, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId};
+use la_arena::ArenaMap;
+
+use crate::analysis::effects::{Effects, Frame, RoutineSummary, aliases_have_ranges};
+use crate::analysis::tbr::Recording;
+use crate::ir::{
+    CallGraph, CfgVertexKind, ControlFlowGraph, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId,
+};
+use crate::passes::adjoint::RoutineByRoutine;
+use crate::passes::tangent::TangentConfig;
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::tangent_with_plans;
@@ -133,6 +141,125 @@ pub fn tangent(
         read_into(&mut driver, input, file, options, false)
     };
     driver.finish(read, write)
+}
+
+/// The adjoint mode, routine by routine, in two passes over the document. Reversing a routine
+/// needs facts about the whole program: which of its formals and globals its callers may
+/// overwrite before its adjoint runs (the to-be-recorded contexts), what every callee may
+/// overwrite (kills), whether some caller passes each formal a variable (checkpoints). The
+/// first pass runs TypeChange and the tangent passes on each routine, keeps a
+/// [`RoutineSummary`] (its graph's shape, writes and calls: a few bytes per statement) and
+/// drops it; the facts follow from the summaries. The second pass reads the document again
+/// and runs the same passes, then reverses each routine with those facts and writes its
+/// replacement list. Both passes make the same temporaries in the same order, so the
+/// summaries' symbols are the second pass's; the output is the whole-document path's, byte
+/// for byte (`tests/streaming.rs`).
+///
+/// Which locals a caller restores for its callees' reverse sweeps is known only once they are
+/// reversed: a routine that calls one later in the document (or itself) needs the whole
+/// document. So does a failing transformation (whose report names the statement the
+/// whole-document path names).
+pub fn adjoint(
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    catalogue: &Catalogue,
+    config: &Config,
+    write: &WriteOptions,
+    body: &mut dyn Write,
+    concurrency: Concurrency,
+) -> Result<Streamed, StreamError> {
+    refuse_whole_document_switches(config)?;
+    let tangent = crate::pipeline::adjoint_tangent_config(config);
+    let adjoint = crate::pipeline::adjoint_config(config);
+    // Which routines have a body (TypeChange needs every callee's formals); the adjoint's
+    // statement ids avoid only each other, as on the whole-document path.
+    let bodies = Prescan::of(input)?.bodies;
+    let read_twice = |driver: &mut Driver| -> Result<Streamed, StreamError> {
+        driver.bodies = Some(bodies.clone());
+        let read = read_into(driver, input, file, options, concurrency.pipelined);
+        Ok(driver.finish(read, write)?)
+    };
+
+    // First pass: summaries.
+    let mut sink = std::io::sink();
+    let mut first = Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+    first.adjoint = Some(AdjointPass::Summarize {
+        summaries: ArenaMap::default(),
+        frames: ArenaMap::default(),
+        alias_keys: None,
+    });
+    let summarized = read_twice(&mut first).map_err(whole_document_on_failure)?;
+    let Some(AdjointPass::Summarize { summaries, frames, .. }) = first.adjoint.take() else {
+        return Err(StreamError::WholeDocument("the first pass summarized nothing"));
+    };
+    let cg = &summarized.call_graph;
+    let routines: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
+    for (caller, summary) in summaries.iter() {
+        if summary.calls.iter().filter_map(|c| routines.get(&c.symbol?)).any(|&callee| callee >= caller) {
+            return Err(StreamError::WholeDocument("a routine calls itself or one later in the document"));
+        }
+    }
+    // Symbols the first pass made (temporaries) are locals of one routine each and are
+    // numbered alike in both passes; the facts carried over must name only the document's own.
+    let head_symbols = first.head_symbols;
+    let effects = Effects::from_summaries(cg, &summaries, frames);
+    let contexts = crate::analysis::tbr::contexts(cg, &effects, &summaries);
+    let own = |s: SymbolId| (s.into_raw().into_u32() as usize) < head_symbols;
+    let killed = effects.kills.values().flat_map(|k| k.globals.iter().copied());
+    let partners = effects.partners.iter().flat_map(|(s, others)| std::iter::once(*s).chain(others.iter().copied()));
+    let outside = contexts.values().flat_map(|(outside, _)| outside.symbols.iter());
+    if !(killed.chain(partners).chain(outside)).all(own) {
+        return Err(StreamError::WholeDocument("a fact names a symbol made by a pass"));
+    }
+    let formal_uses = summarized.report.type_change.formal_uses;
+    drop(summaries);
+
+    // Second pass: reversal.
+    let recording = Recording::from_contexts(effects, contexts);
+    let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
+    second.adjoint =
+        Some(AdjointPass::Reverse { tangent, reverser: RoutineByRoutine::new(recording, &formal_uses, &adjoint) });
+    let mut streamed = read_twice(&mut second).map_err(whole_document_on_failure)?;
+    if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
+        streamed.report.adjoint = reverser.stats;
+    }
+    Ok(streamed)
+}
+
+/// The switches whose effect spans routines, which no streamed mode takes.
+fn refuse_whole_document_switches(config: &Config) -> Result<(), StreamError> {
+    if !config.passive.is_empty() {
+        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+    }
+    if config.activity_analysis {
+        return Err(StreamError::WholeDocument("activity analysis (--activity-analysis) is interprocedural"));
+    }
+    if config.type_change.rename_all {
+        return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));
+    }
+    Ok(())
+}
+
+/// A failing transformation is reported as the whole-document path reports it.
+fn whole_document_on_failure(error: StreamError) -> StreamError {
+    match error {
+        StreamError::Pipeline(_) => StreamError::WholeDocument("a transformation failed"),
+        other => other,
+    }
+}
+
+/// The streamed adjoint's state in each of its passes ([`adjoint`]).
+enum AdjointPass<'c> {
+    /// Each routine summarized after TypeChange, nothing written.
+    Summarize {
+        summaries: ArenaMap<RoutineId, RoutineSummary>,
+        frames: ArenaMap<RoutineId, Frame>,
+        /// Whether the alias map has ranges, once the head is read.
+        alias_keys: Option<bool>,
+    },
+    /// Each routine reversed and written.
+    Reverse { tangent: TangentConfig, reverser: RoutineByRoutine<'c> },
 }
 
 /// What runs beside the streaming driver.
@@ -359,6 +486,10 @@ struct Driver<'c> {
     /// head is read.
     workers: usize,
     parallel: Option<parallel::Workers>,
+    /// The adjoint's pass, in adjoint mode.
+    adjoint: Option<AdjointPass<'c>>,
+    /// The symbols of the document's head (those before any pass made one).
+    head_symbols: usize,
 }
 
 impl<'c> Driver<'c> {
@@ -388,11 +519,13 @@ impl<'c> Driver<'c> {
             edges: None,
             workers: 0,
             parallel: None,
+            adjoint: None,
+            head_symbols: 0,
         }
     }
 
     /// Transforms what still waits and puts the output together.
-    fn finish(mut self, read: Result<ReadOutput, ReadError>, write: &WriteOptions) -> Result<Streamed, StreamError> {
+    fn finish(&mut self, read: Result<ReadOutput, ReadError>, write: &WriteOptions) -> Result<Streamed, StreamError> {
         if let Some(failure) = self.failure.take() {
             return Err(failure);
         }
@@ -425,7 +558,7 @@ impl<'c> Driver<'c> {
             call_graph: read.call_graph,
             options: write.clone(),
             tail,
-            report: self.report,
+            report: std::mem::take(&mut self.report),
             warnings: read.warnings,
         })
     }
@@ -436,6 +569,9 @@ impl<'c> Driver<'c> {
         {
             self.failure = Some(StreamError::Invalid);
             return false;
+        }
+        if self.head_symbols == 0 {
+            self.head_symbols = cg.symbols.len();
         }
         if let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] {
             self.read.insert(symbol_key(cg, cfg.symbol));
@@ -470,17 +606,25 @@ impl<'c> Driver<'c> {
                 continue;
             }
             put_graphs(&mut cg.routines[routine], parked);
-            if let Err(error) = self.transform(cg) {
-                self.failure = Some(error.into());
-                return;
-            }
-            self.buffer.clear();
-            write_routine(cg, routine, &mut self.buffer);
-            if let Err(error) = self.body.write_all(&self.buffer) {
-                self.failure = Some(error.into());
-                return;
+            let head = match self.transform(cg, routine) {
+                Ok(head) => head,
+                Err(error) => {
+                    self.failure = Some(error);
+                    return;
+                }
+            };
+            if !matches!(self.adjoint, Some(AdjointPass::Summarize { .. })) {
+                self.buffer.clear();
+                write_routine(cg, routine, &mut self.buffer);
+                if let Err(error) = self.body.write_all(&self.buffer) {
+                    self.failure = Some(error.into());
+                    return;
+                }
             }
             cg.routines[routine].drop_graphs();
+            if let Some(head) = head {
+                cg.routines[routine] = head;
+            }
         }
         if end {
             self.transform_queued(cg, true);
@@ -545,9 +689,39 @@ impl<'c> Driver<'c> {
         }
     }
 
-    fn transform(&mut self, cg: &mut CallGraph) -> Result<(), PipelineError> {
-        let Some(catalogue) = self.catalogue else { return Ok(()) };
-        transform_routine(cg, catalogue, self.config, &mut self.temporaries, &mut self.plans, &mut self.report)
+    /// Runs the mode's passes on `routine`; in adjoint mode, gives the head its callers'
+    /// passes need once it is written (a control flow graph's, as before its reversal).
+    fn transform(&mut self, cg: &mut CallGraph, routine: RoutineId) -> Result<Option<Routine>, StreamError> {
+        let Some(catalogue) = self.catalogue else { return Ok(None) };
+        let (temporaries, plans, report) = (&mut self.temporaries, &mut self.plans, &mut self.report);
+        let Some(pass) = self.adjoint.as_mut() else {
+            transform_routine(cg, catalogue, self.config, temporaries, plans, report)?;
+            return Ok(None);
+        };
+        let size_hint = cg.size_hint;
+        let type_change = type_change(cg, temporaries, &self.config.type_change).map_err(PipelineError::from)?;
+        merge_type_change(&mut report.type_change, type_change);
+        let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
+        let head = Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() });
+        match pass {
+            AdjointPass::Summarize { summaries, frames, alias_keys } => {
+                // The tangent passes add derivative code and temporaries (locals no call
+                // sees), but no write of a variable that outlives the routine or is passed to a
+                // call, and no call or control flow: the summary of the code after TypeChange
+                // is as good.
+                let alias_keys = *alias_keys.get_or_insert_with(|| aliases_have_ranges(cg));
+                summaries.insert(routine, RoutineSummary::of(cfg, alias_keys));
+                frames.insert(routine, Frame::of(cg, cfg));
+            }
+            AdjointPass::Reverse { tangent, reverser } => {
+                let original = cfg.graph.clone();
+                let tangent = tangent_with_plans(cg, catalogue, temporaries, tangent, plans).map_err(PipelineError::from)?;
+                report.tangent.sequences.extend(tangent.sequences);
+                reverser.reverse(cg, temporaries, routine, original).map_err(PipelineError::from)?;
+            }
+        }
+        cg.size_hint = size_hint;
+        Ok(Some(head))
     }
 }
 

@@ -154,6 +154,7 @@ impl Recording {
     /// The facts of routine `r` (added before), which its reversal has no more use for.
     pub fn remove_routine(&mut self, r: RoutineId) {
         self.routines.remove(r);
+        self.local_actuals.retain(|&(caller, _, _)| caller != r);
     }
 
     /// The locals each routine must restore where its reverse sweep begins because a callee's
@@ -165,51 +166,75 @@ impl Recording {
         cg: &CallGraph,
         direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
     ) -> ArenaMap<RoutineId, Vec<SymbolId>> {
-        let mut restores: ArenaMap<RoutineId, Vec<SymbolId>> = ArenaMap::default();
-        // (The routines may be replacement lists by now: their formals are the same.)
-        let formal_at = |routine: RoutineId, position: u32| -> Option<SymbolId> {
-            let arguments = match &cg.routines[routine] {
-                Routine::ControlFlowGraph(cfg) => &cfg.arguments,
-                Routine::ReplacementList(list) => &list.arguments,
-            };
-            arguments.iter().flatten().find(|a| a.position == position).map(|a| a.symbol)
-        };
+        let callers: Vec<RoutineId> = self.routines.iter().map(|(r, _)| r).collect();
         // Formals passed on: read where they stand if the callee reads its formal so.
-        loop {
-            let mut changed = false;
-            for (caller, facts) in self.routines.iter() {
-                for (callee, arguments) in &facts.calls {
-                    let callee = *callee;
-                    for &(position, base) in arguments {
-                        if !facts.frame.formals.contains_key(&base) {
-                            continue;
-                        }
-                        let read = formal_at(callee, position)
-                            .is_some_and(|f| direct.get(callee).is_some_and(|d| d.contains(&f)));
-                        if read {
-                            if direct.get(caller).is_none() {
-                                direct.insert(caller, FxHashSet::default());
-                            }
-                            changed |= direct[caller].insert(base);
-                        }
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        for &(caller, callee, LocalActual { local, position }) in &self.local_actuals {
-            let read = formal_at(callee, position).is_some_and(|f| direct.get(callee).is_some_and(|d| d.contains(&f)));
-            if read {
-                if restores.get(caller).is_none() {
-                    restores.insert(caller, Vec::new());
-                }
-                restores[caller].push(local);
+        while callers.iter().fold(false, |changed, &caller| self.pass_direct_reads_up(cg, caller, direct) | changed) {}
+        let mut restores: ArenaMap<RoutineId, Vec<SymbolId>> = ArenaMap::default();
+        for &caller in &callers {
+            let locals = self.restores_of(cg, caller, direct);
+            if !locals.is_empty() {
+                restores.insert(caller, locals);
             }
         }
         restores
     }
+
+    /// Adds to `direct[caller]` the formals of `caller` it passes to a callee's formal that the
+    /// callee's reverse sweep reads where it stands; whether that added any. Once every callee's
+    /// set is final (callees first, no recursion), one call per routine is the fixed point.
+    pub fn pass_direct_reads_up(
+        &self,
+        cg: &CallGraph,
+        caller: RoutineId,
+        direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    ) -> bool {
+        let Some(facts) = self.routines.get(caller) else { return false };
+        let mut changed = false;
+        for (callee, arguments) in &facts.calls {
+            for &(position, base) in arguments {
+                if facts.frame.formals.contains_key(&base) && reads_formal_directly(cg, direct, *callee, position) {
+                    if direct.get(caller).is_none() {
+                        direct.insert(caller, FxHashSet::default());
+                    }
+                    changed |= direct[caller].insert(base);
+                }
+            }
+        }
+        changed
+    }
+
+    /// The locals `caller` must restore where its reverse sweep begins: those it passes to a
+    /// callee's formal that the callee's reverse sweep reads where it stands.
+    pub fn restores_of(
+        &self,
+        cg: &CallGraph,
+        caller: RoutineId,
+        direct: &ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    ) -> Vec<SymbolId> {
+        self.local_actuals
+            .iter()
+            .filter(|&&(c, callee, LocalActual { position, .. })| {
+                c == caller && reads_formal_directly(cg, direct, callee, position)
+            })
+            .map(|&(_, _, actual)| actual.local)
+            .collect()
+    }
+}
+
+/// Whether the reverse sweep of `callee` reads its formal at `position` where it stands.
+/// (The routines may be replacement lists by now: their formals are the same.)
+fn reads_formal_directly(
+    cg: &CallGraph,
+    direct: &ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    callee: RoutineId,
+    position: u32,
+) -> bool {
+    let arguments = match &cg.routines[callee] {
+        Routine::ControlFlowGraph(cfg) => &cfg.arguments,
+        Routine::ReplacementList(list) => &list.arguments,
+    };
+    let formal = arguments.iter().flatten().find(|a| a.position == position).map(|a| a.symbol);
+    formal.is_some_and(|f| direct.get(callee).is_some_and(|d| d.contains(&f)))
 }
 
 /// The top-down part over the routines' summaries: callers first, repeated until nothing

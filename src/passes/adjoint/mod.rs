@@ -160,33 +160,94 @@ pub fn adjoint(
     for &routine in &routines {
         let mut locals = at_exit.remove(routine).unwrap_or_default();
         locals.extend(requested.get(routine).into_iter().flatten().copied());
-        locals.sort_unstable();
-        locals.dedup();
-        if locals.is_empty() {
-            continue;
-        }
-        stats.exit_pushes += locals.len();
-        let Routine::ReplacementList(list) = &mut cg.routines[routine] else { continue };
-        let scope = list.body_scope;
-        let mut replacements = std::mem::take(&mut list.replacements);
-        // The sweeps 10 and 11 repeat 2 and 3, which get the restores.
-        for replacement in replacements.iter_mut().filter(|r| r.repeats.is_none()) {
-            let number = cg.names.get(replacement.placeholder).to_owned();
-            let sweep = match number.as_str() {
-                "2" | "10" => Sweep::Taping,
-                "3" | "11" => Sweep::Adjoint,
-                _ => continue,
-            };
-            let graph = std::mem::take(&mut replacement.graph);
-            replacement.graph = restore_at_exit(cg, scope, &locals, graph, sweep);
-        }
-        let Routine::ReplacementList(list) = &mut cg.routines[routine] else { continue };
-        list.replacements = replacements;
+        restore_locals(cg, routine, locals, &mut stats);
     }
     // The original code, two sweeps twice each and checkpoint code: the output is about 7 times
     // the input on the corpus, 4.2 times the tangent code.
     cg.size_hint = cg.size_hint * 21 / 5;
     Ok(stats)
+}
+
+/// The adjoint one routine at a time, for a streamed run: the interprocedural facts (kills,
+/// recording contexts, how callers pass each formal) come from a first pass over the document;
+/// each routine, in tangent form, becomes its replacement list with what its callees' reverse
+/// sweeps read (so callees must come first: the caller of a routine not yet reversed cannot
+/// know which locals to restore for it).
+pub struct RoutineByRoutine<'a> {
+    recording: Recording,
+    formal_uses: &'a ArenaMap<RoutineId, Vec<FormalUse>>,
+    config: &'a AdjointConfig,
+    /// What each reversed routine's reverse sweep reads where it stands.
+    direct: ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    pub stats: AdjointStats,
+}
+
+impl<'a> RoutineByRoutine<'a> {
+    pub fn new(
+        recording: Recording,
+        formal_uses: &'a ArenaMap<RoutineId, Vec<FormalUse>>,
+        config: &'a AdjointConfig,
+    ) -> RoutineByRoutine<'a> {
+        let mut stats = AdjointStats::default();
+        stats.tape.strategy = config.tape;
+        RoutineByRoutine { recording, formal_uses, config, direct: ArenaMap::default(), stats }
+    }
+
+    /// Turns `routine` (in tangent form) into its replacement list; `original` is its graph
+    /// after TypeChange (placeholder 1). Every routine with a body it calls is reversed already.
+    pub fn reverse(
+        &mut self,
+        cg: &mut CallGraph,
+        temporaries: &mut Temporaries,
+        routine: RoutineId,
+        original: FlowGraph,
+    ) -> Result<(), AdjointError> {
+        let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(()) };
+        self.recording.add_routine(cg, routine, cfg);
+        let name = cg.symbol_name(cfg.symbol).to_owned();
+        let mut originals = ArenaMap::default();
+        originals.insert(routine, original);
+        let (recording, config) = (&self.recording, self.config);
+        let reversed =
+            reverse_routine(cg, temporaries, routine, &mut originals, self.formal_uses, config, recording, &mut self.stats)
+                .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
+        cg.routines[routine] = Routine::ReplacementList(reversed.list);
+        self.direct.insert(routine, reversed.direct);
+        self.stats.routines += 1;
+        self.recording.pass_direct_reads_up(cg, routine, &mut self.direct);
+        let mut locals = reversed.at_exit;
+        locals.extend(self.recording.restores_of(cg, routine, &self.direct));
+        restore_locals(cg, routine, locals, &mut self.stats);
+        self.recording.remove_routine(routine);
+        Ok(())
+    }
+}
+
+/// Pushes `locals` at the end of the routine's forward sweeps and pops them back where its
+/// reverse sweeps begin.
+fn restore_locals(cg: &mut CallGraph, routine: RoutineId, mut locals: Vec<SymbolId>, stats: &mut AdjointStats) {
+    locals.sort_unstable();
+    locals.dedup();
+    if locals.is_empty() {
+        return;
+    }
+    stats.exit_pushes += locals.len();
+    let Routine::ReplacementList(list) = &mut cg.routines[routine] else { return };
+    let scope = list.body_scope;
+    let mut replacements = std::mem::take(&mut list.replacements);
+    // The sweeps 10 and 11 repeat 2 and 3, which get the restores.
+    for replacement in replacements.iter_mut().filter(|r| r.repeats.is_none()) {
+        let number = cg.names.get(replacement.placeholder).to_owned();
+        let sweep = match number.as_str() {
+            "2" | "10" => Sweep::Taping,
+            "3" | "11" => Sweep::Adjoint,
+            _ => continue,
+        };
+        let graph = std::mem::take(&mut replacement.graph);
+        replacement.graph = restore_at_exit(cg, scope, &locals, graph, sweep);
+    }
+    let Routine::ReplacementList(list) = &mut cg.routines[routine] else { return };
+    list.replacements = replacements;
 }
 
 fn reverse_routine(
