@@ -1,4 +1,5 @@
-//! The streaming driver: reads, transforms and writes one routine at a time.
+//! The streaming driver: reads, transforms and writes one routine at a time (the adjoint in
+//! two passes, [`adjoint`]).
 //!
 //! The whole-document path ([`crate::xaif::read()`], [`crate::pipeline`], [`crate::xaif::write()`])
 //! holds every routine's graph at once: memory grows with the program. Here the reader hands
@@ -147,13 +148,12 @@ pub fn tangent(
 /// needs facts about the whole program: which of its formals and globals its callers may
 /// overwrite before its adjoint runs (the to-be-recorded contexts), what every callee may
 /// overwrite (kills), whether some caller passes each formal a variable (checkpoints). The
-/// first pass runs TypeChange and the tangent passes on each routine, keeps a
-/// [`RoutineSummary`] (its graph's shape, writes and calls: a few bytes per statement) and
-/// drops it; the facts follow from the summaries. The second pass reads the document again
-/// and runs the same passes, then reverses each routine with those facts and writes its
-/// replacement list. Both passes make the same temporaries in the same order, so the
-/// summaries' symbols are the second pass's; the output is the whole-document path's, byte
-/// for byte (`tests/streaming.rs`).
+/// first pass runs TypeChange on each routine, keeps a [`RoutineSummary`] (its graph's shape,
+/// writes and calls: a few bytes per statement) and drops it; the facts follow from the
+/// summaries, and name only the document's own symbols (a temporary is a local of one
+/// routine). The second pass reads the document again, runs TypeChange and the tangent passes
+/// on each routine, reverses it with those facts and writes its replacement list. The output
+/// is the whole-document path's, byte for byte (`tests/streaming.rs`).
 ///
 /// Which locals a caller restores for its callees' reverse sweeps is known only once they are
 /// reversed: a routine that calls one later in the document (or itself) needs the whole

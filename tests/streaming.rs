@@ -267,3 +267,108 @@ fn declines_what_needs_the_whole_document() {
         Err(StreamError::WholeDocument(_))
     ));
 }
+
+/// The adjoint output and its statistics, or the pipeline's error message.
+fn whole_adjoint(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), String> {
+    let mut cg = xaif::read(bytes, "whole", &ReadOptions::default()).expect("readable").call_graph;
+    let report = pipeline::adjoint(&mut cg, Catalogue::builtin(), config).map_err(|e| e.to_string())?;
+    Ok((xaif::write(&cg, &WriteOptions::default()), report.adjoint_json()))
+}
+
+/// The streamed adjoint's output and statistics, or why it declined the document.
+fn streamed_adjoint(bytes: &[u8], config: &Config, concurrency: Concurrency) -> Result<(Vec<u8>, String), &'static str> {
+    let mut body = Vec::new();
+    let options = ReadOptions::default();
+    let write = WriteOptions::default();
+    match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency) {
+        Ok(s) => Ok((s.bytes(&body), s.report.adjoint_json())),
+        Err(StreamError::WholeDocument(why)) => Err(why),
+        Err(e) => panic!("streamed adjoint failed where it should have declined: {e}"),
+    }
+}
+
+/// The adjoint's configurations the corpus runs through: the defaults, every intent inout
+/// (the joint template's), the smallest tape, derivative initialization, and the original's
+/// recording of everything.
+fn adjoint_configs() -> Vec<(&'static str, Config)> {
+    let mut configs = vec![("default", Config::default())];
+    let mut joint = Config::default();
+    joint.adjoint.all_intents_inout = true;
+    configs.push(("-I", joint));
+    let mut best = Config::default();
+    best.adjoint.tape = xaifbooster::passes::adjoint::TapeStrategy::Best;
+    configs.push(("--tape best", best));
+    configs.push(("-D", Config { initialize_derivatives: true, ..Config::default() }));
+    let mut everything = Config::default();
+    everything.adjoint.record_everything = true;
+    configs.push(("--no-tbr", everything));
+    configs
+}
+
+#[test]
+fn adjoint_streamed_equals_whole_document_over_the_corpus() {
+    let files = common::corpus_files("adm.in.xaif");
+    let configs = adjoint_configs();
+    let mut failures = Vec::new();
+    let mut declined: BTreeMap<&str, usize> = BTreeMap::new();
+    let (mut streamed_count, mut runs) = (0, 0);
+    for file in &files {
+        let bytes = std::fs::read(file).expect("readable");
+        if xaif::read(&bytes, "whole", &ReadOptions::default()).is_err() {
+            continue;
+        }
+        for (switches, config) in &configs {
+            let whole = whole_adjoint(&bytes, config);
+            for concurrency in &READINGS[..2] {
+                runs += 1;
+                let name = format!("{} {switches} (pipelined: {})", common::short_name(file), concurrency.pipelined);
+                match streamed_adjoint(&bytes, config, *concurrency) {
+                    Err(why) => *declined.entry(why).or_default() += 1,
+                    Ok(streamed) => {
+                        streamed_count += 1;
+                        match &whole {
+                            Ok(w) if *w == streamed => {}
+                            Ok(w) if w.0 == streamed.0 => failures.push(format!("{name}: statistics differ")),
+                            Ok(w) => failures.push(format!("{name}: {}", first_difference(&w.0, &streamed.0))),
+                            Err(e) => failures.push(format!("{name}: streamed where the whole document fails: {e}")),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("streamed {streamed_count} of {runs} adjoint runs over the corpus; declined: {declined:?}");
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+    // Front ends write callees first: all but a few documents stream, for the one reason
+    // documented (and failures, which the whole-document path reports).
+    assert!(streamed_count * 10 >= runs * 8, "only {streamed_count} of {runs} streamed: {declined:?}");
+    let reasons: Vec<&&str> = declined.keys().collect();
+    assert!(
+        reasons.iter().all(|r| ["a routine calls itself or one later in the document", "a transformation failed"]
+            .contains(r)),
+        "declined for other reasons: {declined:?}"
+    );
+}
+
+/// Callees first, the adjoint streams and writes the whole-document bytes; callers first, it
+/// declines (a caller's restores depend on its callees' reversal).
+#[test]
+fn adjoint_streams_synthetic_inputs_written_callees_first() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("synthetic.xaif");
+    common::synthetic_input(&path, "0.5", 5);
+    let forward = std::fs::read_to_string(&path).expect("generated");
+    let reversed = reverse_routines(&forward);
+    for (switches, config) in adjoint_configs().into_iter().take(2) {
+        let whole = whole_adjoint(forward.as_bytes(), &config).expect("adjoint");
+        for concurrency in &READINGS[..2] {
+            let streamed = streamed_adjoint(forward.as_bytes(), &config, *concurrency).expect("streamed");
+            assert!(whole.0 == streamed.0, "{switches} {concurrency:?}: {}", first_difference(&whole.0, &streamed.0));
+            assert_eq!(whole.1, streamed.1, "{switches} {concurrency:?}: statistics differ");
+            assert_eq!(
+                streamed_adjoint(reversed.as_bytes(), &config, *concurrency).err(),
+                Some("a routine calls itself or one later in the document")
+            );
+        }
+    }
+}
