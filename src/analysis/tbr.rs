@@ -246,7 +246,9 @@ pub fn contexts(cg: &CallGraph, effects: &Effects, summaries: &ArenaMap<RoutineI
     for &r in &effects.order {
         if let Some(summary) = summaries.get(r) {
             facts.insert(r, (SymbolSet::default(), false));
-            after.insert(r, summary.written_after(effects));
+            // Only calls ask what is written after a vertex.
+            let calls = summary.calls.iter().any(|c| c.symbol.is_some_and(|s| effects.by_symbol.contains_key(&s)));
+            after.insert(r, if calls { summary.written_after(effects) } else { Vec::new() });
         }
     }
     loop {
