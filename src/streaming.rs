@@ -38,9 +38,9 @@ use crate::ir::{
     CallGraph, CfgVertexKind, ControlFlowGraph, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId,
 };
 use crate::passes::adjoint::RoutineByRoutine;
-use crate::passes::tangent::TangentConfig;
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
+use crate::passes::tangent::TangentConfig;
 use crate::passes::tangent::tangent_with_plans;
 use crate::passes::type_change::{TypeChangeReport, type_change};
 use crate::pipeline::{Config, PipelineError, Report};
@@ -184,11 +184,8 @@ pub fn adjoint(
     // First pass: summaries.
     let mut sink = std::io::sink();
     let mut first = Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
-    first.adjoint = Some(AdjointPass::Summarize {
-        summaries: ArenaMap::default(),
-        frames: ArenaMap::default(),
-        alias_keys: None,
-    });
+    first.adjoint =
+        Some(AdjointPass::Summarize { summaries: ArenaMap::default(), frames: ArenaMap::default(), alias_keys: None });
     let summarized = read_twice(&mut first).map_err(whole_document_on_failure)?;
     let Some(AdjointPass::Summarize { summaries, frames, .. }) = first.adjoint.take() else {
         return Err(StreamError::WholeDocument("the first pass summarized nothing"));
@@ -715,7 +712,8 @@ impl<'c> Driver<'c> {
             }
             AdjointPass::Reverse { tangent, reverser } => {
                 let original = cfg.graph.clone();
-                let tangent = tangent_with_plans(cg, catalogue, temporaries, tangent, plans).map_err(PipelineError::from)?;
+                let tangent =
+                    tangent_with_plans(cg, catalogue, temporaries, tangent, plans).map_err(PipelineError::from)?;
                 report.tangent.sequences.extend(tangent.sequences);
                 reverser.reverse(cg, temporaries, routine, original).map_err(PipelineError::from)?;
             }

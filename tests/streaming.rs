@@ -276,11 +276,16 @@ fn whole_adjoint(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), Str
 }
 
 /// The streamed adjoint's output and statistics, or why it declined the document.
-fn streamed_adjoint(bytes: &[u8], config: &Config, concurrency: Concurrency) -> Result<(Vec<u8>, String), &'static str> {
+fn streamed_adjoint(
+    bytes: &[u8],
+    config: &Config,
+    concurrency: Concurrency,
+) -> Result<(Vec<u8>, String), &'static str> {
     let mut body = Vec::new();
     let options = ReadOptions::default();
     let write = WriteOptions::default();
-    match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency) {
+    match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency)
+    {
         Ok(s) => Ok((s.bytes(&body), s.report.adjoint_json())),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(e) => panic!("streamed adjoint failed where it should have declined: {e}"),
@@ -344,8 +349,9 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
     assert!(streamed_count * 10 >= runs * 8, "only {streamed_count} of {runs} streamed: {declined:?}");
     let reasons: Vec<&&str> = declined.keys().collect();
     assert!(
-        reasons.iter().all(|r| ["a routine calls itself or one later in the document", "a transformation failed"]
-            .contains(r)),
+        reasons
+            .iter()
+            .all(|r| ["a routine calls itself or one later in the document", "a transformation failed"].contains(r)),
         "declined for other reasons: {declined:?}"
     );
 }

@@ -4,7 +4,9 @@
 //! messages, the same output or none. `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from
 //! which the concurrent path is taken, so every small test input can take it too; the streaming
 //! modes then also read on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`, the same size),
-//! the tangent's routines transformed on that thread or by workers (`XAIFBOOSTER_WORKERS`).
+//! the tangent's routines transformed on that thread or by workers (`XAIFBOOSTER_WORKERS`),
+//! and the adjoint streams in two passes (`XAIFBOOSTER_STREAM_ADJOINT_FROM`), where below the
+//! size the whole-document path runs.
 
 mod common;
 
@@ -18,14 +20,16 @@ struct Outcome {
     output: Option<Vec<u8>>,
 }
 
-/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside and reading on a
-/// thread of its own from `threshold` bytes, routines transformed by `workers` workers.
+/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside, reading on a
+/// thread of its own and the adjoint streamed from `threshold` bytes, routines transformed by
+/// `workers` workers.
 fn run(mode: &str, input: &Path, threshold: u64, workers: usize) -> Outcome {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
         .current_dir(dir.path())
         .env("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM", threshold.to_string())
         .env("XAIFBOOSTER_PIPELINE_FROM", threshold.to_string())
+        .env("XAIFBOOSTER_STREAM_ADJOINT_FROM", threshold.to_string())
         .env("XAIFBOOSTER_WORKERS", workers.to_string())
         .args([mode, "-o", "out.xaif"])
         .arg(input)
@@ -83,7 +87,7 @@ fn large_inputs_validate_alongside_with_the_same_results() {
     common::synthetic_input(&valid, "3", 7);
     let bytes = std::fs::read(&valid).expect("generated");
     assert!(bytes.len() > 2 << 20, "the input is above the default threshold");
-    for mode in ["identity", "tangent"] {
+    for mode in ["identity", "tangent", "adjoint"] {
         let sequential = run(mode, &valid, u64::MAX, 0);
         assert_eq!(sequential.code, Some(0), "{mode}: {}", sequential.stderr);
         for workers in [0, 3] {
@@ -98,7 +102,7 @@ fn large_inputs_validate_alongside_with_the_same_results() {
     let broken = dir.path().join("broken.xaif");
     std::fs::write(&broken, format!("{}<xaif:Marker statement_id=\"m\"/>{}", &text[..at], &text[at..]))
         .expect("written");
-    for mode in ["identity", "tangent"] {
+    for mode in ["identity", "tangent", "adjoint"] {
         let sequential = run(mode, &broken, u64::MAX, 0);
         assert_eq!(sequential.code, Some(1), "{mode}: the checks refuse it: {}", sequential.stderr);
         assert!(sequential.stderr.contains("Marker: unexpected element"), "{}", sequential.stderr);

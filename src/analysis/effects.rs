@@ -213,12 +213,19 @@ impl RoutineSummary {
     pub fn written_after(&self, effects: &Effects) -> Vec<SymbolSet> {
         let edges = self.edges.iter().map(|&(s, t)| (s as usize, t as usize));
         let empty = SymbolSet::default();
-        let (before, _) =
-            solve_indexed(self.vertices(), edges, self.exit.map(|e| e as usize), Direction::Backward, &empty, &empty, |v, later| {
+        let (before, _) = solve_indexed(
+            self.vertices(),
+            edges,
+            self.exit.map(|e| e as usize),
+            Direction::Backward,
+            &empty,
+            &empty,
+            |v, later| {
                 let mut fact = later.clone();
                 effects.summary_vertex_writes(self, v, &mut fact);
                 fact
-            });
+            },
+        );
         before
     }
 
@@ -387,7 +394,12 @@ impl Effects {
     /// Adds what a call of the routine named `symbol` with these variable arguments
     /// (position, variable) may overwrite to `out`: the arguments its callee may write and
     /// the globals it may write (everything it could reach if the document does not define it).
-    fn call_writes(&self, symbol: Option<SymbolId>, arguments: impl Iterator<Item = (u32, SymbolId)>, out: &mut SymbolSet) {
+    fn call_writes(
+        &self,
+        symbol: Option<SymbolId>,
+        arguments: impl Iterator<Item = (u32, SymbolId)>,
+        out: &mut SymbolSet,
+    ) {
         let summary = symbol.and_then(|s| self.by_symbol.get(&s)).and_then(|&r| self.kills.get(r));
         for (position, base) in arguments {
             if summary.is_none_or(|k| k.unknown || k.formals.contains(&position)) {

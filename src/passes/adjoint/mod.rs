@@ -208,9 +208,17 @@ impl<'a> RoutineByRoutine<'a> {
         let mut originals = ArenaMap::default();
         originals.insert(routine, original);
         let (recording, config) = (&self.recording, self.config);
-        let reversed =
-            reverse_routine(cg, temporaries, routine, &mut originals, self.formal_uses, config, recording, &mut self.stats)
-                .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
+        let reversed = reverse_routine(
+            cg,
+            temporaries,
+            routine,
+            &mut originals,
+            self.formal_uses,
+            config,
+            recording,
+            &mut self.stats,
+        )
+        .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
         cg.routines[routine] = Routine::ReplacementList(reversed.list);
         self.direct.insert(routine, reversed.direct);
         self.stats.routines += 1;
