@@ -131,7 +131,7 @@ impl CallGraph {
 }
 
 /// Every symbol of the call graph, numbered in the order added. An arena like the others,
-/// which can also forget its newest symbols ([`SymbolArena::truncate`]): a parallel worker
+/// which can also forget its newest symbols (through [`CallGraph::forget_symbols_from`]): a parallel worker
 /// adds a routine's temporaries to its copy of the head and then takes them out again, so
 /// every routine it transforms finds the same head, numbered the same.
 #[derive(Clone, Debug, Default)]
