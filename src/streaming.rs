@@ -175,7 +175,7 @@ pub fn adjoint(
     // Which routines have a body (TypeChange needs every callee's formals); the adjoint's
     // statement ids avoid only each other, as on the whole-document path.
     let bodies = Prescan::of(input)?.bodies;
-    let read_twice = |driver: &mut Driver| -> Result<Streamed, StreamError> {
+    let read_pass = |driver: &mut Driver| -> Result<Streamed, StreamError> {
         driver.bodies = Some(bodies.clone());
         let read = read_into(driver, input, file, options, concurrency.pipelined);
         Ok(driver.finish(read, write)?)
@@ -186,7 +186,7 @@ pub fn adjoint(
     let mut first = Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
     first.adjoint =
         Some(AdjointPass::Summarize { summaries: ArenaMap::default(), frames: ArenaMap::default(), alias_keys: None });
-    let summarized = read_twice(&mut first).map_err(whole_document_on_failure)?;
+    let summarized = read_pass(&mut first).map_err(whole_document_on_failure)?;
     let Some(AdjointPass::Summarize { summaries, frames, .. }) = first.adjoint.take() else {
         return Err(StreamError::WholeDocument("the first pass summarized nothing"));
     };
@@ -197,8 +197,9 @@ pub fn adjoint(
             return Err(StreamError::WholeDocument("a routine calls itself or one later in the document"));
         }
     }
-    // Symbols the first pass made (temporaries) are locals of one routine each and are
-    // numbered alike in both passes; the facts carried over must name only the document's own.
+    // Symbols the first pass made (TypeChange's temporaries) are locals of one routine each,
+    // numbered otherwise in the second pass (which makes the tangent's and the adjoint's in
+    // between): the facts carried over must name only the document's own.
     let head_symbols = first.head_symbols;
     let effects = Effects::from_summaries(cg, &summaries, frames);
     let contexts = crate::analysis::tbr::contexts(cg, &effects, &summaries);
@@ -217,7 +218,7 @@ pub fn adjoint(
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
     second.adjoint =
         Some(AdjointPass::Reverse { tangent, reverser: RoutineByRoutine::new(recording, &formal_uses, &adjoint) });
-    let mut streamed = read_twice(&mut second).map_err(whole_document_on_failure)?;
+    let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
         streamed.report.adjoint = reverser.stats;
     }
