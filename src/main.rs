@@ -1167,36 +1167,22 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
-    match streamed {
-        Ok(mut streamed) => {
-            session.timing("read, tangent and write, routine by routine", started);
-            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
-                return Ok(Err(reported));
-            }
-            report_passivation(common, session, &streamed.report.passivation);
-            if let Some((log, _)) = &mut session.log {
-                log.report(&streamed.report);
-            }
-            let stats = stats.map(|pending| (pending, streamed.report.tangent.to_json()));
-            let tail = std::mem::take(&mut streamed.tail);
-            return commit_outputs(&|sink| streamed.write_head(sink), body, tail, output, stats);
-        }
-        Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
-        Err(StreamError::Read(error)) => {
-            return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
-        }
-        Err(StreamError::Pipeline(error)) => {
-            if let Err(reported) = checked.report_after_failure(session) {
-                return Ok(Err(reported));
-            }
-            session.error("tangent", &located_failure(common, &error));
-            return Ok(Err(Reported(1)));
-        }
-        Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
-        // The checks stop the run only with an error among their findings, which
-        // `validating` reports instead.
-        Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
-    }
+    let label = "read, tangent and write, routine by routine";
+    let (output, stats) = match finish_streamed(
+        Mode::Tangent,
+        common,
+        session,
+        &mut checked,
+        streamed,
+        started,
+        label,
+        body,
+        output,
+        stats,
+    ) {
+        Streaming::Done(outcome) => return outcome,
+        Streaming::WholeDocument(output, stats) => (output, stats),
+    };
     let mut call_graph = match read_whole(common, &catalogue, session, checked)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),
@@ -1216,6 +1202,71 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     }
     let stats = stats.map(|pending| (pending, report.tangent.to_json()));
     write_transformed(common, session, call_graph, output, stats)
+}
+
+/// How a streamed tangent or adjoint run ended: done (written, or its failure reported), or
+/// declined, its destinations handed back for the whole-document path.
+enum Streaming {
+    Done(Outcome),
+    WholeDocument(Pending, Option<Pending>),
+}
+
+/// Reports a streamed transformation's run and, if it succeeded, commits its output and
+/// statistics; a document it declined goes back to the caller with its destinations.
+#[allow(clippy::too_many_arguments)]
+fn finish_streamed(
+    mode: Mode,
+    common: &TransformArgs,
+    session: &mut Session,
+    checked: &mut Checked,
+    streamed: Result<streaming::Streamed, StreamError>,
+    started: Instant,
+    label: &str,
+    body: output::Body,
+    output: Pending,
+    stats: Option<Pending>,
+) -> Streaming {
+    let name = if mode == Mode::Adjoint { "adjoint" } else { "tangent" };
+    let outcome = match streamed {
+        Ok(mut streamed) => {
+            session.timing(label, started);
+            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
+                return Streaming::Done(Ok(Err(reported)));
+            }
+            report_passivation(common, session, &streamed.report.passivation);
+            if let Some((log, _)) = &mut session.log {
+                log.report(&streamed.report);
+                if mode == Mode::Adjoint {
+                    log.adjoint_report(&streamed.report);
+                }
+            }
+            let json = |report: &xaifbooster::pipeline::Report| {
+                if mode == Mode::Adjoint { report.adjoint_json() } else { report.tangent.to_json() }
+            };
+            let stats = stats.map(|pending| (pending, json(&streamed.report)));
+            let tail = std::mem::take(&mut streamed.tail);
+            commit_outputs(&|sink| streamed.write_head(sink), body, tail, output, stats)
+        }
+        Err(StreamError::WholeDocument(why)) => {
+            session.log(Group::Timing, "stream", format!("whole document: {why}"));
+            return Streaming::WholeDocument(output, stats);
+        }
+        Err(StreamError::Read(error)) => Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1)))),
+        Err(StreamError::Pipeline(error)) => match checked.report_after_failure(session) {
+            Err(reported) => Ok(Err(reported)),
+            Ok(()) => {
+                session.error(name, &located_failure(common, &error));
+                Ok(Err(Reported(1)))
+            }
+        },
+        Err(StreamError::Io(error)) => Err(anyhow::Error::new(error).context("cannot write the output")),
+        // The checks stop the run only with an error among their findings, which
+        // `validating` reports instead.
+        Err(StreamError::Invalid) => {
+            Err(anyhow::anyhow!("internal error: validation stopped the run without a finding"))
+        }
+    };
+    Streaming::Done(outcome)
 }
 
 /// Writes a transformed call graph and its statistics: both staged, then both committed, so a
@@ -1352,30 +1403,22 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
         streaming::adjoint(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
-    match streamed {
-        Ok(mut streamed) => {
-            session.timing("read, adjoint and write, routine by routine (two passes)", started);
-            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
-                return Ok(Err(reported));
-            }
-            report_passivation(common, session, &streamed.report.passivation);
-            if let Some((log, _)) = &mut session.log {
-                log.report(&streamed.report);
-                log.adjoint_report(&streamed.report);
-            }
-            let stats = stats.map(|pending| (pending, streamed.report.adjoint_json()));
-            let tail = std::mem::take(&mut streamed.tail);
-            return commit_outputs(&|sink| streamed.write_head(sink), body, tail, output, stats);
-        }
-        Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
-        Err(StreamError::Read(error)) => {
-            return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
-        }
-        // A failing transformation takes the whole-document path, which locates the failure.
-        Err(StreamError::Pipeline(error)) => anyhow::bail!("internal error: a streamed adjoint failed: {error}"),
-        Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
-        Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
-    }
+    let label = "read, adjoint and write, routine by routine (two passes)";
+    let (output, stats) = match finish_streamed(
+        Mode::Adjoint,
+        common,
+        session,
+        &mut checked,
+        streamed,
+        started,
+        label,
+        body,
+        output,
+        stats,
+    ) {
+        Streaming::Done(outcome) => return outcome,
+        Streaming::WholeDocument(output, stats) => (output, stats),
+    };
     let mut call_graph = match read_whole(common, &catalogue, session, checked)? {
         Ok(call_graph) => call_graph,
         Err(reported) => return Ok(Err(reported)),

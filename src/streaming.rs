@@ -114,15 +114,7 @@ pub fn tangent(
     body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
-    if !config.passive.is_empty() {
-        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
-    }
-    if config.activity_analysis {
-        return Err(StreamError::WholeDocument("activity analysis (--activity-analysis) is interprocedural"));
-    }
-    if config.type_change.rename_all {
-        return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));
-    }
+    refuse_whole_document_switches(config)?;
     let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
     // What the passes need to know of the whole document; pipelined, found while the reading
     // thread reads the head.

@@ -244,16 +244,6 @@ impl RoutineSummary {
     fn items(&self, vertex: usize) -> &[Item] {
         &self.items[self.starts[vertex] as usize..self.starts[vertex + 1] as usize]
     }
-
-    /// The largest symbol id it names, for telling whether it names only the document's own.
-    pub fn symbols(&self) -> impl Iterator<Item = SymbolId> + '_ {
-        let written = self.items.iter().filter_map(|item| match item {
-            Item::Write(s) => Some(*s),
-            Item::Call(_) => None,
-        });
-        let passed = self.calls.iter().flat_map(|c| c.arguments.iter().map(|&(_, s)| s).chain(c.symbol));
-        written.chain(passed).chain(self.alias_keys.iter().map(|&(s, _)| s))
-    }
 }
 
 /// Whether the alias map gives address ranges (that two variables of a frame may share

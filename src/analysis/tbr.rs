@@ -110,18 +110,7 @@ impl Recording {
             outside,
             aliased,
             calls: super::dataflow::calls(&cfg.graph)
-                .filter_map(|call| {
-                    let callee = effects.callee(call)?;
-                    let arguments = call
-                        .arguments
-                        .iter()
-                        .filter_map(|a| match &a.value {
-                            ArgumentValue::Variable(r) => Some((a.position, r.base_symbol()?)),
-                            ArgumentValue::Constant(_) => None,
-                        })
-                        .collect();
-                    Some((callee, arguments))
-                })
+                .filter_map(|call| Some((effects.callee(call)?, CallSite::of(call).arguments)))
                 .collect(),
         };
         // The restorable locals passed to callees that the rest of the caller leaves alone.
