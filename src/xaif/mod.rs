@@ -3,6 +3,7 @@
 pub mod check;
 pub mod diagnostic;
 pub mod intrinsics;
+mod lexer;
 pub(crate) mod markup;
 pub mod read;
 pub mod validate;

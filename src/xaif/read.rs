@@ -1,4 +1,4 @@
-//! Streaming XAIF reader: quick-xml events lowered straight into the [`crate::ir`] model.
+//! Streaming XAIF reader: the tokens of [`super::lexer`] lowered straight into the [`crate::ir`] model.
 //!
 //! One pass over the bytes, no DOM. Names are interned as they are met; references to scopes,
 //! symbols and map keys are resolved on the spot (the schema puts the scope hierarchy and the
@@ -14,13 +14,13 @@
 
 use std::borrow::Cow;
 
-use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::BytesStart;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::check::{self, ExpressionSite, Extent, FlowSite, MAX_NESTING, Problem};
 use super::diagnostic::{Diagnostic, LineIndex, Severity, line_column};
 use super::intrinsics::Catalogue;
+use super::lexer::{Lexer, Token};
 use crate::ir::*;
 
 /// The XAIF namespace URI.
@@ -112,15 +112,9 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
             message: "the input is not valid UTF-8".into(),
         })
     })?;
-    let mut reader = Reader::from_reader(input);
-    let config = reader.config_mut();
-    config.trim_text(true);
-    config.check_end_names = true;
-    config.expand_empty_elements = false;
     let mut lower = Lower {
-        reader,
+        lexer: Lexer::new(text),
         input,
-        text,
         file,
         strict: options.strict,
         catalogue: options.catalogue,
@@ -189,9 +183,8 @@ struct Elem<'a> {
 }
 
 struct Lower<'a> {
-    reader: Reader<&'a [u8]>,
+    lexer: Lexer<'a>,
     input: &'a [u8],
-    text: &'a str,
     file: &'a str,
     strict: bool,
     catalogue: &'a Catalogue,
@@ -274,7 +267,7 @@ impl<'a> Lower<'a> {
     }
 
     fn position(&self) -> usize {
-        self.reader.buffer_position() as usize
+        self.lexer.position()
     }
 
     // ---------------------------------------------------------------- event plumbing
@@ -283,48 +276,38 @@ impl<'a> Lower<'a> {
     fn next_child(&mut self, parent: &str, parent_offset: usize) -> Result<Option<Elem<'a>>> {
         loop {
             let before = self.position();
-            let event = match self.reader.read_event() {
-                Ok(event) => event,
+            let token = match self.lexer.next_token() {
+                Ok(token) => token,
                 Err(e) => {
                     let at = self.position().max(before);
                     return Err(self.error(at, parent, format!("malformed XML: {e}")));
                 }
             };
-            match event {
-                Event::Start(start) => {
-                    let elem = self.elem(start, false)?;
-                    self.depth += 1;
+            match token {
+                Token::Start { tag, name_len, empty, offset } => {
+                    let elem = self.elem(tag, name_len, empty, offset)?;
+                    self.depth += usize::from(!empty);
                     self.check_depth(&elem)?;
                     return Ok(Some(elem));
                 }
-                Event::Empty(start) => {
-                    let elem = self.elem(start, true)?;
-                    self.check_depth(&elem)?;
-                    return Ok(Some(elem));
-                }
-                Event::End(_) => {
+                Token::End => {
                     self.depth -= 1;
                     return Ok(None);
                 }
-                Event::Text(text) => {
-                    if !text.trim_ascii().is_empty() {
-                        return Err(self.error(before, parent, "unexpected text content"));
-                    }
-                }
-                Event::CData(_) => return Err(self.error(before, parent, "unexpected CDATA content")),
-                Event::GeneralRef(r) => {
-                    let name: &str = &r;
+                Token::Text => return Err(self.error(before, parent, "unexpected text content")),
+                Token::CData => return Err(self.error(before, parent, "unexpected CDATA content")),
+                Token::Reference(name) => {
                     return Err(self.error(
                         before,
                         parent,
                         format!("unexpected entity reference '&{name};' in content"),
                     ));
                 }
-                Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
-                Event::DocType(_) => {
+                Token::Ignorable | Token::Declaration => {}
+                Token::DocType => {
                     return Err(self.error(before, parent, "DOCTYPE declarations are refused (no entity expansion)"));
                 }
-                Event::Eof => {
+                Token::Eof => {
                     return Err(self.error(
                         self.input.len(),
                         parent,
@@ -353,14 +336,7 @@ impl<'a> Lower<'a> {
         format!("{line}:{column}")
     }
 
-    fn elem(&self, start: BytesStart<'a>, empty: bool) -> Result<Elem<'a>> {
-        // The tag spans `<` + content + (`/`) + `>`; `BytesStart` holds the content only.
-        let end = self.position();
-        let len = start.len() + if empty { 3 } else { 2 };
-        let offset = end.saturating_sub(len);
-        // Re-slice the tag from the input so that it lives for 'a, not for the event.
-        let raw: &'a str = &self.text[offset + 1..offset + 1 + start.len()];
-        let name_len = start.name().into_inner().len();
+    fn elem(&self, raw: &'a str, name_len: usize, empty: bool, offset: usize) -> Result<Elem<'a>> {
         let qname: &'a str = &raw[..name_len];
         let local = if self.prefix.is_empty() {
             (!qname.contains(':')).then_some(qname)
@@ -638,33 +614,30 @@ impl<'a> Lower<'a> {
         // Find the root element, refusing DTDs on the way.
         let root = loop {
             let before = self.position();
-            let event = self
-                .reader
-                .read_event()
+            let token = self
+                .lexer
+                .next_token()
                 .map_err(|e| self.error(self.position().max(before), "document", format!("malformed XML: {e}")))?;
-            match event {
-                Event::Start(start) => break (start, false),
-                Event::Empty(start) => break (start, true),
-                Event::DocType(_) => {
+            match token {
+                Token::Start { tag, name_len, empty, offset } => break (tag, name_len, empty, offset),
+                Token::DocType => {
                     return Err(self.error(
                         before,
                         "document",
                         "DOCTYPE declarations are refused (no entity expansion)",
                     ));
                 }
-                Event::Eof => return Err(self.error(before, "document", "no root element")),
-                Event::Text(text) if !text.trim_ascii().is_empty() => {
-                    return Err(self.error(before, "document", "text before the root element"));
-                }
-                Event::Text(_) | Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
-                Event::CData(_) | Event::GeneralRef(_) | Event::End(_) => {
+                Token::Eof => return Err(self.error(before, "document", "no root element")),
+                Token::Text => return Err(self.error(before, "document", "text before the root element")),
+                Token::Ignorable | Token::Declaration => {}
+                Token::CData | Token::Reference(_) | Token::End => {
                     return Err(self.error(before, "document", "content before the root element"));
                 }
             }
         };
-        let (start, empty) = root;
-        self.bind_namespace(&start, empty)?;
-        let root = self.elem(start, empty)?;
+        let (tag, name_len, empty, offset) = root;
+        self.bind_namespace(tag, name_len, offset)?;
+        let root = self.elem(tag, name_len, empty, offset)?;
         self.depth = usize::from(!empty);
         if root.name != "CallGraph" {
             return Err(self.error(root.offset, root.name, "the root element must be CallGraph"));
@@ -673,10 +646,9 @@ impl<'a> Lower<'a> {
         // Only comments, processing instructions and white space may follow.
         loop {
             let before = self.position();
-            match self.reader.read_event() {
-                Ok(Event::Eof) => break,
-                Ok(Event::Comment(_) | Event::PI(_)) => {}
-                Ok(Event::Text(t)) if t.trim_ascii().is_empty() => {}
+            match self.lexer.next_token() {
+                Ok(Token::Eof) => break,
+                Ok(Token::Ignorable) => {}
                 Ok(_) => return Err(self.error(before, "document", "content after the root element")),
                 Err(e) => return Err(self.error(before, "document", format!("malformed XML: {e}"))),
             }
@@ -684,9 +656,8 @@ impl<'a> Lower<'a> {
         self.infer_formal_arg_counts()
     }
 
-    fn bind_namespace(&mut self, start: &BytesStart<'a>, empty: bool) -> Result<()> {
-        let end = self.position();
-        let offset = end.saturating_sub(start.len() + if empty { 3 } else { 2 });
+    fn bind_namespace(&mut self, tag: &'a str, name_len: usize, offset: usize) -> Result<()> {
+        let start = BytesStart::from_content(tag, name_len);
         let qname = start.name().into_inner().as_bytes().to_vec();
         let prefix: &[u8] = match qname.iter().position(|b| *b == b':') {
             Some(colon) => &qname[..colon],
@@ -868,7 +839,7 @@ impl<'a> Lower<'a> {
         if self.error_found {
             return Ok(());
         }
-        let end = self.reader.buffer_position() as usize;
+        let end = self.position();
         if let Some(sink) = &mut self.sink
             && !sink(&mut self.cg, routine, end)
         {
