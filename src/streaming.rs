@@ -430,6 +430,7 @@ impl Streamed {
     pub fn bytes(&self, body: &[u8]) -> Vec<u8> {
         let mut bytes = Vec::new();
         write_head(&self.call_graph, &self.options, &mut bytes);
+        bytes.reserve_exact(body.len() + self.tail.len());
         bytes.extend_from_slice(body);
         bytes.extend_from_slice(&self.tail);
         bytes

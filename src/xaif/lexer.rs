@@ -147,7 +147,7 @@ impl<'a> Lexer<'a> {
 
 /// Where the `>` that ends a tag is, scanning from `from` (quoted `>` skipped); `None` when the
 /// input ends first.
-fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
+pub(super) fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
     // Sixteen bytes at a time: masks of `>` and `"` from one vector comparison each, which
     // `"` open a value from the prefix parity of the quote mask, and the first `>` outside
     // values is the answer. A tag is 10 to 300 bytes; a byte at a time, this was two thirds
@@ -215,6 +215,16 @@ fn tag_end_bytewise(bytes: &[u8], from: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Where the first white space in `bytes` is, or its length.
+pub(super) fn first_blank(bytes: &[u8]) -> usize {
+    first(bytes, true)
+}
+
+/// Where the first byte in `bytes` that is not white space is, or its length.
+pub(super) fn first_non_blank(bytes: &[u8]) -> usize {
+    first(bytes, false)
 }
 
 /// Where the first byte that is (`blank`) or is not (`!blank`) white space is in `bytes`, or
