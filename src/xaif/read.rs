@@ -1,4 +1,5 @@
-//! Streaming XAIF reader: the tokens of [`super::lexer`] lowered straight into the [`crate::ir`] model.
+//! Streaming XAIF reader: the tokens of the `lexer` module lowered straight into the
+//! [`crate::ir`] model.
 //!
 //! One pass over the bytes, no DOM. Names are interned as they are met; references to scopes,
 //! symbols and map keys are resolved on the spot (the schema puts the scope hierarchy and the
