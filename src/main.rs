@@ -893,14 +893,17 @@ fn concurrency(
         Some(from) => bytes >= from,
         None => bytes >= 1 << 20 && std::thread::available_parallelism().map_or(1, usize::from) >= cores_needed,
     };
-    let workers = match workers() {
-        Some(workers) => workers,
-        None => {
+    // Only a pipelined run has workers: asking for the cores reads a dozen cgroup and proc
+    // files, which a small input need not pay for.
+    let workers = match (pipelined, workers()) {
+        (false, _) => 0,
+        (true, Some(workers)) => workers,
+        (true, None) => {
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
             if cores >= 4 { cores - 2 } else { 0 }
         }
     };
-    streaming::Concurrency { gate, pipelined, workers: if pipelined { workers } else { 0 } }
+    streaming::Concurrency { gate, pipelined, workers }
 }
 
 /// How many workers transform a pipelined tangent's routines (`streaming::Concurrency::workers`):
