@@ -108,9 +108,7 @@ impl<'a> Lexer<'a> {
         let name = self.text[offset + 2..close].trim_end_matches(|c: char| c.is_ascii() && is_blank(c as u8));
         match self.open.pop() {
             Some(expected) if expected == name => Ok(Token::End),
-            Some(expected) => {
-                Err(format!("ill-formed document: expected `</{expected}>`, but `</{name}>` was found"))
-            }
+            Some(expected) => Err(format!("ill-formed document: expected `</{expected}>`, but `</{name}>` was found")),
             None => Err(format!("ill-formed document: close tag `</{name}>` does not match any open tag")),
         }
     }
@@ -324,27 +322,33 @@ mod tests {
     #[test]
     fn the_rest_is_read_by_quick_xml() {
         let text = "<?xml version=\"1.0\"?><!-- c --><!DOCTYPE a><a><![CDATA[x]]><?pi?>text &amp;</a>";
-        assert_eq!(tokens(text), [
-            "Declaration",
-            "Ignorable",
-            "DocType",
-            "start a \"a\" empty=false at 43",
-            "CData",
-            "Ignorable",
-            "Text",
-            "Reference(\"amp\")",
-            "End"
-        ]);
+        assert_eq!(
+            tokens(text),
+            [
+                "Declaration",
+                "Ignorable",
+                "DocType",
+                "start a \"a\" empty=false at 43",
+                "CData",
+                "Ignorable",
+                "Text",
+                "Reference(\"amp\")",
+                "End"
+            ]
+        );
         assert_eq!(tokens("<a>  &lt;</a>"), ["start a \"a\" empty=false at 0", "Reference(\"lt\")", "End"]);
     }
 
     #[test]
     fn end_tags_must_close_the_open_element() {
-        assert_eq!(tokens("<a><b></a>"), [
-            "start a \"a\" empty=false at 0",
-            "start b \"b\" empty=false at 3",
-            "error at 10: ill-formed document: expected `</b>`, but `</a>` was found"
-        ]);
+        assert_eq!(
+            tokens("<a><b></a>"),
+            [
+                "start a \"a\" empty=false at 0",
+                "start b \"b\" empty=false at 3",
+                "error at 10: ill-formed document: expected `</b>`, but `</a>` was found"
+            ]
+        );
         assert_eq!(tokens("</a>"), ["error at 4: ill-formed document: close tag `</a>` does not match any open tag"]);
     }
 
