@@ -18,6 +18,7 @@
 
 mod activity;
 mod fragments;
+mod tree;
 
 use std::sync::{Arc, OnceLock};
 
@@ -261,7 +262,7 @@ fn check_whole(
     checks: Checks,
 ) -> Result<Vec<Diagnostic>, Diagnostic> {
     let input = text.as_bytes();
-    let doc = match roxmltree::Document::parse_with_options(text, parse_options()) {
+    let doc = match tree::parse(text) {
         Ok(doc) => doc,
         Err(error) => {
             let (line, column) = xml_error_position(&error, input);
@@ -281,11 +282,6 @@ fn check_whole(
         }
     }
     Ok(validator.into_findings())
-}
-
-/// roxmltree's options: no DTD, so no entity expansion.
-fn parse_options<'i>() -> roxmltree::ParsingOptions<'i> {
-    roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() }
 }
 
 /// An error about a place in routine `routine` (its symbol's name) that a pass or the executor
@@ -337,11 +333,11 @@ fn locate_element(
     input: &[u8],
     file: &str,
     message: String,
-    find: impl for<'a, 'i> FnOnce(&'a roxmltree::Document<'i>) -> Option<Node<'a, 'i>>,
+    find: impl for<'a, 'i> FnOnce(&'a tree::Tree<'i>) -> Option<Node<'a, 'i>>,
 ) -> Diagnostic {
     let input = input.strip_prefix(super::read::BYTE_ORDER_MARK).unwrap_or(input);
     let text = super::utf8(input).ok();
-    let doc = text.and_then(|text| roxmltree::Document::parse_with_options(text, parse_options()).ok());
+    let doc = text.and_then(|text| tree::parse(text).ok());
     let found = doc.as_ref().and_then(find).map(|at| {
         let source_line = at.attribute("lineNumber").filter(|l| *l != "0").map(str::to_owned);
         (at.range().start, at.tag_name().name().to_owned(), source_line)
@@ -755,7 +751,7 @@ fn required_children(content: Content) -> &'static [&'static str] {
     }
 }
 
-type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
+type Node<'a, 'input> = tree::Node<'a, 'input>;
 
 /// The phases of the checks. The whole-document path runs them one after another; findings at
 /// one place keep that order whichever way the tree was parsed (see [`Validator::into_findings`]).

@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use super::super::markup::{Markup, Tags, attribute, local_name, needs_decoding};
+use super::tree::Tree;
 use super::{
     Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement, is_table_section,
 };
@@ -71,7 +72,7 @@ pub(super) fn check_in_windows(
     let statements = std::mem::take(&mut layout.statements);
     let (skeleton, skeleton_map) = layout.skeleton(text);
     let skeleton_map: Arc<[(usize, usize)]> = skeleton_map.into();
-    let skeleton_doc = roxmltree::Document::parse_with_options(&skeleton, super::parse_options()).ok()?;
+    let skeleton_doc = super::tree::parse(&skeleton).ok()?;
     let root = skeleton_doc.root_element();
     let mut validator = Validator::new(text.as_bytes(), file, strict, skeleton_map.clone());
     // Each child of the root in the skeleton stands for one child the scan found.
@@ -358,26 +359,26 @@ impl<'l, 't> Fragment<'l, 't> {
     }
 
     /// The tree of one child, wrapped; `None` when it does not parse alone.
-    fn parse(&mut self, child: &Span) -> Option<roxmltree::Document<'_>> {
+    fn parse(&mut self, child: &Span) -> Option<Tree<'_>> {
         self.buffer.clear();
         self.buffer.push_str(self.layout.root_tag);
         self.buffer.push_str(&self.text[child.start..child.end]);
         self.buffer.push_str("</");
         self.buffer.push_str(self.layout.root_name);
         self.buffer.push('>');
-        let doc = roxmltree::Document::parse_with_options(&self.buffer, super::parse_options()).ok()?;
+        let doc = super::tree::parse(&self.buffer).ok()?;
         // The wrapper holds exactly the child.
-        let mut held = doc.root_element().children();
-        let node = held.next()?;
         let wrapped = self.layout.root_tag.len();
-        if held.next().is_some() || !node.is_element() || node.range() != (wrapped..wrapped + child.end - child.start) {
-            return None;
-        }
-        Some(doc)
+        let exact = {
+            let mut held = doc.root_element().children();
+            let node = held.next()?;
+            held.next().is_none() && node.is_element() && node.range() == (wrapped..wrapped + child.end - child.start)
+        };
+        exact.then_some(doc)
     }
 
     /// The child in its tree.
-    fn node<'a, 'i>(doc: &'a roxmltree::Document<'i>) -> Option<Node<'a, 'i>> {
+    fn node<'a, 'i>(doc: &'a Tree<'i>) -> Option<Node<'a, 'i>> {
         doc.root_element().first_child()
     }
 
