@@ -427,9 +427,9 @@ fn is_blank(byte: u8) -> bool {
 }
 
 /// The length of the qualified name `bytes` begins with (ASCII letters, digits, `_`, `-`,
-/// `.`, at most one `:` inside, a letter or `_` first); `None` when there is none or it is
-/// not of that plain form.
-fn qualified_name(bytes: &[u8]) -> Option<usize> {
+/// `.`, at most one `:` inside, a letter or `_` first) and where its `:` is; `None` when
+/// there is none or it is not of that plain form.
+fn qualified_name(bytes: &[u8]) -> Option<(usize, Option<usize>)> {
     let first = *bytes.first()?;
     if CLASS[first as usize] != NAME_START {
         return None;
@@ -447,8 +447,16 @@ fn qualified_name(bytes: &[u8]) -> Option<usize> {
     match colon {
         // The local part must begin like a name, and a second `:` ends the name above, where
         // the caller finds no blank or `=` after it.
-        Some(colon) => (bytes.get(colon + 1).map(|b| CLASS[*b as usize]) == Some(NAME_START)).then_some(length),
-        None => Some(length),
+        Some(at) => (bytes.get(at + 1).map(|b| CLASS[*b as usize]) == Some(NAME_START)).then_some((length, colon)),
+        None => Some((length, None)),
+    }
+}
+
+/// A qualified name's prefix (empty when none) and local name, given where its `:` is.
+fn split_name(name: &str, colon: Option<usize>) -> (&str, &str) {
+    match colon {
+        Some(at) => (&name[..at], &name[at + 1..]),
+        None => ("", name),
     }
 }
 
@@ -498,10 +506,6 @@ fn plain_comment(body: &[u8]) -> bool {
         previous_dash = dash;
     }
     !bad && !previous_dash
-}
-
-fn split_name(name: &str) -> (&str, &str) {
-    name.split_once(':').unwrap_or(("", name))
 }
 
 impl<'i> Scan<'i> {
@@ -643,7 +647,7 @@ impl<'i> Scan<'i> {
             None => (content, false),
         };
         let bytes = tag.as_bytes();
-        let name_length = qualified_name(bytes)?;
+        let (name_length, name_colon) = qualified_name(bytes)?;
         if name_length < bytes.len() && !is_blank(bytes[name_length]) {
             return None;
         }
@@ -660,7 +664,7 @@ impl<'i> Scan<'i> {
             if blanks == 0 || self.pending.len() >= MAX_ATTRIBUTES {
                 return None;
             }
-            let length = qualified_name(&bytes[at..])?;
+            let (length, colon) = qualified_name(&bytes[at..])?;
             let name = &tag[at..at + length];
             at += length;
             at += first_non_blank(&bytes[at..]);
@@ -676,7 +680,7 @@ impl<'i> Scan<'i> {
             if !plain_value(value.as_bytes()) {
                 return None;
             }
-            let (prefix, local) = split_name(name);
+            let (prefix, local) = split_name(name, colon);
             if prefix == "xmlns" || (prefix.is_empty() && local == "xmlns") {
                 self.declare(if prefix.is_empty() { "" } else { local }, value, scope)?;
             } else {
@@ -684,7 +688,7 @@ impl<'i> Scan<'i> {
             }
         }
         // The element and its attributes, named in the scope its own declarations open.
-        let (prefix, local) = split_name(qualified);
+        let (prefix, local) = split_name(qualified, name_colon);
         if prefix == "xmlns" || prefix == "xml" {
             return None;
         }
