@@ -655,8 +655,17 @@ impl<'i> Scan<'i> {
         let scope = self.bindings.len();
         self.pending.clear();
         let mut at = name_length;
+        // The usual layout, one blank before each attribute and none around `=`, is taken
+        // without a call to the blank scans.
+        let blanks_at = |at: usize| match bytes.get(at) {
+            Some(b) if is_blank(*b) => first_non_blank(&bytes[at..]),
+            _ => 0,
+        };
         loop {
-            let blanks = first_non_blank(&bytes[at..]);
+            let blanks = match bytes.get(at..at + 2) {
+                Some([b' ', next]) if !is_blank(*next) => 1,
+                _ => blanks_at(at),
+            };
             at += blanks;
             if at == bytes.len() {
                 break;
@@ -667,12 +676,12 @@ impl<'i> Scan<'i> {
             let (length, colon) = qualified_name(&bytes[at..])?;
             let name = &tag[at..at + length];
             at += length;
-            at += first_non_blank(&bytes[at..]);
+            at += blanks_at(at);
             if bytes.get(at) != Some(&b'=') {
                 return None;
             }
             at += 1;
-            at += first_non_blank(&bytes[at..]);
+            at += blanks_at(at);
             let quote = *bytes.get(at).filter(|q| matches!(q, b'"' | b'\''))?;
             let value_length = bytes[at + 1..].iter().position(|&b| b == quote)?;
             let value = &tag[at + 1..at + 1 + value_length];
