@@ -767,8 +767,8 @@ enum Phase {
 /// (`fragments.rs`), whose offsets `map` takes back to the input's.
 struct Validator<'v> {
     input: &'v [u8],
-    /// Positions of findings (roxmltree's own lookup scans from the start each time), built at
-    /// the first finding.
+    /// Lines and columns of findings (trees keep byte offsets), the index built at the first
+    /// finding.
     lines: Arc<OnceLock<LineIndex<'v>>>,
     file: &'v str,
     strict: bool,

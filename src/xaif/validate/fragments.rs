@@ -3,8 +3,8 @@
 //!
 //! A first scan of the markup ([`Layout::scan`], `xaif::markup`) finds the root's start tag, where each of
 //! its element children begins and ends, and every statement id (`StatementId`s of the head
-//! refer to statements of later routines). The checks then run on trees roxmltree parses from
-//! pieces of the input:
+//! refer to statements of later routines). The checks then run on trees parsed from pieces of
+//! the input (`tree::parse`: our scan, or roxmltree for what it does not take):
 //! - the *skeleton*: the document with each child of the root cut down to its start tag, made
 //!   empty (`<xaif:ControlFlowGraph …/>`). It holds the root, its attributes, the text between
 //!   its children and the children's names and attributes: what the checks of the `CallGraph`
@@ -19,7 +19,7 @@
 //!
 //! Together, the skeleton and the wrapped children are the document token for token, so they
 //! all parse exactly when the document does. Anything unusual — malformed XML the scan meets,
-//! a piece roxmltree refuses, statement ids that need decoding, elements nested deeper than
+//! a piece the parser refuses, statement ids that need decoding, elements nested deeper than
 //! [`MAX_NESTING`], more namespace declarations than roxmltree takes in one document — takes
 //! the whole-document path, which reports it as before. (roxmltree's other document-wide
 //! limits, 2^32 nodes or attributes, need inputs larger than memory.)
