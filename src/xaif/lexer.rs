@@ -48,7 +48,7 @@ pub(super) struct Lexer<'a> {
 }
 
 /// White space as XML (and quick-xml's trimming) knows it.
-fn is_blank(byte: u8) -> bool {
+pub(super) fn is_blank(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\r' | b'\n')
 }
 

@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::super::lexer::{first_non_blank, tag_end};
+use super::super::lexer::{first_non_blank, is_blank, tag_end};
 
 const NONE: u32 = u32::MAX;
 
@@ -78,9 +78,13 @@ pub(super) fn parse(text: &str) -> Result<Tree<'_>, roxmltree::Error> {
     if let Some(tree) = scan(text) {
         return Ok(tree);
     }
-    let options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-    let doc = roxmltree::Document::parse_with_options(text, options)?;
+    let doc = roxmltree::Document::parse_with_options(text, roxmltree_options())?;
     Ok(Tree::from_document(&doc))
+}
+
+/// roxmltree's options: no DTD, so no entity expansion.
+fn roxmltree_options<'i>() -> roxmltree::ParsingOptions<'i> {
+    roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() }
 }
 
 impl<'i> Tree<'i> {
@@ -420,10 +424,6 @@ struct Scan<'i> {
     declarations: usize,
     /// The attributes of the start tag being read: prefix, local name, value.
     pending: Vec<(&'i str, &'i str, &'i str)>,
-}
-
-fn is_blank(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\r' | b'\n')
 }
 
 /// The length of the qualified name `bytes` begins with (ASCII letters, digits, `_`, `-`,
@@ -792,8 +792,7 @@ mod tests {
     /// The scan's tree of `text` is roxmltree's, or the scan gave up; and it gives up on
     /// whatever roxmltree refuses.
     pub(crate) fn agrees(text: &str) -> Result<bool, String> {
-        let options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
-        let reference = roxmltree::Document::parse_with_options(text, options);
+        let reference = roxmltree::Document::parse_with_options(text, roxmltree_options());
         match (scan(text), reference) {
             (None, _) => Ok(false),
             (Some(_), Err(e)) => Err(format!("the scan took a document roxmltree refuses ({e})")),
