@@ -30,17 +30,16 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Runs before mimalloc's own constructor maps its first arena and reads its options (an early
-/// `.init_array` slot): see [`xaifbooster::cli::memory::disable_transparent_huge_pages`],
-/// [`xaifbooster::cli::memory::purge_freed_memory_promptly`] and
-/// [`xaifbooster::cli::memory::reserve_address_space_in_steps`].
+/// `.init_array` slot, before mimalloc's of the same priority): see
+/// [`xaifbooster::cli::memory::disable_transparent_huge_pages`] and
+/// [`xaifbooster::cli::memory::configure_allocator`].
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array.00101")]
 static BEFORE_ALLOCATOR: extern "C" fn() = {
     extern "C" fn before_allocator() {
         xaifbooster::cli::memory::disable_transparent_huge_pages();
-        xaifbooster::cli::memory::purge_freed_memory_promptly();
-        xaifbooster::cli::memory::reserve_address_space_in_steps();
+        xaifbooster::cli::memory::configure_allocator();
     }
     before_allocator
 };
@@ -590,6 +589,8 @@ type Outcome = Result<Result<(), Reported>>;
 const BROKEN_PIPE: u8 = 128 + 13;
 
 fn main() -> ExitCode {
+    // mimalloc's constructor, which comes after every prioritized one, has run by now.
+    xaifbooster::cli::memory::restore_environment();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Identity(args) => run_identity(&args),

@@ -17,33 +17,93 @@ pub fn disable_transparent_huge_pages() {
     }
 }
 
-/// Asks mimalloc to return freed memory to the kernel 10 ms after it is freed rather than a
-/// second later (its default here): `MIMALLOC_PURGE_DELAY=10`, unless the environment says
-/// otherwise. The streaming modes free each routine's graphs once it is written; with the
-/// default delay, the pages of many routines were still resident when the next ones were built:
-/// peak RSS on a 16 MiB input in tangent mode was 49 MB with it, 40 MB with 10 ms (39.7 MB with
-/// no delay, which on a small corpus file made 31 `madvise` calls instead of 7). Like
-/// [`disable_transparent_huge_pages`] it must run before mimalloc reads its options, from a
-/// constructor (child processes inherit the variable).
-pub fn purge_freed_memory_promptly() {
-    #[cfg(unix)]
+/// The options the binary gives mimalloc, as environment variables.
+///
+/// `MIMALLOC_PURGE_DELAY=10`: freed memory goes back to the kernel 10 ms after it is freed
+/// rather than a second later (its default here). The streaming modes free each routine's graphs
+/// once it is written; with the default delay, the pages of many routines were still resident
+/// when the next ones were built: peak RSS on a 16 MiB input in tangent mode was 49 MB with it,
+/// 40 MB with 10 ms (39.7 MB with no delay, which on a small corpus file made 31 `madvise` calls
+/// instead of 7).
+///
+/// `MIMALLOC_ARENA_RESERVE=64MiB`: address space reserved 64 MiB at a time rather than 1 GiB at
+/// once. Reserving costs nothing, but the arena's bitmaps, sized by the reservation, are written
+/// at start: about 40 of the 300 page faults of a run on a small corpus file. Large inputs get
+/// further arenas as they grow (16 MiB input: the same time and peak memory).
+const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] = [
+    (c"MIMALLOC_PURGE_DELAY", c"10", c"MIMALLOC_PURGE_DELAY=10"),
+    (c"MIMALLOC_ARENA_RESERVE", c"64MiB", c"MIMALLOC_ARENA_RESERVE=64MiB"),
+];
+
+/// Gives mimalloc the [`OPTIONS`] before it reads its options, unless the environment says
+/// otherwise. Called from a constructor that runs before the allocator's (see
+/// [`disable_transparent_huge_pages`]); [`restore_environment`] must be called after it, first
+/// thing in `main` (mimalloc's constructor has no priority, so it runs after every one that has).
+///
+/// mimalloc looks each of its options up in the environment when it starts, comparing every
+/// variable with each option's name without regard to case: 155,000 instructions with a
+/// 35-variable environment, 6% of a tangent run on a small corpus file. When no variable names
+/// a mimalloc option (none begins with `MIMALLOC_`, in any case), every lookup but those of
+/// [`OPTIONS`] would fail; so while mimalloc starts, the environment it sees is just those,
+/// which it searches in no time. Otherwise the [`OPTIONS`] the environment lacks are added to
+/// it, and mimalloc reads the whole of it as usual.
+pub fn configure_allocator() {
+    #[cfg(target_os = "linux")]
     // SAFETY: runs in a constructor, before `main` and before any thread exists, so nothing
-    // reads the environment concurrently; both strings are NUL-terminated literals.
+    // reads or changes the environment concurrently. `environ` is a null-terminated array of
+    // NUL-terminated strings (or null); the one put in its place is a static of that form,
+    // and the original is kept until `restore_environment` puts it back.
     unsafe {
-        libc::setenv(c"MIMALLOC_PURGE_DELAY".as_ptr(), c"10".as_ptr(), 0);
+        let mut variable = environ;
+        let mut named = false;
+        while !variable.is_null() && !(*variable).is_null() {
+            let name = std::ffi::CStr::from_ptr(*variable).to_bytes();
+            named |= name.len() >= 9 && name[..9].eq_ignore_ascii_case(b"MIMALLOC_");
+            variable = variable.add(1);
+        }
+        if named {
+            for (name, value, _) in OPTIONS {
+                libc::setenv(name.as_ptr(), value.as_ptr(), 0);
+            }
+        } else {
+            let [(_, _, first), (_, _, second)] = OPTIONS;
+            ALLOCATOR_ENVIRONMENT = [first.as_ptr().cast_mut(), second.as_ptr().cast_mut(), std::ptr::null_mut()];
+            SAVED_ENVIRONMENT = Some(environ);
+            environ = (&raw mut ALLOCATOR_ENVIRONMENT).cast();
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    // SAFETY: as above, a constructor before any thread exists; the strings are NUL-terminated.
+    unsafe {
+        for (name, value, _) in OPTIONS {
+            libc::setenv(name.as_ptr(), value.as_ptr(), 0);
+        }
     }
 }
 
-/// Asks mimalloc to reserve its address space 64 MiB at a time rather than 1 GiB at once
-/// (`MIMALLOC_ARENA_RESERVE=64MiB`, unless the environment says otherwise). Reserving costs
-/// nothing, but the arena's bitmaps, sized by the reservation, are written at start: about 40
-/// of the 300 page faults of a run on a small corpus file. Large inputs get further arenas as
-/// they grow (16 MiB input: the same time and peak memory). Set from the same constructor as
-/// [`purge_freed_memory_promptly`].
-pub fn reserve_address_space_in_steps() {
-    #[cfg(unix)]
-    // SAFETY: as in `purge_freed_memory_promptly`: a constructor, before any thread exists.
+/// Puts back the environment [`configure_allocator`] replaced while mimalloc started: the first
+/// thing `main` does, before anything reads the environment.
+pub fn restore_environment() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: called first in `main`, before any thread exists; the saved pointer is the
+    // environment as the process started with it, untouched since.
     unsafe {
-        libc::setenv(c"MIMALLOC_ARENA_RESERVE".as_ptr(), c"64MiB".as_ptr(), 0);
+        if let Some(saved) = SAVED_ENVIRONMENT {
+            environ = saved;
+            SAVED_ENVIRONMENT = None;
+        }
     }
 }
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    static mut environ: *mut *mut std::ffi::c_char;
+}
+
+/// The environment mimalloc sees while it starts: [`OPTIONS`], null-terminated.
+#[cfg(target_os = "linux")]
+static mut ALLOCATOR_ENVIRONMENT: [*mut std::ffi::c_char; 3] = [std::ptr::null_mut(); 3];
+
+/// The process's environment while [`ALLOCATOR_ENVIRONMENT`] stands in for it.
+#[cfg(target_os = "linux")]
+static mut SAVED_ENVIRONMENT: Option<*mut *mut std::ffi::c_char> = None;
