@@ -403,6 +403,8 @@ struct Graph {
     touched: Option<Vec<(usize, usize)>>,
     /// Buffers [`Graph::apply`] reuses from step to step.
     scratch: (Adjacent, Adjacent),
+    /// Buffers [`Graph::drop_dead`] reuses: its work list and the edges it takes out.
+    dead: (Vec<usize>, Adjacent),
 }
 
 impl Graph {
@@ -421,6 +423,7 @@ impl Graph {
             nonunit: 0,
             touched: None,
             scratch: Default::default(),
+            dead: Default::default(),
         };
         for &(s, t, label) in &lcg.edges {
             graph.add(s, t, label, t, ar);
@@ -434,7 +437,7 @@ impl Graph {
         self.preds.clone_from(&start.preds);
         self.succs.clone_from(&start.succs);
         self.nonunit = start.nonunit;
-        self.touched = start.touched.clone();
+        self.touched.clone_from(&start.touched);
         self
     }
 
@@ -530,12 +533,18 @@ impl Graph {
         if !dead(self, start) {
             return;
         }
-        let mut stack = vec![start];
+        // The edges are moved out of the vertex's lists, which keep their storage: a planner
+        // resets the graph for the next heuristic into the same lists.
+        let (mut stack, mut edges) = std::mem::take(&mut self.dead);
+        stack.clear();
+        stack.push(start);
         while let Some(k) = stack.pop() {
             if !dead(self, k) {
                 continue;
             }
-            for (p, label) in std::mem::take(&mut self.preds[k]).0 {
+            edges.clear();
+            edges.append(&mut self.preds[k].0);
+            for &(p, label) in &edges {
                 self.succs[p].remove(&k);
                 self.nonunit -= usize::from(!label.is_unit());
                 stack.push(p);
@@ -543,7 +552,9 @@ impl Graph {
                     touched.push((p, k));
                 }
             }
-            for (s, label) in std::mem::take(&mut self.succs[k]).0 {
+            edges.clear();
+            edges.append(&mut self.succs[k].0);
+            for &(s, label) in &edges {
                 self.preds[s].remove(&k);
                 self.nonunit -= usize::from(!label.is_unit());
                 stack.push(s);
@@ -552,6 +563,7 @@ impl Graph {
                 }
             }
         }
+        self.dead = (stack, edges);
     }
 
     fn eliminable(&self, kinds: &[VertexKind], v: usize) -> bool {
