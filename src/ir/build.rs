@@ -246,12 +246,12 @@ pub fn whole_reference(cg: &mut CallGraph, symbol: SymbolId, active: bool) -> Va
         du_ud: None,
         deriv: false,
         constant: false,
-        vertices: vec![VarRefVertex::Symbol(SymbolReference {
+        vertices: RefVertices::one(VarRefVertex::Symbol(SymbolReference {
             id: one,
             annotation: Name::EMPTY,
             symbol,
             properties: Vec::new(),
-        })],
+        })),
         edges: Vec::new(),
     }
 }

@@ -2005,7 +2005,7 @@ impl<'a> Lower<'a> {
             du_ud: self.duud_ref(&elem, &du_ud)?,
             deriv: self.boolean(&elem, "deriv", &deriv, false)?,
             constant: self.boolean(&elem, "constant", &constant, false)?,
-            vertices: Vec::new(),
+            vertices: RefVertices::new(),
             edges: Vec::new(),
         };
         let mut pending = Vec::new();
