@@ -29,8 +29,8 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Runs before mimalloc's own constructor maps its first arena and reads its options (an early
-/// `.init_array` slot, before mimalloc's of the same priority): see
+/// Runs before mimalloc's own constructor maps its first arena and reads its options (a
+/// prioritized `.init_array` slot; mimalloc's has no priority, so it runs after): see
 /// [`xaifbooster::cli::memory::disable_transparent_huge_pages`] and
 /// [`xaifbooster::cli::memory::configure_allocator`].
 #[cfg(target_os = "linux")]
