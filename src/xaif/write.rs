@@ -1019,3 +1019,48 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod repeat_tests {
+    use super::*;
+    use crate::pipeline::{self, Config};
+    use crate::xaif::intrinsics::Catalogue;
+    use crate::xaif::{ReadOptions, read};
+
+    /// A replacement that repeats another is written as a copy of that one's text: the output
+    /// must be what writing each repeated graph out in full gives, byte for byte.
+    #[test]
+    fn repeated_replacements_are_written_as_their_graphs_would_be() {
+        let mut inputs: Vec<_> = ["adjoint", "examples", "tangent"]
+            .into_iter()
+            .flat_map(|dir| {
+                std::fs::read_dir(format!("{}/testdata/{dir}", env!("CARGO_MANIFEST_DIR"))).expect("test data")
+            })
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "xaif"))
+            .collect();
+        inputs.sort();
+        let mut repeats = 0;
+        for input in inputs {
+            let bytes = std::fs::read(&input).expect("readable");
+            let Ok(read) = read(&bytes, "test", &ReadOptions::default()) else { continue };
+            let mut cg = read.call_graph;
+            if pipeline::adjoint(&mut cg, Catalogue::builtin(), &Config::default()).is_err() {
+                continue;
+            }
+            let written = write(&cg, &WriteOptions::default());
+            let mut expanded = cg.clone();
+            for (_, routine) in expanded.routines.iter_mut() {
+                let Routine::ReplacementList(list) = routine else { continue };
+                let graphs: Vec<FlowGraph> = list.replacements.iter().map(|r| list.graph_of(r).clone()).collect();
+                for (replacement, graph) in list.replacements.iter_mut().zip(graphs) {
+                    repeats += usize::from(replacement.repeats.is_some());
+                    replacement.graph = graph;
+                    replacement.repeats = None;
+                }
+            }
+            assert!(written == write(&expanded, &WriteOptions::default()), "{}", input.display());
+        }
+        assert!(repeats >= 8, "the test data has repeated replacements ({repeats})");
+    }
+}
