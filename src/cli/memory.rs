@@ -35,7 +35,8 @@ const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] = [
     (c"MIMALLOC_ARENA_RESERVE", c"64MiB", c"MIMALLOC_ARENA_RESERVE=64MiB"),
 ];
 
-/// Gives mimalloc the [`OPTIONS`] before it reads its options, unless the environment says
+/// Gives mimalloc the binary's options (`MIMALLOC_PURGE_DELAY=10`, `MIMALLOC_ARENA_RESERVE=64MiB`:
+/// why, at `OPTIONS` in the source) before it reads its options, unless the environment says
 /// otherwise. Called from a constructor that runs before the allocator's (see
 /// [`disable_transparent_huge_pages`]); [`restore_environment`] must be called after it, first
 /// thing in `main` (mimalloc's constructor has no priority, so it runs after every one that has).
@@ -44,9 +45,9 @@ const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] = [
 /// variable with each option's name without regard to case: 155,000 instructions with a
 /// 35-variable environment, 6% of a tangent run on a small corpus file. When no variable names
 /// a mimalloc option (none begins with `MIMALLOC_`, in any case), every lookup but those of
-/// [`OPTIONS`] would fail; so while mimalloc starts, the environment it sees is just those,
-/// which it searches in no time. Otherwise the [`OPTIONS`] the environment lacks are added to
-/// it, and mimalloc reads the whole of it as usual.
+/// the binary's options would fail; so while mimalloc starts, the environment it sees is just
+/// those, which it searches in no time. Otherwise the binary's options the environment lacks
+/// are added to it, and mimalloc reads the whole of it as usual.
 pub fn configure_allocator() {
     #[cfg(target_os = "linux")]
     // SAFETY: runs in a constructor, before `main` and before any thread exists, so nothing
