@@ -17,6 +17,21 @@ pub fn disable_transparent_huge_pages() {
     }
 }
 
+/// An option as `setenv` takes it (name, value) and as an environment entry (`name=value`),
+/// each spelled once.
+macro_rules! option {
+    ($name:literal, $value:literal) => {
+        (c_string(concat!($name, "\0")), c_string(concat!($value, "\0")), c_string(concat!($name, "=", $value, "\0")))
+    };
+}
+
+const fn c_string(text: &'static str) -> &'static std::ffi::CStr {
+    match std::ffi::CStr::from_bytes_with_nul(text.as_bytes()) {
+        Ok(string) => string,
+        Err(_) => panic!("one NUL, at the end"),
+    }
+}
+
 /// The options the binary gives mimalloc, as environment variables.
 ///
 /// `MIMALLOC_PURGE_DELAY=10`: freed memory goes back to the kernel 10 ms after it is freed
@@ -30,10 +45,8 @@ pub fn disable_transparent_huge_pages() {
 /// once. Reserving costs nothing, but the arena's bitmaps, sized by the reservation, are written
 /// at start: about 40 of the 300 page faults of a run on a small corpus file. Large inputs get
 /// further arenas as they grow (16 MiB input: the same time and peak memory).
-const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] = [
-    (c"MIMALLOC_PURGE_DELAY", c"10", c"MIMALLOC_PURGE_DELAY=10"),
-    (c"MIMALLOC_ARENA_RESERVE", c"64MiB", c"MIMALLOC_ARENA_RESERVE=64MiB"),
-];
+const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] =
+    [option!("MIMALLOC_PURGE_DELAY", "10"), option!("MIMALLOC_ARENA_RESERVE", "64MiB")];
 
 /// Gives mimalloc the binary's options (`MIMALLOC_PURGE_DELAY=10`, `MIMALLOC_ARENA_RESERVE=64MiB`:
 /// why, at `OPTIONS` in the source) before it reads its options, unless the environment says
@@ -67,8 +80,9 @@ pub fn configure_allocator() {
                 libc::setenv(name.as_ptr(), value.as_ptr(), 0);
             }
         } else {
-            let [(_, _, first), (_, _, second)] = OPTIONS;
-            ALLOCATOR_ENVIRONMENT = [first.as_ptr().cast_mut(), second.as_ptr().cast_mut(), std::ptr::null_mut()];
+            for (slot, (_, _, entry)) in (*(&raw mut ALLOCATOR_ENVIRONMENT)).iter_mut().zip(OPTIONS) {
+                *slot = entry.as_ptr().cast_mut();
+            }
             SAVED_ENVIRONMENT = Some(environ);
             environ = (&raw mut ALLOCATOR_ENVIRONMENT).cast();
         }
@@ -103,7 +117,8 @@ unsafe extern "C" {
 
 /// The environment mimalloc sees while it starts: [`OPTIONS`], null-terminated.
 #[cfg(target_os = "linux")]
-static mut ALLOCATOR_ENVIRONMENT: [*mut std::ffi::c_char; 3] = [std::ptr::null_mut(); 3];
+static mut ALLOCATOR_ENVIRONMENT: [*mut std::ffi::c_char; OPTIONS.len() + 1] =
+    [std::ptr::null_mut(); OPTIONS.len() + 1];
 
 /// The process's environment while [`ALLOCATOR_ENVIRONMENT`] stands in for it.
 #[cfg(target_os = "linux")]
