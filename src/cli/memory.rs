@@ -45,8 +45,11 @@ const fn c_string(text: &'static str) -> &'static std::ffi::CStr {
 /// once. Reserving costs nothing, but the arena's bitmaps, sized by the reservation, are written
 /// at start: about 40 of the 300 page faults of a run on a small corpus file. Large inputs get
 /// further arenas as they grow (16 MiB input: the same time and peak memory).
-const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 2] =
-    [option!("MIMALLOC_PURGE_DELAY", "10"), option!("MIMALLOC_ARENA_RESERVE", "64MiB")];
+const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr, &std::ffi::CStr); 3] = [
+    option!("MIMALLOC_PURGE_DELAY", "10"),
+    option!("MIMALLOC_ARENA_RESERVE", "64MiB"),
+    option!("MIMALLOC_DESTROY_ON_EXIT", "2"),
+];
 
 /// Gives mimalloc the binary's options (`MIMALLOC_PURGE_DELAY=10`, `MIMALLOC_ARENA_RESERVE=64MiB`:
 /// why, at `OPTIONS` in the source) before it reads its options, unless the environment says

@@ -988,10 +988,10 @@ impl<'v> Validator<'v> {
 
     /// The checks of an element after its children: required children and attributes.
     fn structure_end(&mut self, node: Node, content: Content) {
-        let present: FxHashSet<&str> =
-            node.children().filter(|c| c.is_element()).map(|c| c.tag_name().name()).collect();
+        // At most four names, each looked for among the children: no set to build for the
+        // elements (most) that require none.
         for needed in required_children(content) {
-            if !present.contains(needed) {
+            if !node.children().any(|c| c.is_element() && c.tag_name().name() == *needed) {
                 self.error(node, format!("missing required child {needed}"));
             }
         }
