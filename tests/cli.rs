@@ -631,28 +631,34 @@ fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
 
 /// While mimalloc starts, the binary shows it an environment of just its own options
 /// (`cli::memory::configure_allocator`); `main` must put the process's environment back before
-/// anything reads it. A setting the command line reads from the environment proves it: the
-/// adjoint of a small input streams only when `XAIFBOOSTER_STREAM_ADJOINT_FROM` says so, and the
-/// debug log says which path it took. The same with a mimalloc variable set, which takes the
-/// path that leaves the environment alone.
+/// anything reads it. A setting the command line reads from the environment proves it: a small
+/// input streams only when `XAIFBOOSTER_STREAM_FROM` says so (by default it takes the
+/// whole-document path, which costs no first pass), and the debug log says which path it took.
+/// The same with a mimalloc variable set, which takes the path that leaves the environment
+/// alone. Both paths write the same bytes.
 #[test]
 fn the_environment_reaches_main_after_the_allocator_starts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (output, log) = (dir.path().join("out.xaif"), dir.path().join("debug.log"));
-    let run_with = |variables: &[(&str, &str)]| {
-        let status = xaifbooster()
-            .args(["adjoint", "-q", &example(), "-o", path(&output), "-d", path(&log)])
-            .envs(variables.iter().copied())
-            .status()
-            .expect("runs");
-        assert!(status.success());
-        fs::read_to_string(&log).expect("debug log written")
-    };
-    let streamed = "read, adjoint and write, routine by routine";
-    assert!(!run_with(&[]).contains(streamed), "a small input takes the whole-document path by default");
-    assert!(run_with(&[("XAIFBOOSTER_STREAM_ADJOINT_FROM", "0")]).contains(streamed));
-    assert!(
-        run_with(&[("XAIFBOOSTER_STREAM_ADJOINT_FROM", "0"), ("MIMALLOC_VERBOSE", "0")]).contains(streamed),
-        "with a mimalloc variable set"
-    );
+    for mode in ["identity", "tangent", "adjoint"] {
+        let run_with = |variables: &[(&str, &str)]| {
+            let status = xaifbooster()
+                .args([mode, "-q", &example(), "-o", path(&output), "-d", path(&log)])
+                .envs(variables.iter().copied())
+                .status()
+                .expect("runs");
+            assert!(status.success(), "{mode}");
+            (fs::read_to_string(&log).expect("debug log written"), fs::read(&output).expect("output written"))
+        };
+        let streamed = "routine by routine";
+        let (whole_log, whole) = run_with(&[]);
+        assert!(!whole_log.contains(streamed), "{mode}: a small input takes the whole-document path by default");
+        let (streamed_log, streamed_output) = run_with(&[("XAIFBOOSTER_STREAM_FROM", "0")]);
+        assert!(streamed_log.contains(streamed), "{mode}");
+        assert!(streamed_output == whole, "{mode}: the streamed output differs");
+        assert!(
+            run_with(&[("XAIFBOOSTER_STREAM_FROM", "0"), ("MIMALLOC_VERBOSE", "0")]).0.contains(streamed),
+            "{mode}, with a mimalloc variable set"
+        );
+    }
 }

@@ -2,11 +2,11 @@
 //! second thread while the command reads and transforms, each routine waiting until the checks
 //! have passed it) gives exactly what validation first gives: the same exit code, the same
 //! messages, the same output or none. `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from
-//! which the concurrent path is taken, so every small test input can take it too; the streaming
-//! modes then also read on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`, the same size),
+//! which the concurrent path is taken, so every small test input can take it too; the modes
+//! then also stream routine by routine (`XAIFBOOSTER_STREAM_FROM`, the same size; below it the
+//! whole-document path runs), reading on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`),
 //! the tangent's routines transformed on that thread or by workers (`XAIFBOOSTER_WORKERS`),
-//! and the adjoint streams in two passes (`XAIFBOOSTER_STREAM_ADJOINT_FROM`), where below the
-//! size the whole-document path runs.
+//! the adjoint in two passes.
 
 mod common;
 
@@ -20,16 +20,16 @@ struct Outcome {
     output: Option<Vec<u8>>,
 }
 
-/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside, reading on a
-/// thread of its own and the adjoint streamed from `threshold` bytes, routines transformed by
-/// `workers` workers.
+/// Runs `mode input -o out.xaif` in a fresh directory, validation alongside, streamed and
+/// reading on a thread of its own from `threshold` bytes, routines transformed by `workers`
+/// workers.
 fn run(mode: &str, input: &Path, threshold: u64, workers: usize) -> Outcome {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
         .current_dir(dir.path())
         .env("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM", threshold.to_string())
         .env("XAIFBOOSTER_PIPELINE_FROM", threshold.to_string())
-        .env("XAIFBOOSTER_STREAM_ADJOINT_FROM", threshold.to_string())
+        .env("XAIFBOOSTER_STREAM_FROM", threshold.to_string())
         .env("XAIFBOOSTER_WORKERS", workers.to_string())
         .args([mode, "-o", "out.xaif"])
         .arg(input)
