@@ -28,7 +28,7 @@ use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
 /// The object model is many small allocations (expression vertices, references, names);
 /// mimalloc serves them markedly faster than the system allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: xaifbooster::cli::memory::Allocator = xaifbooster::cli::memory::Allocator;
 
 /// Runs before mimalloc's own constructor maps its first arena and reads its options (a
 /// prioritized `.init_array` slot; mimalloc's has no priority, so it runs after): see
