@@ -279,7 +279,6 @@ impl<'a, 'i> Attribute<'a, 'i> {
         self.tree.namespace(self.data.namespace)
     }
 
-    #[cfg(test)]
     pub(super) fn value(&self) -> &'a str {
         &self.data.value
     }
