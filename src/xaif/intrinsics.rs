@@ -10,7 +10,6 @@
 //! `linear_one` partial is 1 whatever expression the file writes under it, a `passive`
 //! one is never differentiated. The expressions matter for `linear` and `nonlinear` partials.
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use super::diagnostic::Diagnostic;
@@ -191,8 +190,10 @@ impl IntrinsicDefinition {
 /// A set of intrinsic definitions by name.
 #[derive(Clone, Debug, Default)]
 pub struct Catalogue {
-    // Sorted so that `names` is deterministic without sorting on every call.
-    definitions: BTreeMap<String, IntrinsicDefinition>,
+    /// Sorted by name, one per name: looked up by binary search, and `names` is deterministic
+    /// without sorting on every call. (A vector, not a map: the built-in catalogue is built in
+    /// every run, from definitions generated in order.)
+    definitions: Vec<IntrinsicDefinition>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,15 +211,30 @@ impl Catalogue {
     /// `schema/intrinsics/` (no XML is parsed at run time; see `builtin.rs`).
     pub fn builtin() -> &'static Catalogue {
         static BUILTIN: OnceLock<Catalogue> = OnceLock::new();
-        BUILTIN.get_or_init(|| Catalogue {
-            definitions: builtin::definitions().into_iter().map(|d| (d.name.clone(), d)).collect(),
-        })
+        BUILTIN.get_or_init(|| Catalogue::of(builtin::definitions()))
     }
 
     /// Reads an inlinable intrinsics catalogue (`InlinableIntrinsicDefinitions`).
     pub fn parse(input: &[u8], file: &str) -> Result<Catalogue, CatalogueError> {
-        let definitions = parse::inlinable(input, file)?;
-        Ok(Catalogue { definitions: definitions.into_iter().map(|d| (d.name.clone(), d)).collect() })
+        Ok(Catalogue::of(parse::inlinable(input, file)?))
+    }
+
+    /// The catalogue of `definitions`, a later one of a name replacing an earlier one.
+    fn of(definitions: Vec<IntrinsicDefinition>) -> Catalogue {
+        let mut catalogue = Catalogue { definitions: Vec::with_capacity(definitions.len()) };
+        for definition in definitions {
+            catalogue.insert(definition);
+        }
+        catalogue
+    }
+
+    /// Adds `definition`, replacing one of the same name (in order: sorted input costs no
+    /// moves).
+    fn insert(&mut self, definition: IntrinsicDefinition) {
+        match self.definitions.binary_search_by(|d| d.name.as_str().cmp(&definition.name)) {
+            Ok(at) => self.definitions[at] = definition,
+            Err(at) => self.definitions.insert(at, definition),
+        }
     }
 
     /// Adds the definitions of a non-inlinable intrinsics catalogue
@@ -227,18 +243,19 @@ impl Catalogue {
     pub fn merge_noninlinable(&mut self, input: &[u8], file: &str) -> Result<(), CatalogueError> {
         let definitions = parse::noninlinable(input, file, |name| self.get(name).is_some_and(|d| d.inlinable))?;
         for definition in definitions {
-            self.definitions.insert(definition.name.clone(), definition);
+            self.insert(definition);
         }
         Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&IntrinsicDefinition> {
-        self.definitions.get(name)
+        let at = self.definitions.binary_search_by(|d| d.name.as_str().cmp(name)).ok()?;
+        Some(&self.definitions[at])
     }
 
     /// All intrinsic names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.definitions.keys().map(String::as_str)
+        self.definitions.iter().map(|d| d.name.as_str())
     }
 
     pub fn len(&self) -> usize {
