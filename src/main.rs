@@ -868,7 +868,8 @@ fn validate_alongside_from() -> usize {
 /// From this input size on, the streaming modes read on a second thread while the first
 /// transforms and writes (`streaming::Concurrency::pipelined`), where the machine has the cores
 /// for it ([`concurrency`]). `XAIFBOOSTER_PIPELINE_FROM` (bytes) moves the threshold and, when
-/// set, takes the pipeline whatever the cores, so tests can hold it to the one-thread results.
+/// set, takes the pipeline whatever the cores, so tests can hold it to the one-thread results
+/// (on documents that stream: [`streams_from`]).
 fn pipeline_from() -> Option<usize> {
     std::env::var("XAIFBOOSTER_PIPELINE_FROM").ok().and_then(|v| v.parse().ok())
 }
