@@ -878,7 +878,7 @@ fn pipeline_from() -> Option<usize> {
 /// tangent, adjoint}`); below it they read the whole document, transform it and write it. Both
 /// paths give the same bytes (`tests/streaming.rs`). Streaming pays in memory on large inputs
 /// and costs a first pass over the document: the tokenizing prescan (identity, tangent; 5% of
-/// a tangent run on a median corpus file, SeqOfLoops: 2.35 M instructions streamed, 2.22 M
+/// a tangent run on a median corpus file, SeqOfLoops: 2.35 M instructions streamed, 2.23 M
 /// whole) or a second reading (the adjoint; graphEx2: 85.7 M instructions whole, 100.8 M
 /// streamed). `XAIFBOOSTER_STREAM_FROM` (bytes) moves the threshold, so tests can take the
 /// streamed path on small inputs.
@@ -886,8 +886,14 @@ fn streams_from() -> usize {
     std::env::var("XAIFBOOSTER_STREAM_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
 }
 
-/// Why a document below [`streams_from`] takes the whole-document path (the debug log's words).
-const SMALL_DOCUMENT: &str = "a small document: its first pass costs more than streaming saves";
+/// `Err` for a document below [`streams_from`], which then takes the whole-document path (the
+/// debug log gives the reason).
+fn worth_streaming(bytes: usize) -> Result<(), StreamError> {
+    if bytes < streams_from() {
+        return Err(StreamError::WholeDocument("a small document: its first pass costs more than streaming saves"));
+    }
+    Ok(())
+}
 
 /// How the streaming modes use threads on an input of `bytes` bytes. `cores_needed`: from how
 /// many cores reading apart pays. The tangent's transformation is the larger part of its work,
@@ -1084,11 +1090,8 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
     let mut body = output.body(checked.input.len());
-    let streams_from = streams_from();
     let streamed = checked.validating(session, |input, file, gate| {
-        if input.len() < streams_from {
-            return Err(StreamError::WholeDocument(SMALL_DOCUMENT));
-        }
+        worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 3);
         streaming::identity(input, file, &read_options, &config, &options, &mut body, concurrency)
     });
@@ -1184,11 +1187,8 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
     // The tangent code is about three times the input.
     let mut body = output.body(checked.input.len() * 3);
-    let streams_from = streams_from();
     let streamed = checked.validating(session, |input, file, gate| {
-        if input.len() < streams_from {
-            return Err(StreamError::WholeDocument(SMALL_DOCUMENT));
-        }
+        worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 2);
         streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
@@ -1420,11 +1420,8 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
     // The adjoint code is about 18 times the input on large inputs, 7 on the corpus.
     let mut body = output.body(checked.input.len() * 8);
-    let streams_from = streams_from();
     let streamed = checked.validating(session, |input, file, gate| {
-        if input.len() < streams_from {
-            return Err(StreamError::WholeDocument(SMALL_DOCUMENT));
-        }
+        worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 2);
         streaming::adjoint(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });

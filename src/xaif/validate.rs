@@ -1159,24 +1159,18 @@ impl<'v> Validator<'v> {
         }
         // Map keys (0 means "no information" and is always allowed). Most elements carry none:
         // one pass over the attributes finds the three names, rather than a search for each.
-        let mut key_values = [None; 3];
-        for attribute in node.attributes().filter(|a| a.namespace().is_none()) {
-            let slot = match attribute.name() {
-                "alias" => &mut key_values[0],
-                "du_ud" => &mut key_values[1],
-                "do_chain" => &mut key_values[2],
-                _ => continue,
-            };
-            slot.get_or_insert(attribute.value());
-        }
-        for ((attribute, keys, map), value) in [
+        let maps = [
             ("alias", &tables.alias_keys, "AliasSetMap"),
             ("du_ud", &tables.duud_keys, "DUUDSetMap"),
             ("do_chain", &tables.do_keys, "DOSetMap"),
-        ]
-        .into_iter()
-        .zip(key_values)
-        {
+        ];
+        let mut key_values = [None; 3];
+        for attribute in node.attributes().filter(|a| a.namespace().is_none()) {
+            if let Some(index) = maps.iter().position(|(name, ..)| *name == attribute.name()) {
+                key_values[index].get_or_insert(attribute.value());
+            }
+        }
+        for ((attribute, keys, map), value) in maps.into_iter().zip(key_values) {
             let Some(value) = value else { continue };
             let Ok(key) = value.trim().parse::<i64>() else { continue };
             if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
