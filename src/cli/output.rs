@@ -260,8 +260,8 @@ impl Pending {
             }
             How::Direct(file) => file.write_all(&bytes).and_then(|()| file.flush()),
             How::InPlace(file) => file.set_len(0).and_then(|()| file.write_all(&bytes)),
-            How::Replace { target, temp, .. } => match temp.take() {
-                Some(from) => fs::rename(&from, target.as_path()).inspect_err(|_| {
+            How::Replace { target, temp, file } => match temp.take() {
+                Some(from) => replace(&from, target, file).inspect_err(|_| {
                     let _ = fs::remove_file(&from);
                 }),
                 None => Ok(()),
@@ -308,6 +308,49 @@ fn prepare_path(path: &Path) -> io::Result<How> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// From this size on, a file that replaces an existing one swaps names with it ([`replace`]).
+const SWAP_FROM: u64 = 1 << 20;
+
+/// Puts the staged file `temp` (open as `file`) in the place of `target`.
+///
+/// A rename over an existing file makes ext4 allocate the new file's blocks and start writing
+/// them before the rename returns: its safeguard for programs that replace a file without
+/// syncing it. That cost more than the run's last tenth on large outputs: 35–60 ms of the
+/// tangent of a 16 MiB input (0.47 s), about 0.15 s of its adjoint (1.0 s). So a large file
+/// that replaces an existing one swaps names with it (`renameat2` with `RENAME_EXCHANGE`,
+/// atomic like a rename: the name shows the old contents or the new ones, never neither) and
+/// the old contents, now under the temporary name, are removed; the kernel writes the new file
+/// back later, as it does any file. What the swap gives up is that safeguard: the new contents
+/// surviving a power failure in the seconds after the run, which no output of ours promised (a
+/// run syncs nothing). Small files are renamed: there the flush is cheaper than the removal
+/// the swap adds.
+fn replace(temp: &Path, target: &Path, file: &File) -> io::Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if file.metadata()?.len() >= SWAP_FROM && swap_names(temp, target).is_ok() {
+        match fs::remove_file(temp) {
+            Ok(()) => return Ok(()),
+            // Not a file any more (something replaced `target` while the run worked): the
+            // names go back, and the rename below fails or succeeds as it would have.
+            Err(_) => swap_names(temp, target)?,
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = (file, SWAP_FROM);
+    fs::rename(temp, target)
+}
+
+/// Exchanges what two paths of one file system name, atomically.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn swap_names(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (a, b) = (c_path(a)?, c_path(b)?);
+    // SAFETY: both are NUL-terminated paths that outlive the call; the call reads nothing else.
+    let result =
+        unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
 /// An existing regular file: replaced by a rename unless other names share its inode or its
@@ -480,6 +523,46 @@ mod tests {
         write(&Destination::Path(path.clone()), "new").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o640);
+    }
+
+    /// A large file that replaces an existing one swaps names with it and removes the old
+    /// contents: the new contents, the old mode, nothing else left in the directory. A small
+    /// one, or one whose target is new, is renamed.
+    #[test]
+    fn large_and_small_replacements_leave_only_the_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        for size in [10, SWAP_FROM as usize, 3 << 20] {
+            let contents = "x".repeat(size);
+            fs::write(&path, "old").unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+            write(&Destination::Path(path.clone()), &contents).unwrap();
+            assert!(fs::read_to_string(&path).unwrap() == contents, "size {size}");
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o640, "size {size}");
+            assert_eq!(entries(dir.path()), ["out.xaif"], "size {size}");
+            fs::remove_file(&path).unwrap();
+            write(&Destination::Path(path.clone()), &contents).unwrap();
+            assert!(fs::read_to_string(&path).unwrap() == contents, "new file, size {size}");
+            assert_eq!(entries(dir.path()), ["out.xaif"], "new file, size {size}");
+        }
+    }
+
+    /// A large replacement whose target became a directory while the run worked fails as a
+    /// rename onto a directory fails, and leaves the directory and its contents where they were.
+    #[test]
+    fn a_large_replacement_does_not_swap_with_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+        pending.stage(vec![b'x'; 2 << 20]).unwrap();
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("inside"), "kept").unwrap();
+        assert!(pending.commit().is_err());
+        assert!(fs::metadata(&path).unwrap().is_dir());
+        assert_eq!(fs::read_to_string(path.join("inside")).unwrap(), "kept");
+        assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
     #[test]
