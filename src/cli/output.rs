@@ -4,7 +4,8 @@
 //! three steps so that a run which fails writes nothing: [`prepare`] every destination before
 //! the work starts (a missing directory or a read-only file is found before anything is
 //! computed), [`Pending::stage`] the bytes of each (for a regular file: into a temporary file
-//! beside it), then [`Pending::commit`] them all, which only renames and copies.
+//! beside it), then [`Pending::commit`] them all, which only renames (or swaps names, for large
+//! files) and copies.
 //!
 //! Only regular files are replaced by a rename, and only files the user may write; a replaced
 //! file keeps its mode (and, where permitted, its owner). Everything else is written as it is: devices such as `/dev/null`,
