@@ -329,7 +329,7 @@ const SWAP_FROM: u64 = 1 << 20;
 /// the swap adds.
 fn replace(temp: &Path, target: &Path, file: &File) -> io::Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if file.metadata()?.len() >= SWAP_FROM && swap_names(temp, target).is_ok() {
+    if file.metadata().is_ok_and(|meta| meta.len() >= SWAP_FROM) && swap_names(temp, target).is_ok() {
         match fs::remove_file(temp) {
             Ok(()) => return Ok(()),
             // Not a file any more (something replaced `target` while the run worked): the
