@@ -895,6 +895,13 @@ fn worth_streaming(bytes: usize) -> Result<(), StreamError> {
     Ok(())
 }
 
+/// The body a document's routines stream to, sized for `ratio` times its `bytes`. A document
+/// that takes the whole-document path ([`worth_streaming`]) writes none: it gets an empty one,
+/// which costs no buffer and no spill file.
+fn streamed_body(output: &Pending, bytes: usize, ratio: usize) -> output::Body {
+    output.body(if worth_streaming(bytes).is_ok() { bytes * ratio } else { 0 })
+}
+
 /// How the streaming modes use threads on an input of `bytes` bytes. `cores_needed`: from how
 /// many cores reading apart pays. The tangent's transformation is the larger part of its work,
 /// so reading beside it pays from two cores (16 MiB: 0.53 instead of 0.60 s); identity only
@@ -1089,7 +1096,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
-    let mut body = output.body(checked.input.len());
+    let mut body = streamed_body(&output, checked.input.len(), 1);
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 3);
@@ -1186,7 +1193,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
     // The tangent code is about three times the input.
-    let mut body = output.body(checked.input.len() * 3);
+    let mut body = streamed_body(&output, checked.input.len(), 3);
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 2);
@@ -1419,7 +1426,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(common, "xaif_output.xsd") };
     let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
     // The adjoint code is about 18 times the input on large inputs, 7 on the corpus.
-    let mut body = output.body(checked.input.len() * 8);
+    let mut body = streamed_body(&output, checked.input.len(), 8);
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 2);

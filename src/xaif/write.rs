@@ -1006,6 +1006,9 @@ pub fn boolean_op_str(op: BooleanOp) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::{self, Config};
+    use crate::xaif::intrinsics::Catalogue;
+    use crate::xaif::{ReadOptions, read};
 
     /// Names decide once whether they need escaping; they must agree with the writer on
     /// every byte, or a name would be written unescaped.
@@ -1018,14 +1021,6 @@ mod tests {
             assert_eq!(names.needs_escape(name), NEEDS_ESCAPE[byte as usize], "byte {byte}");
         }
     }
-}
-
-#[cfg(test)]
-mod repeat_tests {
-    use super::*;
-    use crate::pipeline::{self, Config};
-    use crate::xaif::intrinsics::Catalogue;
-    use crate::xaif::{ReadOptions, read};
 
     /// A replacement that repeats another is written as a copy of that one's text: the output
     /// must be what writing each repeated graph out in full gives, byte for byte.
