@@ -1096,7 +1096,11 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd") };
     let started = Instant::now();
     let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
-    let mut body = streamed_body(&output, checked.input.len(), 1);
+    // Identity writes the head first: the routines go straight to the output.
+    let mut body = match worth_streaming(checked.input.len()) {
+        Ok(()) => output.direct_body(),
+        Err(_) => output::Body::Memory(Vec::new()),
+    };
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
         let concurrency = concurrency(gate, input.len(), 3);
@@ -1114,7 +1118,11 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
             output.commit()?;
             return Ok(Ok(()));
         }
-        Err(StreamError::WholeDocument(why)) => session.log(Group::Timing, "stream", format!("whole document: {why}")),
+        Err(StreamError::WholeDocument(why)) => {
+            // What the body has is discarded when the whole document is staged.
+            drop(body);
+            session.log(Group::Timing, "stream", format!("whole document: {why}"))
+        }
         Err(StreamError::Read(error)) => {
             return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
         }

@@ -60,6 +60,9 @@ pub struct Streamed {
     /// as the input.
     pub call_graph: CallGraph,
     options: WriteOptions,
+    /// The head went to the body writer, before the first routine (identity mode, where
+    /// nothing a routine holds changes it): [`Streamed::write_head`] writes nothing.
+    head_in_body: bool,
     /// What goes after them.
     pub tail: Vec<u8>,
     pub report: Report,
@@ -84,7 +87,10 @@ pub enum StreamError {
     Io(#[from] std::io::Error),
 }
 
-/// The `identity` mode, routine by routine.
+/// The `identity` mode, routine by routine. Identity changes nothing in the head, which is
+/// complete when the first routine is read: the head goes to `body` first, so `body` receives
+/// the whole output but the tail ([`Streamed::tail`]) and may be the output itself, with no
+/// copy of the routines from a spill file at the end (16 MiB: 12 ms of 120).
 pub fn identity(
     input: &[u8],
     file: &str,
@@ -98,6 +104,7 @@ pub fn identity(
         return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
     }
     let mut driver = Driver::new(None, config, Temporaries::default(), None, body, concurrency.gate);
+    driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
     let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
     driver.finish(read, write)
 }
@@ -429,17 +436,28 @@ impl Streamed {
     /// The whole output, given what went to the body writer.
     pub fn bytes(&self, body: &[u8]) -> Vec<u8> {
         let mut bytes = Vec::new();
-        write_head(&self.call_graph, &self.options, &mut bytes);
+        if !self.head_in_body {
+            write_head(&self.call_graph, &self.options, &mut bytes);
+        }
         bytes.reserve_exact(body.len() + self.tail.len());
         bytes.extend_from_slice(body);
         bytes.extend_from_slice(&self.tail);
         bytes
     }
 
-    /// Writes what goes before the routines.
+    /// Writes what goes before the routines, unless the body writer has it already.
     pub fn write_head(&self, sink: &mut dyn Write) -> std::io::Result<()> {
+        if self.head_in_body {
+            return Ok(());
+        }
         write_head_to(&self.call_graph, &self.options, sink)
     }
+}
+
+/// A mode whose head goes to the body writer before the first routine (identity).
+struct HeadFirst {
+    options: WriteOptions,
+    written: bool,
 }
 
 /// Routines in, routines out. Without a catalogue it is the identity mode.
@@ -481,6 +499,8 @@ struct Driver<'c> {
     adjoint: Option<AdjointPass<'c>>,
     /// The symbols of the document's head (those before any pass made one).
     head_symbols: usize,
+    /// Identity: the head is written to `body` first.
+    head_first: Option<HeadFirst>,
 }
 
 impl<'c> Driver<'c> {
@@ -512,6 +532,7 @@ impl<'c> Driver<'c> {
             parallel: None,
             adjoint: None,
             head_symbols: 0,
+            head_first: None,
         }
     }
 
@@ -521,6 +542,10 @@ impl<'c> Driver<'c> {
             return Err(failure);
         }
         let mut read = read?;
+        // A document without routines: its head is complete now.
+        if let Err(error) = self.write_head_first(&read.call_graph) {
+            return Err(error.into());
+        }
         // Routines left waiting for their callees have all passed already; what follows the
         // last one (call graph edges) must pass too before the output is put together.
         if let Some(gate) = self.gate
@@ -548,6 +573,7 @@ impl<'c> Driver<'c> {
         Ok(Streamed {
             call_graph: read.call_graph,
             options: write.clone(),
+            head_in_body: self.head_first.is_some(),
             tail,
             report: std::mem::take(&mut self.report),
             warnings: read.warnings,
@@ -564,6 +590,10 @@ impl<'c> Driver<'c> {
         if self.head_symbols == 0 {
             self.head_symbols = cg.symbols.len();
         }
+        if let Err(error) = self.write_head_first(cg) {
+            self.failure = Some(error.into());
+            return false;
+        }
         if let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] {
             self.read.insert(symbol_key(cg, cfg.symbol));
             if let Some(arguments) = &cfg.arguments {
@@ -574,6 +604,17 @@ impl<'c> Driver<'c> {
         self.waiting.push_back((routine, parked));
         self.flush(cg, false);
         self.failure.is_none()
+    }
+
+    /// Writes the head to the body in a head-first mode, once.
+    fn write_head_first(&mut self, cg: &CallGraph) -> std::io::Result<()> {
+        match &mut self.head_first {
+            Some(head) if !head.written => {
+                head.written = true;
+                write_head_to(cg, &head.options, self.body)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Transforms and writes the waiting routines in document order, as far as they are
