@@ -644,7 +644,7 @@ fn read_input(path: &Path) -> Result<(Vec<u8>, String)> {
         std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
         return Ok((bytes, "<stdin>".to_owned()));
     }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = xaifbooster::cli::input::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok((bytes, path.display().to_string()))
 }
 
