@@ -191,11 +191,9 @@ pub fn adjoint(
     };
     let cg = &summarized.call_graph;
     let routines: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
-    for (caller, summary) in summaries.iter() {
-        if summary.calls.iter().filter_map(|c| routines.get(&c.symbol?)).any(|&callee| callee >= caller) {
-            return Err(StreamError::WholeDocument("a routine calls itself or one later in the document"));
-        }
-    }
+    let calls_later = summaries.iter().any(|(caller, summary)| {
+        summary.calls.iter().filter_map(|c| routines.get(&c.symbol?)).any(|&callee| callee >= caller)
+    });
     // Symbols the first pass made (TypeChange's temporaries) are locals of one routine each,
     // numbered otherwise in the second pass (which makes the tangent's and the adjoint's in
     // between): the facts carried over must name only the document's own.
@@ -212,11 +210,30 @@ pub fn adjoint(
     let formal_uses = summarized.report.type_change.formal_uses;
     drop(summaries);
 
-    // Second pass: reversal.
-    let recording = Recording::from_contexts(effects, contexts);
+    // Where a routine calls itself or one after it, a pass in between reverses every routine
+    // and keeps only which formals its reverse sweep reads where they stand, which its
+    // callers' restores depend on.
+    let mut reverser =
+        RoutineByRoutine::new(Recording::from_contexts(effects.clone(), contexts.clone()), &formal_uses, &adjoint);
+    if calls_later {
+        let mut sink = std::io::sink();
+        let mut between =
+            Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+        between.adjoint = Some(AdjointPass::Directs {
+            tangent: tangent.clone(),
+            reverser: RoutineByRoutine::new(Recording::from_contexts(effects, contexts), &formal_uses, &adjoint)
+                .collecting_directs(),
+        });
+        let found = read_pass(&mut between).map_err(whole_document_on_failure)?;
+        let Some(AdjointPass::Directs { reverser: collected, .. }) = between.adjoint.take() else {
+            return Err(StreamError::WholeDocument("the pass in between reversed nothing"));
+        };
+        reverser = reverser.with_directs(collected.directs(&found.call_graph));
+    }
+
+    // Last pass: reversal.
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
-    second.adjoint =
-        Some(AdjointPass::Reverse { tangent, reverser: RoutineByRoutine::new(recording, &formal_uses, &adjoint) });
+    second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
     let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
         streamed.report.adjoint = reverser.stats;
@@ -257,6 +274,9 @@ enum AdjointPass<'c> {
     },
     /// Each routine reversed and written.
     Reverse { tangent: TangentConfig, reverser: RoutineByRoutine<'c> },
+    /// Each routine reversed for what its reverse sweep reads where it stands, nothing
+    /// written.
+    Directs { tangent: TangentConfig, reverser: RoutineByRoutine<'c> },
 }
 
 /// What runs beside the streaming driver.
@@ -645,7 +665,7 @@ impl<'c> Driver<'c> {
                     return;
                 }
             };
-            if !matches!(self.adjoint, Some(AdjointPass::Summarize { .. })) {
+            if !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. })) {
                 self.buffer.clear();
                 write_routine(cg, routine, &mut self.buffer);
                 if let Err(error) = self.body.write_all(&self.buffer) {
@@ -745,7 +765,7 @@ impl<'c> Driver<'c> {
                 summaries.insert(routine, RoutineSummary::of(cfg, alias_keys));
                 frames.insert(routine, Frame::of(cg, cfg));
             }
-            AdjointPass::Reverse { tangent, reverser } => {
+            AdjointPass::Reverse { tangent, reverser } | AdjointPass::Directs { tangent, reverser } => {
                 let original = cfg.graph.clone();
                 let tangent =
                     tangent_with_plans(cg, catalogue, temporaries, tangent, plans).map_err(PipelineError::from)?;

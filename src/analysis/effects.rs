@@ -30,6 +30,7 @@ pub struct KillSummary {
 
 /// Where a routine's symbols live, for telling its locals (gone when it returns, and fresh in
 /// the adjoint's activation of a split reversal) from what outlives it.
+#[derive(Clone)]
 pub struct Frame {
     pub formals: FxHashMap<SymbolId, u32>,
     local_scopes: FxHashSet<ScopeId>,
@@ -265,6 +266,7 @@ pub fn summarize(cg: &CallGraph) -> (ArenaMap<RoutineId, RoutineSummary>, ArenaM
 }
 
 /// Kill summaries of every routine with a body.
+#[derive(Clone)]
 pub struct Effects {
     pub kills: ArenaMap<RoutineId, KillSummary>,
     pub by_symbol: FxHashMap<SymbolId, RoutineId>,

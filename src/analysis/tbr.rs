@@ -210,6 +210,55 @@ impl Recording {
     }
 }
 
+/// A formal of `caller` passed at `position` to `callee`: what passing direct reads up the
+/// call chain needs of a routine's facts ([`Recording::formals_passed`]), kept by a streamed run
+/// after the facts themselves are gone.
+#[derive(Clone, Copy, Debug)]
+pub struct FormalPassed {
+    pub caller: RoutineId,
+    pub callee: RoutineId,
+    pub position: u32,
+    pub formal: SymbolId,
+}
+
+impl Recording {
+    /// Appends to `into` the formals routine `caller` (its facts added) passes to its callees.
+    pub fn formals_passed(&self, caller: RoutineId, into: &mut Vec<FormalPassed>) {
+        let Some(facts) = self.routines.get(caller) else { return };
+        for (callee, arguments) in &facts.calls {
+            for &(position, formal) in arguments {
+                if facts.frame.formals.contains_key(&formal) {
+                    into.push(FormalPassed { caller, callee: *callee, position, formal });
+                }
+            }
+        }
+    }
+}
+
+/// [`Recording::pass_direct_reads_up`] for every routine at once, to the fixed point, from the
+/// formals each passes on (`passed`): the first half of [`Recording::locals_callers_restore`]
+/// for a streamed run, which no longer has every routine's facts at hand.
+pub fn pass_direct_reads_up_all(
+    cg: &CallGraph,
+    passed: &[FormalPassed],
+    direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+) {
+    loop {
+        let mut changed = false;
+        for p in passed {
+            if reads_formal_directly(cg, direct, p.callee, p.position) {
+                if direct.get(p.caller).is_none() {
+                    direct.insert(p.caller, FxHashSet::default());
+                }
+                changed |= direct[p.caller].insert(p.formal);
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
 /// Whether the reverse sweep of `callee` reads its formal at `position` where it stands.
 /// (The routines may be replacement lists by now: their formals are the same.)
 fn reads_formal_directly(

@@ -179,6 +179,9 @@ pub struct RoutineByRoutine<'a> {
     config: &'a AdjointConfig,
     /// What each reversed routine's reverse sweep reads where it stands.
     direct: ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+    /// When collecting ([`RoutineByRoutine::collecting_directs`]): the formals each reversed
+    /// routine passes on.
+    passed: Option<Vec<crate::analysis::tbr::FormalPassed>>,
     pub stats: AdjointStats,
 }
 
@@ -190,7 +193,45 @@ impl<'a> RoutineByRoutine<'a> {
     ) -> RoutineByRoutine<'a> {
         let mut stats = AdjointStats::default();
         stats.tape.strategy = config.tape;
-        RoutineByRoutine { recording, formal_uses, config, direct: ArenaMap::default(), stats }
+        RoutineByRoutine { recording, formal_uses, config, direct: ArenaMap::default(), passed: None, stats }
+    }
+
+    /// A reverser for a pass that only finds what each routine's reverse sweep reads where it
+    /// stands ([`RoutineByRoutine::directs`]), for a document where a routine calls one after
+    /// it (or itself): its callers, reversed before it, need that to know what to restore.
+    pub fn collecting_directs(mut self) -> Self {
+        self.passed = Some(Vec::new());
+        self
+    }
+
+    /// After a collecting pass over every routine: the formals each routine's reverse sweep
+    /// reads where they stand, its callees' included, as the whole-document path finds them
+    /// (`cg` is the pass's call graph, with every routine's head). Only the formals matter to
+    /// callers, and they are the document's own symbols, the same in every pass.
+    pub fn directs(mut self, cg: &CallGraph) -> ArenaMap<RoutineId, FxHashSet<SymbolId>> {
+        let passed = self.passed.take().unwrap_or_default();
+        crate::analysis::tbr::pass_direct_reads_up_all(cg, &passed, &mut self.direct);
+        let mut formals: ArenaMap<RoutineId, FxHashSet<SymbolId>> = ArenaMap::default();
+        for (routine, direct) in self.direct.iter() {
+            let arguments = match &cg.routines[routine] {
+                Routine::ControlFlowGraph(cfg) => &cfg.arguments,
+                Routine::ReplacementList(list) => &list.arguments,
+            };
+            let read: FxHashSet<SymbolId> =
+                arguments.iter().flatten().map(|a| a.symbol).filter(|s| direct.contains(s)).collect();
+            if !read.is_empty() {
+                formals.insert(routine, read);
+            }
+        }
+        formals
+    }
+
+    /// A reverser that knows beforehand which formals every routine's reverse sweep reads
+    /// where they stand ([`RoutineByRoutine::directs`] of a collecting pass), so that a caller
+    /// may come before its callees.
+    pub fn with_directs(mut self, direct: ArenaMap<RoutineId, FxHashSet<SymbolId>>) -> Self {
+        self.direct = direct;
+        self
     }
 
     /// Turns `routine` (in tangent form) into its replacement list; `original` is its graph
@@ -220,9 +261,17 @@ impl<'a> RoutineByRoutine<'a> {
         )
         .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
         cg.routines[routine] = Routine::ReplacementList(reversed.list);
-        self.direct.insert(routine, reversed.direct);
+        match self.direct.get_mut(routine) {
+            Some(known) => known.extend(reversed.direct),
+            None => {
+                self.direct.insert(routine, reversed.direct);
+            }
+        }
         self.stats.routines += 1;
         self.recording.pass_direct_reads_up(cg, routine, &mut self.direct);
+        if let Some(passed) = self.passed.as_mut() {
+            self.recording.formals_passed(routine, passed);
+        }
         let mut locals = reversed.at_exit;
         locals.extend(self.recording.restores_of(cg, routine, &self.direct));
         restore_locals(cg, routine, locals, &mut self.stats);
