@@ -1,5 +1,5 @@
 //! The streaming driver: reads, transforms and writes one routine at a time (the adjoint in
-//! two passes, [`adjoint`]).
+//! two or three passes, [`adjoint`]).
 //!
 //! The whole-document path ([`crate::xaif::read()`], [`crate::pipeline`], [`crate::xaif::write()`])
 //! holds every routine's graph at once: memory grows with the program. Here the reader hands
@@ -143,7 +143,8 @@ pub fn tangent(
     driver.finish(read, write)
 }
 
-/// The adjoint mode, routine by routine, in two passes over the document. Reversing a routine
+/// The adjoint mode, routine by routine, in two passes over the document (or three, below).
+/// Reversing a routine
 /// needs facts about the whole program: which of its formals and globals its callers may
 /// overwrite before its adjoint runs (the to-be-recorded contexts), what every callee may
 /// overwrite (kills), whether some caller passes each formal a variable (checkpoints). The
@@ -155,9 +156,10 @@ pub fn tangent(
 /// is the whole-document path's, byte for byte (`tests/streaming.rs`).
 ///
 /// Which locals a caller restores for its callees' reverse sweeps is known only once they are
-/// reversed: a routine that calls one later in the document (or itself) needs the whole
-/// document. So does a failing transformation (whose report names the statement the
-/// whole-document path names).
+/// reversed: where a routine calls one later in the document (or itself), a pass in between
+/// reverses every routine and keeps only which formals its reverse sweep reads where they
+/// stand, so three passes in all. A failing transformation needs the whole document (its
+/// report names the statement the whole-document path names).
 pub fn adjoint(
     input: &[u8],
     file: &str,

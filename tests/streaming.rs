@@ -162,7 +162,7 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
     let path = dir.path().join("synthetic.xaif");
     common::synthetic_input(&path, "0.5", 3);
     let forward = std::fs::read_to_string(&path).expect("generated");
-    let reversed = reverse_routines(&forward);
+    let reversed = common::reverse_routines(&forward);
     assert_ne!(forward, reversed);
     for text in [&forward, &reversed] {
         let bytes = text.as_bytes();
@@ -180,16 +180,6 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
             assert_eq!(whole.1, streamed.1, "statistics differ ({concurrency:?})");
         }
     }
-}
-
-/// The same document with its control flow graphs in reverse order.
-fn reverse_routines(text: &str) -> String {
-    let first = text.find("<xaif:ControlFlowGraph ").expect("a routine");
-    let last = text.rfind("</xaif:ControlFlowGraph>").expect("a routine") + "</xaif:ControlFlowGraph>".len();
-    let routines: Vec<&str> =
-        text[first..last].split_inclusive("</xaif:ControlFlowGraph>").map(|r| r.trim_start_matches('\n')).collect();
-    let reversed: Vec<&str> = routines.into_iter().rev().collect();
-    format!("{}{}{}", &text[..first], reversed.join("\n"), &text[last..])
 }
 
 /// A statement id repeated in a routine (the lenient reader renames it, so the prescan cannot
@@ -363,7 +353,7 @@ fn adjoint_streams_synthetic_inputs_in_both_routine_orders() {
     let path = dir.path().join("synthetic.xaif");
     common::synthetic_input(&path, "0.5", 5);
     let forward = std::fs::read_to_string(&path).expect("generated");
-    let reversed = reverse_routines(&forward);
+    let reversed = common::reverse_routines(&forward);
     for (switches, config) in adjoint_configs().into_iter().take(2) {
         let whole = whole_adjoint(forward.as_bytes(), &config).expect("adjoint");
         for concurrency in &READINGS[..2] {

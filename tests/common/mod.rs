@@ -17,6 +17,18 @@ pub fn synthetic_input(path: &Path, megabytes: &str, seed: u32) {
     assert!(status.success(), "gen_xaif.py --mb {megabytes} failed");
 }
 
+/// The same document with its control flow graphs in reverse order: a synthetic document
+/// written callers first.
+#[allow(dead_code)] // Not every test binary that includes this module uses it.
+pub fn reverse_routines(text: &str) -> String {
+    let first = text.find("<xaif:ControlFlowGraph ").expect("a routine");
+    let last = text.rfind("</xaif:ControlFlowGraph>").expect("a routine") + "</xaif:ControlFlowGraph>".len();
+    let routines: Vec<&str> =
+        text[first..last].split_inclusive("</xaif:ControlFlowGraph>").map(|r| r.trim_start_matches('\n')).collect();
+    let reversed: Vec<&str> = routines.into_iter().rev().collect();
+    format!("{}{}{}", &text[..first], reversed.join("\n"), &text[last..])
+}
+
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 /// Missing material is a failure, never a skip: CI must not pass by testing nothing.
 pub fn shared_dir() -> PathBuf {
