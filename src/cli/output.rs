@@ -269,21 +269,14 @@ impl Pending {
     }
 
     /// Where the streaming driver writes routines as they are done, before the head that
-    /// must precede them is known: for a file replaced by a rename, an unnamed file beside it
-    /// (on the same file system; it vanishes when dropped), so the output never sits in
-    /// memory; otherwise, or where no such file can be made, memory.
+    /// must precede them is known: for a file replaced by a rename, a file beside it that
+    /// vanishes when dropped ([`spill_file`]), so the output never sits in memory; otherwise,
+    /// or where no such file can be made, memory.
     pub fn spill(&self) -> Body {
-        #[cfg(target_os = "linux")]
-        if let How::Replace { target, .. } = &self.how {
-            use std::os::unix::fs::OpenOptionsExt;
-            let dir = match target.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            let unnamed = OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir);
-            if let Some(spill) = unnamed.ok().and_then(Spill::new) {
-                return Body::File(spill);
-            }
+        if let How::Replace { target, .. } = &self.how
+            && let Some(spill) = spill_file(target).and_then(Spill::new)
+        {
+            return Body::File(spill);
         }
         Body::Memory(Vec::new())
     }
@@ -578,6 +571,49 @@ fn descriptor_alias(path: &Path) -> Option<Option<u32>> {
 }
 
 /// Creates a new, empty temporary file beside `target` with the default mode for new files.
+/// A file beside `target` (on the same file system) for spilled routines, gone once closed:
+/// an unnamed file (`O_TMPFILE`) where the file system makes them, else a named one removed as
+/// soon as it is open (network and older file systems), so a large output never falls back to
+/// memory where a file can be made at all. `None` where neither can be.
+fn spill_file(target: &Path) -> Option<File> {
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let unnamed = OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir);
+        if let Ok(file) = unnamed {
+            return Some(file);
+        }
+    }
+    named_spill_file(dir)
+}
+
+/// [`spill_file`] without `O_TMPFILE`: a new file, removed at once (its contents live on
+/// until it is closed).
+#[cfg(unix)]
+fn named_spill_file(dir: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let pid = std::process::id();
+    for attempt in 0..100 {
+        let path = dir.join(format!(".xaifbooster-spill.{pid}.{attempt}.tmp"));
+        match OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path) {
+            Ok(file) => return fs::remove_file(&path).ok().map(|()| file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Elsewhere an open file cannot be removed: the routines stay in memory.
+#[cfg(not(unix))]
+fn named_spill_file(_dir: &Path) -> Option<File> {
+    None
+}
+
 fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -707,6 +743,21 @@ mod tests {
         pending.commit().unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "whole");
         assert_eq!(entries(dir.path()), ["out.xaif"]);
+    }
+
+    /// Without unnamed files, the spill file is a named one removed at once: it reads and
+    /// writes, and leaves nothing in the directory.
+    #[cfg(unix)]
+    #[test]
+    fn a_named_spill_file_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = named_spill_file(dir.path()).expect("a spill file");
+        assert_eq!(entries(dir.path()), Vec::<String>::new());
+        file.write_all(b"routines").unwrap();
+        file.seek(io::SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        file.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "routines");
     }
 
     /// A spill thread whose writes fail passes its error to the writer (at a later chunk or at
