@@ -96,6 +96,30 @@ impl Write for Body {
 /// How many bytes a [`Spill`] gathers before its thread writes them.
 const SPILL_CHUNK: usize = 1 << 20;
 
+/// How far ahead a spill file's blocks are allocated ([`allocate`]).
+const ALLOCATE_AHEAD: u64 = 64 << 20;
+
+/// Allocates the blocks of `len` bytes of `file` from `offset` before they are written, without
+/// changing its size; false where the file system cannot. ext4 otherwise reserves each page's
+/// block as it is written: allocated beforehand, writing 263 MiB in 1 MiB pieces took 43 instead
+/// of 58 ms, and the kernel's copy of a 263 MiB spill file into the output 68–71 instead of
+/// 92–102 ms (a C model of both, three runs each).
+fn allocate(file: &File, offset: u64, len: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return false };
+        // SAFETY: a plain system call on a descriptor this function borrows; it changes no
+        // memory of ours.
+        unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        false
+    }
+}
+
 /// A spill file written by a thread of its own, a chunk at a time. The streaming driver is a
 /// large run's critical path (16 MiB tangent: 72% of the CPU time on its thread, the reader
 /// and validation share the other core); the kernel's side of writing the spill file (page
@@ -111,14 +135,22 @@ pub struct Spill {
 }
 
 impl Spill {
-    /// Starts the thread that writes to `file`; `None` where no thread can be started.
-    fn new(mut file: File) -> Option<Spill> {
+    /// Starts the thread that writes to `file`; `None` where no thread can be started. A file
+    /// that vanishes when closed (`ahead`) gets its blocks [`ALLOCATE_AHEAD`] at a time before
+    /// they are written: what is allocated past its end goes with it.
+    fn new(mut file: File, ahead: bool) -> Option<Spill> {
         let (to_thread, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (give_back, written) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("spill".to_owned())
             .spawn(move || {
+                let (mut end, mut allocated, mut ahead) = (0, 0, ahead);
                 for chunk in chunks {
+                    end += chunk.len() as u64;
+                    if ahead && end > allocated {
+                        ahead = allocate(&file, allocated, ALLOCATE_AHEAD);
+                        allocated += ALLOCATE_AHEAD;
+                    }
                     file.write_all(&chunk)?;
                     // The driver may have finished or given up: its chunks are then not needed.
                     let _ = give_back.send(chunk);
@@ -274,7 +306,7 @@ impl Pending {
     /// or where no such file can be made, memory.
     pub fn spill(&self) -> Body {
         if let How::Replace { target, .. } = &self.how
-            && let Some(spill) = spill_file(target).and_then(Spill::new)
+            && let Some(spill) = spill_file(target).and_then(|file| Spill::new(file, true))
         {
             return Body::File(spill);
         }
@@ -304,7 +336,7 @@ impl Pending {
     /// writes nothing); [`Pending::stage`] instead discards what the body wrote.
     pub fn direct_body(&mut self) -> Body {
         if let How::Replace { file, .. } = &self.how
-            && let Some(spill) = file.try_clone().ok().and_then(Spill::new)
+            && let Some(spill) = file.try_clone().ok().and_then(|file| Spill::new(file, false))
         {
             self.direct = true;
             return Body::Direct(spill);
@@ -336,8 +368,12 @@ impl Pending {
                 }
                 (How::Replace { file, .. }, Body::File(spill)) => {
                     let mut spill = spill.into_file()?;
+                    let routines = spill.stream_position()?;
                     spill.seek(io::SeekFrom::Start(0))?;
                     head(file)?;
+                    // Exactly what the routines and the tail will take (see `allocate`).
+                    let at = file.stream_position()?;
+                    allocate(file, at, routines + tail.len() as u64);
                     io::copy(&mut spill, file)?;
                     file.write_all(&tail)?;
                     file.flush()
@@ -715,6 +751,13 @@ mod tests {
         pending.commit().unwrap();
         assert!(fs::read(&path).unwrap() == expected, "the committed file differs from what was written");
         assert_eq!(entries(dir.path()), ["out.xaif"]);
+        // Blocks allocated before the copy cover the output and no more.
+        #[cfg(unix)]
+        {
+            let allocated = std::os::unix::fs::MetadataExt::blocks(&fs::metadata(&path).unwrap()) * 512;
+            let len = expected.len() as u64;
+            assert!(allocated <= len.next_multiple_of(1 << 16), "{allocated} bytes allocated for {len}");
+        }
     }
 
     /// A direct body is the output itself: what it was given, then the tail, nothing copied.
@@ -767,7 +810,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("read-only");
         fs::write(&path, "").unwrap();
-        let mut spill = Spill::new(File::open(&path).unwrap()).unwrap();
+        let mut spill = Spill::new(File::open(&path).unwrap(), true).unwrap();
         let piece = vec![b'x'; SPILL_CHUNK];
         let failed = (0..4).map(|_| spill.write_all(&piece)).find_map(Result::err);
         let error = match failed {
@@ -775,7 +818,7 @@ mod tests {
             None => spill.into_file().unwrap_err(),
         };
         assert_ne!(error.kind(), io::ErrorKind::Other, "the file's own error should arrive, not {error}");
-        let dropped = Spill::new(File::open(&path).unwrap()).unwrap();
+        let dropped = Spill::new(File::open(&path).unwrap(), false).unwrap();
         drop(dropped);
     }
 
