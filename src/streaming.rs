@@ -144,9 +144,8 @@ pub fn tangent(
 }
 
 /// The adjoint mode, routine by routine, in two passes over the document (or three, below).
-/// Reversing a routine
-/// needs facts about the whole program: which of its formals and globals its callers may
-/// overwrite before its adjoint runs (the to-be-recorded contexts), what every callee may
+/// Reversing a routine needs facts about the whole program: which of its formals and globals
+/// its callers may overwrite before its adjoint runs (the to-be-recorded contexts), what every callee may
 /// overwrite (kills), whether some caller passes each formal a variable (checkpoints). The
 /// first pass runs TypeChange on each routine, keeps a [`RoutineSummary`] (its graph's shape,
 /// writes and calls: a few bytes per statement) and drops it; the facts follow from the
@@ -215,23 +214,25 @@ pub fn adjoint(
     // Where a routine calls itself or one after it, a pass in between reverses every routine
     // and keeps only which formals its reverse sweep reads where they stand, which its
     // callers' restores depend on.
-    let mut reverser =
-        RoutineByRoutine::new(Recording::from_contexts(effects.clone(), contexts.clone()), &formal_uses, &adjoint);
-    if calls_later {
+    let directs = if calls_later {
         let mut sink = std::io::sink();
         let mut between =
             Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+        let recording = Recording::from_contexts(effects.clone(), contexts.clone());
         between.adjoint = Some(AdjointPass::Directs {
             tangent: tangent.clone(),
-            reverser: RoutineByRoutine::new(Recording::from_contexts(effects, contexts), &formal_uses, &adjoint)
-                .collecting_directs(),
+            reverser: RoutineByRoutine::new(recording, &formal_uses, &adjoint).collecting_directs(),
         });
         let found = read_pass(&mut between).map_err(whole_document_on_failure)?;
         let Some(AdjointPass::Directs { reverser: collected, .. }) = between.adjoint.take() else {
             return Err(StreamError::WholeDocument("the pass in between reversed nothing"));
         };
-        reverser = reverser.with_directs(collected.directs(&found.call_graph));
-    }
+        collected.directs(&found.call_graph)
+    } else {
+        ArenaMap::default()
+    };
+    let reverser = RoutineByRoutine::new(Recording::from_contexts(effects, contexts), &formal_uses, &adjoint)
+        .with_directs(directs);
 
     // Last pass: reversal.
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);

@@ -346,7 +346,8 @@ impl Pending {
 
     /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
     /// then `tail`. A file replaced by a rename gets the head written straight into it and the
-    /// body copied from the spill file by the kernel.
+    /// body copied from the spill file by the kernel, or, for a [`Pending::direct_body`], holds
+    /// head and routines already and gets the tail.
     pub fn stage_streamed(
         &mut self,
         head: &dyn Fn(&mut dyn Write) -> io::Result<()>,
@@ -606,7 +607,6 @@ fn descriptor_alias(path: &Path) -> Option<Option<u32>> {
     None
 }
 
-/// Creates a new, empty temporary file beside `target` with the default mode for new files.
 /// A file beside `target` (on the same file system) for spilled routines, gone once closed:
 /// an unnamed file (`O_TMPFILE`) where the file system makes them, else a named one removed as
 /// soon as it is open (network and older file systems), so a large output never falls back to
@@ -650,6 +650,7 @@ fn named_spill_file(_dir: &Path) -> Option<File> {
     None
 }
 
+/// Creates a new, empty temporary file beside `target` with the default mode for new files.
 fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let dir = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
