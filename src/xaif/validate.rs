@@ -448,6 +448,9 @@ enum Content {
     PropagatorOperand,
 }
 
+/// How many attributes [`Validator::check_attributes`] keeps on the stack (more go to the heap).
+const MOST_ATTRIBUTES: usize = 16;
+
 /// Attributes of each content type: name, value type, required.
 fn attributes(content: Content) -> &'static [(&'static str, Value, bool)] {
     use Value::*;
@@ -796,7 +799,15 @@ struct Tables<'t> {
 /// Whether elements of this local name are statements, whose `statement_id`s `StatementId`
 /// elements refer to.
 fn is_statement(name: &str) -> bool {
-    matches!(name, "Assignment" | "SubroutineCall" | "Marker" | "Initialization" | "Update" | "InlinableSubroutineCall")
+    is_statement_name(name.as_bytes())
+}
+
+/// [`is_statement`] of a name as bytes.
+fn is_statement_name(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"Assignment" | b"SubroutineCall" | b"Marker" | b"Initialization" | b"Update" | b"InlinableSubroutineCall"
+    )
 }
 
 /// Whether a child of the `CallGraph` with this local name feeds the [`Tables`].
@@ -1006,7 +1017,15 @@ impl<'v> Validator<'v> {
         // One pass over the element's attributes finds the value of each known one (the first
         // of a name, as `Node::attribute` would) and whether any is unknown, instead of a search
         // of them per known name (this ran for every element: 3% of a small tangent run).
-        let mut values: smallvec::SmallVec<[Option<&str>; 16]> = smallvec::smallvec![None; known.len()];
+        let mut inline = [None::<&str>; MOST_ATTRIBUTES];
+        let mut spilled;
+        let values: &mut [Option<&str>] = match inline.get_mut(..known.len()) {
+            Some(values) => values,
+            None => {
+                spilled = vec![None; known.len()];
+                &mut spilled
+            }
+        };
         let mut unknown = false;
         for attribute in node.attributes() {
             if attribute.namespace().is_some() {
@@ -1014,13 +1033,12 @@ impl<'v> Validator<'v> {
             }
             match known.iter().position(|(name, _, _)| *name == attribute.name()) {
                 Some(index) => {
-                    let slot = &mut values[index];
-                    slot.get_or_insert(attribute.value());
+                    values[index].get_or_insert(attribute.value());
                 }
                 None => unknown = true,
             }
         }
-        for ((name, value, required), found) in known.iter().zip(values) {
+        for ((name, value, required), found) in known.iter().zip(values.iter().copied()) {
             match found {
                 None if *required => self.error(node, format!("missing required attribute '{name}'")),
                 None => {}

@@ -33,7 +33,7 @@ use rustc_hash::FxHashSet;
 use super::super::markup::{Markup, Tags, attribute, local_name, needs_decoding};
 use super::tree::Tree;
 use super::{
-    Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement, is_table_section,
+    Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement_name, is_table_section,
 };
 
 /// The findings of the structure, table and reference checks (not the activity check), or
@@ -273,7 +273,8 @@ impl<'t> Layout<'t> {
                 1 => children.push(Span { start: before, tag_end: after, end: after }),
                 _ => {}
             }
-            if is_statement(std::str::from_utf8(local_name(name)).ok()?)
+            // The tag names are slices of `text` cut at ASCII bytes: UTF-8 already.
+            if is_statement_name(local_name(name))
                 && let Some(id) = attribute(attributes, b"statement_id")
             {
                 // Ids the parser would decode are checked with the whole document.
