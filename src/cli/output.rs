@@ -93,7 +93,26 @@ impl Write for Body {
     }
 }
 
-/// How many bytes a [`Spill`] gathers before its thread writes them.
+impl crate::streaming::RoutineSink for Body {
+    fn lend(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            Body::File(spill) | Body::Direct(spill) => Some(&mut spill.chunk),
+            Body::Memory(memory) => Some(memory),
+        }
+    }
+
+    fn appended(&mut self) -> io::Result<()> {
+        match self {
+            Body::File(spill) | Body::Direct(spill) if spill.chunk.len() >= SPILL_CHUNK => spill.pass_on(),
+            Body::File(_) | Body::Direct(_) | Body::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// How many bytes a [`Spill`] gathers before its thread writes them. The streaming driver
+/// writes each routine straight into the chunk being gathered (`RoutineSink::lend`), so a
+/// chunk grows past this by up to a routine; one that grew past twice this is given back at
+/// this size once written, so that a few large routines do not keep three large chunks.
 const SPILL_CHUNK: usize = 1 << 20;
 
 /// How far ahead a spill file's blocks are allocated ([`allocate`]).
@@ -152,6 +171,10 @@ impl Spill {
                         allocated += ALLOCATE_AHEAD;
                     }
                     file.write_all(&chunk)?;
+                    let mut chunk = chunk;
+                    if chunk.capacity() > 2 * SPILL_CHUNK {
+                        chunk = Vec::with_capacity(SPILL_CHUNK);
+                    }
                     // The driver may have finished or given up: its chunks are then not needed.
                     let _ = give_back.send(chunk);
                 }
@@ -730,9 +753,9 @@ mod tests {
         assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
-    /// A streamed output's routines go through the spill thread in chunks: writes smaller
-    /// than a chunk, larger than several, and ending exactly on a chunk's end all arrive, in
-    /// order, between the head and the tail.
+    /// A streamed output's routines go through the spill thread in chunks: writes and
+    /// appends to the lent chunk, smaller than a chunk, larger than several, and ending exactly
+    /// on a chunk's end, all arrive in order between the head and the tail.
     #[test]
     fn a_spilled_body_arrives_whole_and_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -744,7 +767,14 @@ mod tests {
         let sizes = [1, 7, SPILL_CHUNK - 8, 3 * SPILL_CHUNK + 5, SPILL_CHUNK - 5, 100_000];
         for (i, size) in sizes.into_iter().enumerate() {
             let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
-            body.write_all(&piece).unwrap();
+            // Written, and appended to the buffer the body lends, in turn.
+            if i % 2 == 0 {
+                body.write_all(&piece).unwrap();
+            } else {
+                use crate::streaming::RoutineSink;
+                body.lend().expect("a spill lends its chunk").extend_from_slice(&piece);
+                body.appended().unwrap();
+            }
             expected.extend_from_slice(&piece);
         }
         expected.extend_from_slice(b"tail");
