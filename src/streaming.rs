@@ -709,11 +709,10 @@ impl<'c> Driver<'c> {
                     return;
                 }
             };
-            if !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. })) {
-                if let Err(error) = write_routine_to(cg, routine, self.body, &mut self.buffer) {
-                    self.failure = Some(error.into());
-                    return;
-                }
+            let writes = !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. }));
+            if writes && let Err(error) = write_routine_to(cg, routine, self.body, &mut self.buffer) {
+                self.failure = Some(error.into());
+                return;
             }
             cg.routines[routine].drop_graphs();
             if let Some(head) = head {
