@@ -325,7 +325,7 @@ impl Pending {
 
     /// Where the streaming driver writes routines as they are done, before the head that
     /// must precede them is known: for a file replaced by a rename, a file beside it that
-    /// vanishes when dropped ([`spill_file`]), so the output never sits in memory; otherwise,
+    /// vanishes when dropped (`spill_file`), so the output never sits in memory; otherwise,
     /// or where no such file can be made, memory.
     pub fn spill(&self) -> Body {
         if let How::Replace { target, .. } = &self.how
