@@ -80,12 +80,16 @@ fn read_in_parts(file: &File, bytes: &mut Vec<u8>, len: usize, parts: usize) -> 
         Ok(true)
     };
     let results: Vec<io::Result<bool>> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..parts).map(|index| scope.spawn(move || read_part(index))).collect();
+        // A part whose thread cannot be started is read on this one.
+        let others: Vec<_> = (1..parts)
+            .map(|index| (index, std::thread::Builder::new().spawn_scoped(scope, move || read_part(index)).ok()))
+            .collect();
         let first = read_part(0);
         std::iter::once(first)
-            .chain(
-                others.into_iter().map(|other| other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
-            )
+            .chain(others.into_iter().map(|(index, other)| match other {
+                Some(other) => other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => read_part(index),
+            }))
             .collect()
     });
     let mut whole = true;
