@@ -502,6 +502,30 @@ impl RoutineSink for Vec<u8> {
 
 impl RoutineSink for std::io::Sink {}
 
+impl RoutineSink for std::fs::File {}
+
+impl<W: Write> RoutineSink for std::io::BufWriter<W> {}
+
+/// Any writer as a [`RoutineSink`] that lends nothing: for writers of other crates, which
+/// cannot implement this crate's trait for a type of a third.
+pub struct Plain<W: Write>(pub W);
+
+impl<W: Write> Write for Plain<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W: Write> RoutineSink for Plain<W> {}
+
 /// Writes one routine to `body`, through `buffer` where it lends none.
 fn write_routine_to(
     cg: &CallGraph,

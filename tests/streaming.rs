@@ -43,6 +43,35 @@ fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, 
         .map(|s| s.bytes(&body))
 }
 
+/// A body that lends its buffer (a `Vec`) and one that does not (`Plain`) receive the same
+/// routines: the driver writes into the one and copies to the other.
+#[test]
+fn lending_and_plain_bodies_receive_the_same_bytes() {
+    let mut compared = 0;
+    for file in common::corpus_files("tlm.in.xaif").iter().take(40) {
+        let bytes = std::fs::read(file).expect("readable");
+        let options = ReadOptions::default();
+        let mut lent = Vec::new();
+        let mut plain = streaming::Plain(Vec::new());
+        let run = |body: &mut dyn streaming::RoutineSink| {
+            streaming::tangent(
+                &bytes,
+                "streamed",
+                &options,
+                Catalogue::builtin(),
+                &Config::default(),
+                &WriteOptions::default(),
+                body,
+                READINGS[0],
+            )
+        };
+        let (Ok(a), Ok(b)) = (run(&mut lent), run(&mut plain)) else { continue };
+        assert!(a.bytes(&lent) == b.bytes(&plain.0), "{}: the two bodies differ", common::short_name(file));
+        compared += 1;
+    }
+    assert!(compared >= 30, "only {compared} of 40 corpus inputs streamed");
+}
+
 fn streamed_tangent(
     bytes: &[u8],
     config: &Config,
