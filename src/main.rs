@@ -913,7 +913,7 @@ fn concurrency(
 ) -> streaming::Concurrency<'_> {
     let pipelined = match pipeline_from() {
         Some(from) => bytes >= from,
-        None => bytes >= 1 << 20 && std::thread::available_parallelism().map_or(1, usize::from) >= cores_needed,
+        None => bytes >= 1 << 20 && xaifbooster::cores() >= cores_needed,
     };
     // Only a pipelined run has workers: asking for the cores reads a dozen cgroup and proc
     // files, which a small input need not pay for.
@@ -921,7 +921,7 @@ fn concurrency(
         (false, _) => 0,
         (true, Some(workers)) => workers,
         (true, None) => {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let cores = xaifbooster::cores();
             if cores >= 4 { cores - 2 } else { 0 }
         }
     };

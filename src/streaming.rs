@@ -178,7 +178,7 @@ pub fn adjoint(
     let read_pass = |driver: &mut Driver| -> Result<Streamed, StreamError> {
         driver.bodies = Some(bodies.clone());
         let read = read_into(driver, input, file, options, concurrency.pipelined);
-        Ok(driver.finish(read, write)?)
+        driver.finish(read, write)
     };
 
     // First pass: summaries.

@@ -216,6 +216,23 @@ fn streamed_adjoint_peak_memory_is_a_fraction_of_the_whole_documents() {
     let dir = tempfile::tempdir().expect("temp dir");
     let catalogue = Catalogue::builtin();
     let (options, write) = (ReadOptions::default(), WriteOptions::default());
+    // The peak of a streamed adjoint of `bytes`, head written.
+    let streamed_peak = |bytes: &[u8], concurrency: streaming::Concurrency| {
+        peak_of(|| {
+            let streamed = streaming::adjoint(
+                bytes,
+                "memory",
+                &options,
+                catalogue,
+                &Config::default(),
+                &write,
+                &mut std::io::sink(),
+                concurrency,
+            )
+            .expect("streamed");
+            streamed.write_head(&mut std::io::sink()).expect("head written");
+        })
+    };
     let mut peaks = Vec::new();
     for megabytes in ["2", "8"] {
         let path = dir.path().join(format!("synthetic_{megabytes}.xaif"));
@@ -228,20 +245,7 @@ fn streamed_adjoint_peak_memory_is_a_fraction_of_the_whole_documents() {
         });
         for pipelined in [false, true] {
             let concurrency = streaming::Concurrency { gate: None, pipelined, workers: 0 };
-            let streamed = peak_of(|| {
-                let streamed = streaming::adjoint(
-                    &bytes,
-                    "memory",
-                    &options,
-                    catalogue,
-                    &Config::default(),
-                    &write,
-                    &mut std::io::sink(),
-                    concurrency,
-                )
-                .expect("streamed");
-                streamed.write_head(&mut std::io::sink()).expect("head written");
-            });
+            let streamed = streamed_peak(&bytes, concurrency);
             let size = bytes.len();
             eprintln!(
                 "{megabytes} MiB (pipelined: {pipelined}): {size} bytes in, adjoint peak whole {whole} ({:.2}x), \
@@ -257,21 +261,7 @@ fn streamed_adjoint_peak_memory_is_a_fraction_of_the_whole_documents() {
         // its callees keeps its graph until they are read, which here is every routine.
         let reversed = common::reverse_routines(std::str::from_utf8(&bytes).expect("UTF-8")).into_bytes();
         // One thread: the same allocations every run.
-        let concurrency = streaming::Concurrency { gate: None, pipelined: false, workers: 0 };
-        let streamed = peak_of(|| {
-            let streamed = streaming::adjoint(
-                &reversed,
-                "memory",
-                &options,
-                catalogue,
-                &Config::default(),
-                &write,
-                &mut std::io::sink(),
-                concurrency,
-            )
-            .expect("streamed callers first");
-            streamed.write_head(&mut std::io::sink()).expect("head written");
-        });
+        let streamed = streamed_peak(&reversed, streaming::Concurrency { gate: None, pipelined: false, workers: 0 });
         let size = reversed.len();
         eprintln!(
             "{megabytes} MiB callers first: adjoint peak streamed {streamed} ({:.2}x)",

@@ -20,11 +20,7 @@ const MOST_PARTS: usize = 4;
 pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
-    let parts = if meta.is_file() && meta.len() >= PARTS_FROM {
-        std::thread::available_parallelism().map_or(1, usize::from).min(MOST_PARTS)
-    } else {
-        1
-    };
+    let parts = if meta.is_file() && meta.len() >= PARTS_FROM { crate::cores().min(MOST_PARTS) } else { 1 };
     let Ok(len) = usize::try_from(meta.len()) else { return Err(io::Error::from(io::ErrorKind::OutOfMemory)) };
     let mut bytes = Vec::new();
     if parts > 1 {

@@ -630,15 +630,20 @@ fn descriptor_alias(path: &Path) -> Option<Option<u32>> {
     None
 }
 
+/// The directory `target` is named in (`.` for a bare file name).
+fn directory_of(target: &Path) -> &Path {
+    match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
 /// A file beside `target` (on the same file system) for spilled routines, gone once closed:
 /// an unnamed file (`O_TMPFILE`) where the file system makes them, else a named one removed as
 /// soon as it is open (network and older file systems), so a large output never falls back to
 /// memory where a file can be made at all. `None` where neither can be.
 fn spill_file(target: &Path) -> Option<File> {
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = directory_of(target);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -675,10 +680,7 @@ fn named_spill_file(_dir: &Path) -> Option<File> {
 
 /// Creates a new, empty temporary file beside `target` with the default mode for new files.
 fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = directory_of(target);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let pid = std::process::id();
     for attempt in 0..100 {

@@ -50,7 +50,7 @@ pub(super) fn check(text: &str, file: &str, strict: bool, progress: Option<&Prog
     if text.len() < PARALLEL_FROM {
         return check_in_windows(text, file, strict, progress, 1);
     }
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = crate::cores();
     let window = match progress {
         Some(_) if cores >= 4 => 8 * cores,
         None if cores >= 2 => 32 * cores,
