@@ -121,9 +121,12 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         catalogue: options.catalogue,
         prefix: Vec::new(),
         // About one new name per 130 bytes of XAIF, of about ten bytes each (the corpus).
+        // The table is capped: on large inputs, where names are sparser, a table sized for
+        // the worst case is mostly empty, and its probes miss the cache. Growing costs less
+        // (16 MiB identity: interning went from 4.4% to 3.4% of the process's cycles).
         cg: CallGraph {
             size_hint: input.len(),
-            names: Names::with_capacity(input.len() / 160, input.len() / 16),
+            names: Names::with_capacity((input.len() / 160).min(NAMES_RESERVED), input.len() / 16),
             ..CallGraph::default()
         },
         problems: Vec::new(),
@@ -223,6 +226,9 @@ struct PendingEdge<'a> {
     source: Name,
     target: Name,
 }
+
+/// The most names the reader makes room for before it has seen them.
+const NAMES_RESERVED: usize = 1 << 14;
 
 /// Bytes that end an attribute name: `=` or white space.
 static KEY_STOP: [bool; 256] = byte_set(b"= \t\r\n");
