@@ -32,6 +32,7 @@
 //! ```
 
 pub mod analysis;
+mod bytes;
 pub mod cli;
 pub mod fuzz;
 pub mod interp;

@@ -149,7 +149,7 @@ impl Names {
     fn intern_slow(&mut self, s: &str) -> Name {
         let Names { text, spans, table, needs_escape, .. } = self;
         let h = hash(s);
-        if let Some(&name) = table.find(h, |&n| span_str(text, spans, n) == s) {
+        if let Some(&name) = table.find(h, |&n| crate::bytes::eq(span_str(text, spans, n).as_bytes(), s.as_bytes())) {
             return name;
         }
         let name = Name(spans.len() as u32);

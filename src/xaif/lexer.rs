@@ -107,7 +107,7 @@ impl<'a> Lexer<'a> {
         self.at = close + 1;
         let name = self.text[offset + 2..close].trim_end_matches(|c: char| c.is_ascii() && is_blank(c as u8));
         match self.open.pop() {
-            Some(expected) if expected == name => Ok(Token::End),
+            Some(expected) if crate::bytes::eq(expected.as_bytes(), name.as_bytes()) => Ok(Token::End),
             Some(expected) => Err(format!("ill-formed document: expected `</{expected}>`, but `</{name}>` was found")),
             None => Err(format!("ill-formed document: close tag `</{name}>` does not match any open tag")),
         }

@@ -326,10 +326,7 @@ impl<'a, 'i> Node<'a, 'i> {
 
     /// The value of the attribute `name` without namespace.
     pub(super) fn attribute(&self, name: &str) -> Option<&'a str> {
-        // Length and first byte first: most names asked for are not there, and differ in one.
-        let same = |a: &AttributeData| {
-            a.name.len() == name.len() && a.name.as_bytes().first() == name.as_bytes().first() && a.name == name
-        };
+        let same = |a: &AttributeData| crate::bytes::eq(a.name.as_bytes(), name.as_bytes());
         self.attribute_data().iter().find(|a| a.namespace == NONE && same(a)).map(|a| &*a.value)
     }
 
@@ -628,7 +625,7 @@ impl<'i> Scan<'i> {
         let name = &self.text[self.at + 2..close];
         let name = &name[..name.len() - name.bytes().rev().take_while(|&b| is_blank(b)).count()];
         let (id, open_name, scope) = self.open.pop()?;
-        if name != open_name {
+        if !crate::bytes::eq(name.as_bytes(), open_name.as_bytes()) {
             return None;
         }
         self.at = close + 1;
