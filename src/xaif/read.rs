@@ -134,6 +134,7 @@ fn read_with(input: &[u8], file: &str, options: &ReadOptions, sink: Option<&mut 
         error_found: false,
         problems_seen: 0,
         scratch: check::Scratch::default(),
+        expression_buffers: ExpressionBuffers::default(),
         depth: 0,
         scope_ids: FxHashMap::default(),
         alias_keys: FxHashMap::default(),
@@ -203,6 +204,8 @@ struct Lower<'a> {
     error_found: bool,
     problems_seen: usize,
     scratch: check::Scratch,
+    /// Buffers each expression is read with, kept from one to the next ([`ExpressionBuffers`]).
+    expression_buffers: ExpressionBuffers<'a>,
     /// Elements open at the reader's position.
     depth: usize,
     scope_ids: FxHashMap<Name, ScopeId>,
@@ -226,6 +229,18 @@ struct PendingEdge<'a> {
     element: &'a str,
     source: Name,
     target: Name,
+}
+
+/// What reading one expression gathers besides the expression itself: its edges until its
+/// vertices are known, and where each vertex stood and how deep it is, for the checks. Kept in
+/// the reader and lent to each expression (an expression nested in another's index gets
+/// buffers of its own). Grown anew for each, they cost the corpus's read, tangent and write
+/// 5,600 of 168,800 allocations, and a 2 MiB identity's driver 1.4% of its instructions.
+#[derive(Default)]
+struct ExpressionBuffers<'a> {
+    pending: Vec<(Name, Name, i64, PendingEdge<'a>)>,
+    sites: Vec<(usize, &'a str)>,
+    weights: Vec<Extent>,
 }
 
 /// The most names the reader makes room for before it has seen them.
@@ -1806,12 +1821,19 @@ impl<'a> Lower<'a> {
     /// An expression and how far it reaches (see [`check::MAX_EXPRESSION_DEPTH`]).
     fn expression_with_depth(&mut self, elem: Elem<'a>) -> Result<(Expression, Extent)> {
         let [] = self.attrs(&elem, [])?;
+        let mut buffers = std::mem::take(&mut self.expression_buffers);
+        let result = self.expression_into(elem, &mut buffers);
+        self.expression_buffers = buffers;
+        result
+    }
+
+    fn expression_into(&mut self, elem: Elem<'a>, buffers: &mut ExpressionBuffers<'a>) -> Result<(Expression, Extent)> {
         let mut expression = Expression::default();
-        let mut pending = Vec::new();
+        let ExpressionBuffers { pending, sites, weights } = buffers;
+        pending.clear();
+        sites.clear();
+        weights.clear();
         let mut vertex_ids = IdIndex::default();
-        // Where each vertex stood and how deep it is by itself, for the checks.
-        let mut sites: Vec<(usize, &'a str)> = Vec::new();
-        let mut weights: Vec<Extent> = Vec::new();
         while let Some(child) = self.children(&elem)? {
             let (offset, element) = (child.offset, child.name);
             let mut weight = Extent::vertex(Extent::default());
@@ -1924,7 +1946,7 @@ impl<'a> Lower<'a> {
         }
         let mut edge_ids = IdIndex::default();
         let mut edge_offsets = Vec::with_capacity(pending.len());
-        for (id, annotation, position, edge) in pending {
+        for (id, annotation, position, edge) in pending.drain(..) {
             if edge_ids.find(id, expression.edges.len(), |i| expression.edges[i].id).is_some() {
                 self.duplicate_edge(edge.offset, edge.element, id, elem.name)?;
             }
@@ -1948,9 +1970,9 @@ impl<'a> Lower<'a> {
         let site = ExpressionSite {
             container: elem.name,
             offset: elem.offset,
-            vertices: &sites,
+            vertices: sites,
             edges: &edge_offsets,
-            weights: &weights,
+            weights,
         };
         let reach = self.scratch.expression(&expression, &site, &self.cg.names, self.catalogue, &mut self.problems);
         Ok((expression, reach))
