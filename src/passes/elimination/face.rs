@@ -317,22 +317,29 @@ impl LineGraph {
         bound
     }
 
-    /// Whether this is the line graph of an LCG on the original vertices.
+    /// Whether this is the line graph of an LCG on the original vertices: every live vertex's
+    /// predecessors are exactly the live vertices whose edge ends where its edge begins, and its
+    /// successors those whose edge begins where it ends. The live vertices are sorted by the
+    /// LCG vertex their edge ends (begins) at, so each such set is a run of one sorted list:
+    /// two allocations per check, where maps of sets took one per LCG vertex (a face run asks
+    /// after every step that could win).
     pub(super) fn back_transformable(&self) -> bool {
-        let mut by_head: BTreeMap<usize, VertexSet> = BTreeMap::new();
-        let mut by_tail: BTreeMap<usize, VertexSet> = BTreeMap::new();
-        for v in (0..self.label.len()).filter(|&v| self.alive[v]) {
-            if self.head[v] != NONE {
-                by_head.entry(self.head[v]).or_default().insert(v);
-            }
-            if self.tail[v] != NONE {
-                by_tail.entry(self.tail[v]).or_default().insert(v);
-            }
-        }
-        let empty = VertexSet::default();
-        (0..self.label.len()).filter(|&v| self.alive[v]).all(|v| {
-            let preds_ok = self.tail[v] == NONE || self.preds[v] == *by_head.get(&self.tail[v]).unwrap_or(&empty);
-            let succs_ok = self.head[v] == NONE || self.succs[v] == *by_tail.get(&self.head[v]).unwrap_or(&empty);
+        let live = || (0..self.label.len()).filter(|&v| self.alive[v]);
+        let mut by_head: Vec<(usize, usize)> =
+            live().filter(|&v| self.head[v] != NONE).map(|v| (self.head[v], v)).collect();
+        let mut by_tail: Vec<(usize, usize)> =
+            live().filter(|&v| self.tail[v] != NONE).map(|v| (self.tail[v], v)).collect();
+        by_head.sort_unstable();
+        by_tail.sort_unstable();
+        // The vertices of `sorted` at LCG vertex `at`, in increasing order, against `set`.
+        let same = |set: &VertexSet, sorted: &[(usize, usize)], at: usize| {
+            let from = sorted.partition_point(|&(key, _)| key < at);
+            let to = from + sorted[from..].partition_point(|&(key, _)| key == at);
+            set.0.len() == to - from && set.0.iter().zip(&sorted[from..to]).all(|(&u, &(_, w))| u == w)
+        };
+        live().all(|v| {
+            let preds_ok = self.tail[v] == NONE || same(&self.preds[v], &by_head, self.tail[v]);
+            let succs_ok = self.head[v] == NONE || same(&self.succs[v], &by_tail, self.head[v]);
             preds_ok && succs_ok
         })
     }
@@ -449,4 +456,57 @@ fn faces_after(
         best = Plan { method, order, multiplications: ar.multiplications, propagation: 0 };
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// [`LineGraph::back_transformable`] as its definition reads: for every live vertex, the
+    /// set of live vertices whose edge ends where its edge begins, gathered in maps of sets.
+    fn back_transformable_by_definition(line: &LineGraph) -> bool {
+        let mut by_head: BTreeMap<usize, VertexSet> = BTreeMap::new();
+        let mut by_tail: BTreeMap<usize, VertexSet> = BTreeMap::new();
+        let live: Vec<usize> = (0..line.label.len()).filter(|&v| line.alive[v]).collect();
+        for &v in &live {
+            if line.head[v] != NONE {
+                by_head.entry(line.head[v]).or_default().insert(v);
+            }
+            if line.tail[v] != NONE {
+                by_tail.entry(line.tail[v]).or_default().insert(v);
+            }
+        }
+        let empty = VertexSet::default();
+        live.iter().all(|&v| {
+            let preds_ok = line.tail[v] == NONE || line.preds[v] == *by_head.get(&line.tail[v]).unwrap_or(&empty);
+            let succs_ok = line.head[v] == NONE || line.succs[v] == *by_tail.get(&line.head[v]).unwrap_or(&empty);
+            preds_ok && succs_ok
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// After every face elimination of a run (where the line graph stops and starts
+        /// again being an LCG's), the check agrees with its definition.
+        #[test]
+        fn the_back_transformation_check_agrees_with_its_definition(
+            (lcg, _values) in super::super::tests::random_graph_of(10)
+        ) {
+            let mut ar = Arith::planning(CostModel::Adjoint);
+            let graph = Graph::new(&lcg, &mut ar);
+            let mut line = LineGraph::new(&graph, &lcg.kinds);
+            let mut steps = 0;
+            loop {
+                prop_assert_eq!(line.back_transformable(), back_transformable_by_definition(&line), "after {} faces", steps);
+                let Some((i, j)) = line.cheapest_face(CostModel::Adjoint) else { break };
+                line.eliminate(i, j, &mut ar);
+                steps += 1;
+            }
+        }
+    }
 }

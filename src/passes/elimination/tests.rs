@@ -83,7 +83,7 @@ fn random_graph() -> impl Strategy<Value = (Lcg, Vec<f64>)> {
 }
 
 /// [`random_graph`] with up to `max_middle - 1` intermediates.
-fn random_graph_of(max_middle: usize) -> impl Strategy<Value = (Lcg, Vec<f64>)> {
+pub(super) fn random_graph_of(max_middle: usize) -> impl Strategy<Value = (Lcg, Vec<f64>)> {
     (1usize..4, 0usize..max_middle, 1usize..4).prop_flat_map(|(inputs, middle, outputs)| {
         let n = inputs + middle + outputs;
         let pairs: Vec<(usize, usize)> =
