@@ -392,7 +392,7 @@ impl<'a> IntoIterator for &'a Adjacency {
 }
 
 /// The graph during vertex and edge elimination.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Graph {
     preds: Vec<Adjacency>,
     succs: Vec<Adjacency>,
@@ -405,31 +405,47 @@ struct Graph {
     scratch: (Adjacent, Adjacent),
     /// Buffers [`Graph::drop_dead`] reuses: its work list and the edges it takes out.
     dead: (Vec<usize>, Adjacent),
+    /// [`Graph::rebuild`]'s count of each vertex's (incoming, outgoing) edges.
+    degrees: Vec<(usize, usize)>,
 }
 
 impl Graph {
     fn new<F: FnMut(Op, usize) -> Label>(lcg: &Lcg, ar: &mut Arith<F>) -> Graph {
-        let n = lcg.kinds.len();
-        // Sized for the edges given (parallel ones merge), once per vertex and side.
-        let (mut ins, mut outs) = (vec![0usize; n], vec![0usize; n]);
-        for &(s, t, _) in &lcg.edges {
-            outs[s] += 1;
-            ins[t] += 1;
-        }
-        let sized = |degree: usize| Adjacency(Vec::with_capacity(degree));
-        let mut graph = Graph {
-            preds: ins.into_iter().map(sized).collect(),
-            succs: outs.into_iter().map(sized).collect(),
-            nonunit: 0,
-            touched: None,
-            scratch: Default::default(),
-            dead: Default::default(),
-        };
-        for &(s, t, label) in &lcg.edges {
-            graph.add(s, t, label, t, ar);
-        }
-        graph.drop_all_dead(&lcg.kinds);
+        let mut graph = Graph::default();
+        graph.rebuild(lcg, ar);
         graph
+    }
+
+    /// Makes this graph `lcg`'s (as [`Graph::new`] builds it) in the storage it has: a pass
+    /// plans and replays hundreds of small graphs, and building each in fresh lists made the
+    /// planner's allocations a third of the whole pass's.
+    fn rebuild<F: FnMut(Op, usize) -> Label>(&mut self, lcg: &Lcg, ar: &mut Arith<F>) {
+        let n = lcg.kinds.len();
+        for side in [&mut self.preds, &mut self.succs] {
+            side.truncate(n);
+            for adjacency in side.iter_mut() {
+                adjacency.0.clear();
+            }
+            side.resize_with(n, Adjacency::default);
+        }
+        // Room for the edges given (parallel ones merge), once per vertex and side.
+        let degrees = &mut self.degrees;
+        degrees.clear();
+        degrees.resize(n, (0, 0));
+        for &(s, t, _) in &lcg.edges {
+            degrees[s].1 += 1;
+            degrees[t].0 += 1;
+        }
+        for (v, &(ins, outs)) in degrees.iter().enumerate() {
+            self.preds[v].0.reserve(ins);
+            self.succs[v].0.reserve(outs);
+        }
+        self.nonunit = 0;
+        self.touched = None;
+        for &(s, t, label) in &lcg.edges {
+            self.add(s, t, label, t, ar);
+        }
+        self.drop_all_dead(&lcg.kinds);
     }
 
     /// Makes this graph a copy of `start` in the storage it has; returns it for the next run.
@@ -446,14 +462,16 @@ impl Graph {
     /// its edges one `Vec::remove` at a time, quadratic in its degree.
     fn drop_all_dead(&mut self, kinds: &[VertexKind]) {
         let n = kinds.len();
+        let dead_now =
+            |k: usize| kinds[k] == VertexKind::Intermediate && (self.preds[k].is_empty() || self.succs[k].is_empty());
+        // Usually nothing is dead: then nothing is counted either.
+        if !(0..n).any(dead_now) {
+            return;
+        }
+        let mut stack: Vec<usize> = (0..n).filter(|&k| dead_now(k)).collect();
         let (mut ins, mut outs): (Vec<usize>, Vec<usize>) =
             (self.preds.iter().map(Adjacency::len).collect(), self.succs.iter().map(Adjacency::len).collect());
         let mut dead = vec![false; n];
-        let mut stack: Vec<usize> =
-            (0..n).filter(|&k| kinds[k] == VertexKind::Intermediate && (ins[k] == 0 || outs[k] == 0)).collect();
-        if stack.is_empty() {
-            return;
-        }
         while let Some(k) = stack.pop() {
             if dead[k] {
                 continue;
@@ -1111,11 +1129,25 @@ fn exact(lcg: &Lcg, model: CostModel) -> Plan {
 
 /// The plan of one method.
 pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
+    plan_in(&mut Workspace::default(), lcg, method, model)
+}
+
+/// Storage the planner keeps from one graph to the next (see [`Graph::rebuild`]): the graph
+/// every heuristic starts from, the one it works on, and the line graph of face elimination.
+#[derive(Default)]
+pub struct Workspace {
+    start: Graph,
+    work: Graph,
+    line: LineGraph,
+}
+
+/// [`plan`] in `workspace`'s storage.
+fn plan_in(workspace: &mut Workspace, lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     match method {
         Method::Greedy => greedy(lcg, model),
         Method::Face => face::run(lcg, model, usize::MAX),
         Method::Exact => exact(lcg, model),
-        Method::Best => best_of(lcg, model),
+        Method::Best => best_of_in(workspace, lcg, model),
         stepwise => run_stepwise(lcg, stepwise, model, usize::MAX),
     }
 }
@@ -1123,6 +1155,11 @@ pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
 /// Every heuristic (the quadratic ones only on graphs of at most `LARGE` intermediates); the
 /// cheapest wins, ties going to the earlier method in [`HEURISTICS`].
 pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
+    best_of_in(&mut Workspace::default(), lcg, model)
+}
+
+/// [`best_of`] in `workspace`'s storage.
+fn best_of_in(workspace: &mut Workspace, lcg: &Lcg, model: CostModel) -> Plan {
     let intermediates = lcg.intermediates();
     if intermediates == 0 {
         // Nothing to eliminate (a single statement of independents only): every method gives
@@ -1132,8 +1169,8 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
     let large = intermediates > LARGE;
     // Every method starts from the same graph: built once, copied for each into one working
     // graph whose lists are reused.
-    let start = Graph::new(lcg, &mut Arith::planning(model));
-    let mut work = start.clone();
+    let Workspace { start, work, line } = workspace;
+    start.rebuild(lcg, &mut Arith::planning(model));
     let mut best: Option<Plan> = None;
     for method in HEURISTICS {
         let secondary = !matches!(method, Method::Greedy | Method::Forward | Method::Reverse | Method::Markowitz);
@@ -1142,9 +1179,9 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
         }
         let bound = best.as_ref().map_or(usize::MAX, Plan::cost);
         let candidate = match method {
-            Method::Greedy => greedy_on(lcg, work.reset_to(&start), model, false),
-            Method::Face => face::run_on(lcg, &start, model, bound),
-            stepwise => run_stepwise_on(lcg, work.reset_to(&start), stepwise, model, bound),
+            Method::Greedy => greedy_on(lcg, work.reset_to(start), model, false),
+            Method::Face => face::run_on(lcg, start, line, model, bound),
+            stepwise => run_stepwise_on(lcg, work.reset_to(start), stepwise, model, bound),
         };
         if best.as_ref().is_none_or(|b| candidate.cost() < b.cost()) {
             best = Some(candidate);
@@ -1166,6 +1203,7 @@ pub fn best_of(lcg: &Lcg, model: CostModel) -> Plan {
 #[derive(Default)]
 pub struct PlanCache {
     plans: rustc_hash::FxHashMap<ShapeKey, Plan>,
+    workspace: Workspace,
 }
 
 type ShapeKey = (Method, CostModel, Vec<VertexKind>, Vec<(usize, usize, LabelShape)>);
@@ -1194,7 +1232,21 @@ impl PlanCache {
                 (s, t, shape)
             })
             .collect();
-        self.plans.entry((method, model, lcg.kinds.clone(), edges)).or_insert_with(|| plan(lcg, method, model)).clone()
+        let workspace = &mut self.workspace;
+        self.plans
+            .entry((method, model, lcg.kinds.clone(), edges))
+            .or_insert_with(|| plan_in(workspace, lcg, method, model))
+            .clone()
+    }
+
+    /// The storage the planner keeps, lent out for [`replay_in`] (whose `emit` usually needs
+    /// the owner of this cache too); [`PlanCache::return_workspace`] gives it back.
+    pub fn lend_workspace(&mut self) -> Workspace {
+        std::mem::take(&mut self.workspace)
+    }
+
+    pub fn return_workspace(&mut self, workspace: Workspace) {
+        self.workspace = workspace;
     }
 }
 
@@ -1209,8 +1261,20 @@ pub fn replay<F: FnMut(Op, usize) -> Label>(
     model: CostModel,
     emit: F,
 ) -> (Vec<(usize, usize, Label)>, usize) {
+    replay_in(&mut Workspace::default(), lcg, order, model, emit)
+}
+
+/// [`replay`] in `workspace`'s storage.
+pub fn replay_in<F: FnMut(Op, usize) -> Label>(
+    workspace: &mut Workspace,
+    lcg: &Lcg,
+    order: &[Step],
+    model: CostModel,
+    emit: F,
+) -> (Vec<(usize, usize, Label)>, usize) {
     let mut ar = Arith { model, multiplications: 0, emit };
-    let mut graph = Graph::new(lcg, &mut ar);
+    let Workspace { work: graph, line, .. } = workspace;
+    graph.rebuild(lcg, &mut ar);
     let first_face = order.iter().position(|s| matches!(s, Step::Face(..))).unwrap_or(order.len());
     for &step in &order[..first_face] {
         graph.apply(&lcg.kinds, step, &mut ar);
@@ -1218,7 +1282,7 @@ pub fn replay<F: FnMut(Op, usize) -> Label>(
     if first_face == order.len() {
         return (graph.edges(), ar.multiplications);
     }
-    let mut line = LineGraph::new(&graph, &lcg.kinds);
+    line.rebuild(graph, &lcg.kinds);
     for &step in &order[first_face..] {
         if let Step::Face(i, j) = step {
             line.eliminate(i, j, &mut ar);

@@ -20,7 +20,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay};
+use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay_in};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, ValueShape, add_constant, add_edge, add_intrinsic,
     add_vertex, allocation, create_temporary, is_active_reference, linearize_assignment, reference_key,
@@ -573,7 +573,8 @@ impl BlockContext<'_> {
             stats.method_costs =
                 ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, self.config.cost_model).cost())).collect();
         }
-        let (remainder, _) = replay(&lcg, &plan.order, self.config.cost_model, |op, via| {
+        let mut workspace = self.plans.lend_workspace();
+        let (remainder, _) = replay_in(&mut workspace, &lcg, &plan.order, self.config.cost_model, |op, via| {
             let partial = |label: Label| match label {
                 Label::One => Partial::One,
                 Label::MinusOne => Partial::MinusOne,
@@ -596,6 +597,7 @@ impl BlockContext<'_> {
             symbols.push(symbol);
             Label::Variable(symbols.len() as u32 - 1)
         });
+        self.plans.return_workspace(workspace);
         remainder
             .into_iter()
             .map(|(s, t, label)| {

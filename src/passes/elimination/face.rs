@@ -76,7 +76,7 @@ impl IntoIterator for VertexSet {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct LineGraph {
     label: Vec<Label>,
     /// The LCG vertex the edge starts at, `NONE` for a source dummy.
@@ -84,64 +84,84 @@ pub(super) struct LineGraph {
     /// The LCG vertex the edge ends at, `NONE` for a sink dummy.
     head: Vec<usize>,
     alive: Vec<bool>,
+    /// Indexed like `label`; entries past its length are storage kept for the next graph.
     preds: Vec<VertexSet>,
     succs: Vec<VertexSet>,
     /// Live non-dummy vertices whose label is not ±1.
     nonunit: usize,
+    /// Buffers kept from one use to the next: the vertices by the LCG vertex their edge starts
+    /// at (while building), [`LineGraph::remove`]'s work list, and a face's absorbing
+    /// vertex's predecessors and successors (while eliminating it).
+    by_tail: Vec<(usize, usize)>,
+    stack: Vec<usize>,
+    sides: (VertexSet, VertexSet),
 }
 
 impl LineGraph {
+    #[cfg(test)]
     pub(super) fn new(graph: &Graph, kinds: &[VertexKind]) -> LineGraph {
-        let mut line = LineGraph {
-            label: Vec::new(),
-            tail: Vec::new(),
-            head: Vec::new(),
-            alive: Vec::new(),
-            preds: Vec::new(),
-            succs: Vec::new(),
-            nonunit: 0,
-        };
+        let mut line = LineGraph::default();
+        line.rebuild(graph, kinds);
+        line
+    }
+
+    /// Makes this the line graph of `graph`, in the storage it has (a pass builds one for
+    /// every face run).
+    pub(super) fn rebuild(&mut self, graph: &Graph, kinds: &[VertexKind]) {
+        self.label.clear();
+        self.tail.clear();
+        self.head.clear();
+        self.alive.clear();
+        self.nonunit = 0;
         for (v, kind) in kinds.iter().enumerate() {
             match kind {
                 VertexKind::Independent => {
-                    line.push(NONE, v, Label::One);
+                    self.push(NONE, v, Label::One);
                 }
                 VertexKind::Dependent => {
-                    line.push(v, NONE, Label::One);
+                    self.push(v, NONE, Label::One);
                 }
                 VertexKind::Intermediate => {}
             }
         }
         for (s, t, label) in graph.edges() {
-            line.push(s, t, label);
-            line.nonunit += usize::from(!label.is_unit());
+            self.push(s, t, label);
+            self.nonunit += usize::from(!label.is_unit());
         }
-        // Line-graph vertices by the LCG vertex their edge starts at (an index per LCG vertex,
-        // not a map: this runs once per face run on every sequence's graph).
-        let mut by_tail: Vec<Vec<usize>> = vec![Vec::new(); kinds.len()];
-        for u in 0..line.label.len() {
-            if line.tail[u] != NONE {
-                by_tail[line.tail[u]].push(u);
+        // Line-graph vertices by the LCG vertex their edge starts at, sorted: each vertex's
+        // successors are one run of it.
+        let mut by_tail = std::mem::take(&mut self.by_tail);
+        by_tail.clear();
+        by_tail.extend((0..self.label.len()).filter(|&u| self.tail[u] != NONE).map(|u| (self.tail[u], u)));
+        by_tail.sort_unstable();
+        for u in 0..self.label.len() {
+            let head = self.head[u];
+            if head == NONE {
+                continue;
+            }
+            let from = by_tail.partition_point(|&(tail, _)| tail < head);
+            for &(_, w) in by_tail[from..].iter().take_while(|&&(tail, _)| tail == head) {
+                self.succs[u].insert(w);
+                self.preds[w].insert(u);
             }
         }
-        for u in 0..line.label.len() {
-            let Some(next) = by_tail.get(line.head[u]) else { continue };
-            for &w in next {
-                line.succs[u].insert(w);
-                line.preds[w].insert(u);
-            }
-        }
-        line
+        self.by_tail = by_tail;
     }
 
     fn push(&mut self, tail: usize, head: usize, label: Label) -> usize {
+        let v = self.label.len();
         self.label.push(label);
         self.tail.push(tail);
         self.head.push(head);
         self.alive.push(true);
-        self.preds.push(VertexSet::default());
-        self.succs.push(VertexSet::default());
-        self.label.len() - 1
+        if v < self.preds.len() {
+            self.preds[v].0.clear();
+            self.succs[v].0.clear();
+        } else {
+            self.preds.push(VertexSet::default());
+            self.succs.push(VertexSet::default());
+        }
+        v
     }
 
     fn inner(&self, v: usize) -> bool {
@@ -163,26 +183,35 @@ impl LineGraph {
 
     /// Removes `v` and then whatever that leaves isolated.
     fn remove(&mut self, v: usize) {
-        let mut stack = vec![v];
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(v);
         while let Some(v) = stack.pop() {
             if !self.alive[v] || !self.inner(v) {
                 continue;
             }
             self.alive[v] = false;
             self.nonunit -= usize::from(!self.label[v].is_unit());
-            for p in std::mem::take(&mut self.preds[v]) {
+            let mut preds = std::mem::take(&mut self.preds[v]);
+            for &p in &preds {
                 self.succs[p].remove(&v);
                 if self.succs[p].is_empty() {
                     stack.push(p);
                 }
             }
-            for s in std::mem::take(&mut self.succs[v]) {
+            preds.0.clear();
+            self.preds[v] = preds;
+            let mut succs = std::mem::take(&mut self.succs[v]);
+            for &s in &succs {
                 self.preds[s].remove(&v);
                 if self.preds[s].is_empty() {
                     stack.push(s);
                 }
             }
+            succs.0.clear();
+            self.succs[v] = succs;
         }
+        self.stack = stack;
     }
 
     /// A live non-dummy vertex other than `not` with these predecessors and successors.
@@ -206,8 +235,7 @@ impl LineGraph {
         }
         let via = self.head[i];
         let product = ar.mul(self.label[i], self.label[j], via);
-        let (preds, succs) = (self.preds[i].clone(), self.succs[j].clone());
-        match self.find(&preds, &succs, NONE) {
+        match self.find(&self.preds[i], &self.succs[j], NONE) {
             Some(k) => {
                 let sum = ar.add(self.label[k], product, via);
                 self.set_label(k, sum);
@@ -216,6 +244,9 @@ impl LineGraph {
                 }
             }
             None => {
+                let (mut preds, mut succs) = std::mem::take(&mut self.sides);
+                preds.0.clone_from(&self.preds[i].0);
+                succs.0.clone_from(&self.succs[j].0);
                 let k = self.push(self.tail[i], self.head[j], product);
                 self.nonunit += usize::from(!product.is_unit());
                 for &p in &preds {
@@ -224,8 +255,10 @@ impl LineGraph {
                 for &s in &succs {
                     self.preds[s].insert(k);
                 }
-                self.preds[k] = preds;
-                self.succs[k] = succs;
+                // The new vertex takes the copies; its old (empty) sets become the buffers.
+                std::mem::swap(&mut self.preds[k], &mut preds);
+                std::mem::swap(&mut self.succs[k], &mut succs);
+                self.sides = (preds, succs);
             }
         }
         self.succs[i].remove(&j);
@@ -245,8 +278,7 @@ impl LineGraph {
             self.remove(v);
             return;
         }
-        let (preds, succs) = (self.preds[v].clone(), self.succs[v].clone());
-        if let Some(twin) = self.find(&preds, &succs, v) {
+        if let Some(twin) = self.find(&self.preds[v], &self.succs[v], v) {
             let sum = ar.add(self.label[v], self.label[twin], self.head[v]);
             self.remove(twin);
             self.set_label(v, sum);
@@ -390,9 +422,9 @@ pub(super) fn run(lcg: &Lcg, model: CostModel, bound: usize) -> Plan {
     continue_with_faces(lcg, Method::Face, &[], model, bound)
 }
 
-/// [`run`] on `graph`, the LCG as [`Graph::new`] builds it for planning.
-pub(super) fn run_on(lcg: &Lcg, graph: &Graph, model: CostModel, bound: usize) -> Plan {
-    faces_after(lcg, Method::Face, &[], graph, Arith::planning(model), bound)
+/// [`run`] on `graph`, the LCG as [`Graph::new`] builds it for planning, in `line`'s storage.
+pub(super) fn run_on(lcg: &Lcg, graph: &Graph, line: &mut LineGraph, model: CostModel, bound: usize) -> Plan {
+    faces_after(lcg, Method::Face, &[], graph, line, Arith::planning(model), bound)
 }
 
 /// Face elimination after the vertex and edge eliminations `start` (face steps may follow
@@ -405,7 +437,7 @@ pub(super) fn continue_with_faces(lcg: &Lcg, method: Method, start: &[Step], mod
     for &step in start {
         graph.apply(&lcg.kinds, step, &mut ar);
     }
-    faces_after(lcg, method, start, &graph, ar, bound)
+    faces_after(lcg, method, start, &graph, &mut LineGraph::default(), ar, bound)
 }
 
 /// The face run of [`continue_with_faces`] on `graph`, what `start` left (`ar` counted its
@@ -415,11 +447,12 @@ fn faces_after(
     method: Method,
     start: &[Step],
     graph: &Graph,
+    line: &mut LineGraph,
     mut ar: Arith<fn(Op, usize) -> Label>,
     bound: usize,
 ) -> Plan {
     let model = ar.model;
-    let mut line = LineGraph::new(graph, &lcg.kinds);
+    line.rebuild(graph, &lcg.kinds);
     let mut best = Plan {
         method,
         order: start.to_vec(),

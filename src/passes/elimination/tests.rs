@@ -291,4 +291,35 @@ proptest! {
             prop_assert_eq!(plan(&lcg, method, CostModel::UnitAware), plan(&lcg, method, CostModel::UnitAware));
         }
     }
+
+    /// Storage kept from graph to graph (larger, then smaller, with faces on the way) leaves
+    /// nothing behind: every plan and every replay is what fresh storage gives.
+    #[test]
+    fn a_reused_workspace_plans_and_replays_as_fresh_storage(
+        graphs in proptest::collection::vec(random_graph_of(12), 1..6)
+    ) {
+        let mut workspace = Workspace::default();
+        for (lcg, _values) in &graphs {
+            for model in [CostModel::UnitAware, CostModel::Adjoint] {
+                let kept = plan_in(&mut workspace, lcg, Method::Best, model);
+                let fresh = best_of(lcg, model);
+                prop_assert_eq!(&kept, &fresh);
+                let face = face::run(lcg, model, usize::MAX);
+                let mut count = 0;
+                let mut symbolic = |_: Op, _: usize| {
+                    count += 1;
+                    Label::Variable(count)
+                };
+                for order in [&fresh.order, &face.order] {
+                    let kept = replay_in(&mut workspace, lcg, order, model, &mut symbolic);
+                    let fresh = replay(lcg, order, model, &mut symbolic);
+                    prop_assert_eq!(kept.1, fresh.1);
+                    prop_assert_eq!(kept.0.len(), fresh.0.len());
+                    for (a, b) in kept.0.iter().zip(&fresh.0) {
+                        prop_assert_eq!((a.0, a.1, a.2.is_unit(), a.2.known()), (b.0, b.1, b.2.is_unit(), b.2.known()));
+                    }
+                }
+            }
+        }
+    }
 }
