@@ -192,7 +192,8 @@ pub fn solve<L: Lattice>(
         .map(|(id, _)| index(id));
     let (before, after) =
         solve_indexed(ids.len(), edges, start, direction, bottom, boundary, |v, fact| transfer(ids[v], fact));
-    let mut solution = Solution { before: ArenaMap::default(), after: ArenaMap::default() };
+    let mut solution =
+        Solution { before: ArenaMap::with_capacity(ids.len()), after: ArenaMap::with_capacity(ids.len()) };
     for (k, (b, a)) in before.into_iter().zip(after).enumerate() {
         solution.before.insert(ids[k], b);
         solution.after.insert(ids[k], a);

@@ -655,11 +655,27 @@ pub struct Expression {
 impl Expression {
     /// The vertex no edge leaves: the value of the whole expression.
     pub fn root(&self) -> Option<ExprVertexId> {
+        let index = |id: ExprVertexId| id.into_raw().into_u32() as usize;
+        // Asked for every statement by several passes: the marks of an expression of up to 256
+        // vertices (all but a few) are bits on the stack, not a vector.
+        const BITS: usize = 256;
+        if self.vertices.len() <= BITS {
+            let mut has_out = [0u64; BITS / 64];
+            for edge in &self.edges {
+                let v = index(edge.source);
+                has_out[v / 64] |= 1 << (v % 64);
+            }
+            return self
+                .vertices
+                .iter()
+                .map(|(id, _)| id)
+                .find(|&id| has_out[index(id) / 64] & (1 << (index(id) % 64)) == 0);
+        }
         let mut has_out = vec![false; self.vertices.len()];
         for edge in &self.edges {
-            has_out[edge.source.into_raw().into_u32() as usize] = true;
+            has_out[index(edge.source)] = true;
         }
-        self.vertices.iter().map(|(id, _)| id).find(|id| !has_out[id.into_raw().into_u32() as usize])
+        self.vertices.iter().map(|(id, _)| id).find(|&id| !has_out[index(id)])
     }
 
     /// The operands of `vertex` ordered by edge position. Scans every edge: for more than a

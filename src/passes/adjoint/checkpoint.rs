@@ -141,8 +141,9 @@ fn guarded_graph(cg: &mut CallGraph, scope: ScopeId, calls: Vec<(Statement, Opti
 }
 
 /// The checkpoint placeholders, by number: 4/6 arguments, 5/7 results (none: a subroutine's
-/// results are its arguments), 8/9 time-step arguments, 12/13 time-step results.
-pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists) -> Vec<(u32, FlowGraph)> {
+/// results are its arguments), 8/9 time-step arguments, 12/13 time-step results; each with
+/// the number of the placeholder whose graph it repeats, if it does.
+pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists) -> Vec<(u32, FlowGraph, Option<u32>)> {
     let plan: [(u32, &[VariableReference], bool, bool); 8] = [
         (4, &lists.arguments, true, false),
         (5, &[], true, false),
@@ -153,18 +154,23 @@ pub fn placeholders(cg: &mut CallGraph, scope: ScopeId, lists: &CheckpointLists)
         (12, &lists.results, true, true),
         (13, &lists.results, false, true),
     ];
-    // Most placeholders of most routines are empty: Entry → empty block → Exit, built once and
-    // copied (building interns ids and grows the arena and edge list a vertex at a time).
-    let mut empty: Option<FlowGraph> = None;
+    // Most placeholders of most routines are empty (Entry → empty block → Exit): the first
+    // empty one holds that graph, the others repeat it (see `Replacement::repeats`) rather
+    // than hold copies.
+    let mut first_empty: Option<u32> = None;
     plan.into_iter()
         .map(|(number, references, store, with_derivative)| {
             let calls = calls(cg, references, &lists.optional, store, with_derivative, lists.file_order);
-            let graph = if calls.is_empty() {
-                empty.get_or_insert_with(|| guarded_graph(cg, scope, Vec::new())).clone()
-            } else {
-                guarded_graph(cg, scope, calls)
-            };
-            (number, graph)
+            if !calls.is_empty() {
+                return (number, guarded_graph(cg, scope, calls), None);
+            }
+            match first_empty {
+                Some(first) => (number, FlowGraph::default(), Some(first)),
+                None => {
+                    first_empty = Some(number);
+                    (number, guarded_graph(cg, scope, Vec::new()), None)
+                }
+            }
         })
         .collect()
 }

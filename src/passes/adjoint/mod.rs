@@ -416,8 +416,8 @@ fn reverse_routine(
     add(cg, 1, original, None);
     add(cg, 2, taping, None);
     add(cg, 3, adjoint, None);
-    for (number, graph) in checkpoint::placeholders(cg, scope, &lists) {
-        add(cg, number, graph, None);
+    for (number, graph, repeats) in checkpoint::placeholders(cg, scope, &lists) {
+        add(cg, number, graph, repeats);
     }
     // Every loop is reversed by counting, so the strictly anonymous sweeps are the same code.
     add(cg, 10, FlowGraph::default(), Some(2));

@@ -9,6 +9,7 @@
 //! Each statement's pushes are recorded, in push order, for the block adjoint to pop.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::{SmallVec, smallvec};
 
 use crate::analysis::dataflow::{SymbolBits, SymbolSet};
 use crate::analysis::effects::Effects;
@@ -742,16 +743,18 @@ pub fn transposed_operand<'a>(cg: &CallGraph, assignment: &'a Assignment) -> Opt
 }
 
 /// The variable references a propagator entry reads or writes.
-pub fn entry_references(entry: &PropagatorEntry) -> Vec<&VariableReference> {
+/// (On the stack for all but long sums: asked for every entry of every propagator, several
+/// times.)
+pub fn entry_references(entry: &PropagatorEntry) -> SmallVec<[&VariableReference; 4]> {
     match entry {
         PropagatorEntry::SetDeriv { target, source }
         | PropagatorEntry::SetNegDeriv { target, source }
         | PropagatorEntry::IncDeriv { target, source }
-        | PropagatorEntry::DecDeriv { target, source } => vec![target, source],
+        | PropagatorEntry::DecDeriv { target, source } => smallvec![target, source],
         PropagatorEntry::Sax { terms, y } | PropagatorEntry::Saxpy { terms, y } => {
             terms.iter().map(|t| &t.x).chain(std::iter::once(y)).collect()
         }
-        PropagatorEntry::ZeroDeriv(x) => vec![x],
+        PropagatorEntry::ZeroDeriv(x) => smallvec![x],
     }
 }
 
