@@ -185,7 +185,30 @@ fn unstructured_graphs_post_test_loops_and_ifs_reverse_correctly() {
             .iter()
             .filter_map(|r| r.repeats.map(|p| (placeholder(r), cg.name(p).to_owned())))
             .collect();
-        assert_eq!(repeats, [("10".to_owned(), "2".to_owned()), ("11".to_owned(), "3".to_owned())], "{name}");
+        let sweeps: Vec<&(String, String)> = repeats.iter().filter(|(p, _)| p == "10" || p == "11").collect();
+        assert_eq!(sweeps, [&("10".to_owned(), "2".to_owned()), &("11".to_owned(), "3".to_owned())], "{name}");
+        // The empty checkpoint placeholders are held once too: each repeats the first of them,
+        // a graph without statements.
+        for (repeating, repeated) in repeats.iter().filter(|(p, _)| p != "10" && p != "11") {
+            let number = |p: &str| p.parse::<u32>().expect("a placeholder number");
+            assert!(
+                number(repeated) < number(repeating) && number(repeated) >= 4,
+                "{name}: {repeating} repeats {repeated}"
+            );
+            let held =
+                list.replacements.iter().find(|r| placeholder(r) == *repeated).expect("the repeated placeholder");
+            assert!(held.repeats.is_none(), "{name}: {repeated} holds its graph");
+            let statements: usize = held
+                .graph
+                .vertices
+                .iter()
+                .map(|(_, v)| match &v.kind {
+                    xaifbooster::ir::CfgVertexKind::BasicBlock(block) => block.statements.len(),
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(statements, 0, "{name}: {repeated} is empty");
+        }
         assert!(std::ptr::eq(list.graph_of(&list.replacements[10]), &list.replacements[2].graph), "{name}");
         let bytes = xaif::write(&cg, &WriteOptions::default());
         let text = String::from_utf8_lossy(&bytes);
