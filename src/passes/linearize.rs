@@ -78,9 +78,9 @@ pub struct LocalGraph {
     /// The distinct active variables the right-hand side reads (a variable read twice is one
     /// operand), as they are spelled in the statement.
     pub operands: Vec<VariableReference>,
-    /// The [`reference_key`] of each operand, by which they were told apart: the tangent pass
-    /// compares a sequence's references by the same keys, and need not make them again.
-    pub operand_keys: Vec<String>,
+    /// The key of each operand ([`RefKeys::of`]), by which they were told apart: the tangent
+    /// pass compares a sequence's references by the same keys, and need not make them again.
+    pub operand_keys: Vec<RefKey>,
     pub operations: usize,
     /// The shape of each operation's result (whole-array statements have array values).
     pub operation_shapes: Vec<ValueShape>,
@@ -171,6 +171,34 @@ pub fn same_reference(cg: &CallGraph, a: &VariableReference, b: &VariableReferen
     reference_key(cg, a) == reference_key(cg, b)
 }
 
+/// A reference's [`reference_key`] as a number, the same for the same text: the tangent pass
+/// compares and hashes the keys of every reference of every active statement, several times
+/// each, and a number is copied and hashed where a text was allocated and scanned.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct RefKey(u32);
+
+/// The keys given so far (one table per pass: keys are compared only within a pass).
+#[derive(Default)]
+pub struct RefKeys {
+    ids: FxHashMap<Box<str>, RefKey>,
+    /// The text of the key being looked up, kept from one lookup to the next.
+    text: String,
+}
+
+impl RefKeys {
+    /// The key of `reference`: equal for structurally equal references.
+    pub fn of(&mut self, cg: &CallGraph, reference: &VariableReference) -> RefKey {
+        self.text.clear();
+        push_reference_key(cg, reference, &mut self.text);
+        if let Some(&key) = self.ids.get(self.text.as_str()) {
+            return key;
+        }
+        let key = RefKey(u32::try_from(self.ids.len()).expect("fewer than 2^32 distinct references"));
+        self.ids.insert(self.text.as_str().into(), key);
+        key
+    }
+}
+
 /// A canonical text of a reference, used to compare and hash references structurally.
 pub fn reference_key(cg: &CallGraph, reference: &VariableReference) -> String {
     let mut key = String::new();
@@ -191,11 +219,12 @@ pub fn expression_key(cg: &CallGraph, expression: &Expression) -> String {
 // The keys are built for every reference of every active statement: appended to one buffer,
 // never formatted into temporaries.
 fn push_reference_key(cg: &CallGraph, reference: &VariableReference, key: &mut String) {
-    use std::fmt::Write as _;
     for vertex in &reference.vertices {
         match vertex {
             VarRefVertex::Symbol(s) => {
-                let _ = write!(key, "s{}:", s.symbol.into_raw().into_u32());
+                key.push('s');
+                key.push_str(itoa::Buffer::new().format(s.symbol.into_raw().into_u32()));
+                key.push(':');
             }
             VarRefVertex::ArrayElement(a) => {
                 key.push('[');
@@ -279,6 +308,7 @@ pub fn linearize_assignment(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
+    keys: &mut RefKeys,
     scope: ScopeId,
     assignment: Assignment,
 ) -> Result<LinearizedAssignment, LinearizeError> {
@@ -322,7 +352,7 @@ pub fn linearize_assignment(
 
     let mut graph = LocalGraph::default();
     let mut node_of: ArenaMap<ExprVertexId, LocalNode> = ArenaMap::with_capacity(rhs.vertices.len());
-    let mut operand_keys: FxHashMap<String, usize> = FxHashMap::default();
+    let mut operand_keys: FxHashMap<RefKey, usize> = FxHashMap::default();
     // Subexpressions stored in auxiliaries, by vertex.
     let mut auxiliary_of: FxHashMap<ExprVertexId, SymbolId> = FxHashMap::default();
     let mut auxiliaries = Vec::new();
@@ -336,12 +366,12 @@ pub fn linearize_assignment(
         }
         match &rhs.vertices[v] {
             ExprVertex::Variable(reference) => {
-                let key = reference_key(cg, reference);
+                let key = keys.of(cg, reference);
                 let index = match operand_keys.entry(key) {
                     Entry::Occupied(known) => *known.get(),
                     Entry::Vacant(new) => {
                         let index = graph.operands.len();
-                        graph.operand_keys.push(new.key().clone());
+                        graph.operand_keys.push(key);
                         graph.operands.push(reference.clone());
                         *new.insert(index)
                     }

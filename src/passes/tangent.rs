@@ -22,8 +22,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay_in};
 use super::linearize::{
-    LinearizeError, LinearizedAssignment, LocalNode, Partial, ValueShape, add_constant, add_edge, add_intrinsic,
-    add_vertex, allocation, create_temporary, is_active_reference, linearize_assignment, reference_key,
+    LinearizeError, LinearizedAssignment, LocalNode, Partial, RefKey, RefKeys, ValueShape, add_constant, add_edge,
+    add_intrinsic, add_vertex, allocation, create_temporary, is_active_reference, linearize_assignment,
     reference_shape,
 };
 use crate::ir::build::{Temporaries, whole_reference};
@@ -145,6 +145,7 @@ pub fn tangent_with_plans(
     plans: &mut PlanCache,
 ) -> Result<TangentStats, TangentError> {
     let mut stats = TangentStats::default();
+    let mut keys = RefKeys::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     for routine in routines {
         let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
@@ -167,6 +168,7 @@ pub fn tangent_with_plans(
                 block: block_name,
                 stats: &mut stats,
                 plans,
+                keys: &mut keys,
                 body_scope,
                 formals: &formals,
             };
@@ -207,6 +209,7 @@ struct BlockContext<'a> {
     block: String,
     stats: &'a mut TangentStats,
     plans: &'a mut PlanCache,
+    keys: &'a mut RefKeys,
     /// The routine's own scope and formals: which variables are its locals.
     body_scope: ScopeId,
     formals: &'a FxHashSet<SymbolId>,
@@ -225,9 +228,9 @@ enum Vertex {
 /// The reference keys of an active assignment's left-hand side and operands, made once for
 /// both the alias check against the sequence and the flattening into it.
 struct ReferenceKeys {
-    lhs: String,
+    lhs: RefKey,
     /// In the order of the local graph's operands.
-    operands: Vec<String>,
+    operands: Vec<RefKey>,
 }
 
 /// A statement of a sequence, in program order.
@@ -244,14 +247,14 @@ struct Sequence {
     operations: FxHashMap<usize, Name>,
     edges: Vec<(usize, usize, Partial)>,
     /// Which vertex holds each variable's current value, by reference key.
-    current: FxHashMap<String, usize>,
+    current: FxHashMap<RefKey, usize>,
     /// Every reference the sequence reads or writes, by key: (base symbol, written).
-    touched: FxHashMap<String, (Option<SymbolId>, bool)>,
+    touched: FxHashMap<RefKey, (Option<SymbolId>, bool)>,
     /// Variables assigned, in first-assignment order: key, spelling.
-    assigned: Vec<(String, VariableReference)>,
+    assigned: Vec<(RefKey, VariableReference)>,
     /// Per assigned variable, its last assignment: the item's position and the du-ud set of
     /// its left-hand side (the statements that use the value it defines).
-    last_definition: FxHashMap<String, (usize, Option<DuUdSetId>)>,
+    last_definition: FxHashMap<RefKey, (usize, Option<DuUdSetId>)>,
     /// Symbols used inside subscripts of the sequence's references.
     subscript_symbols: FxHashSet<SymbolId>,
     active_statements: usize,
@@ -275,10 +278,16 @@ impl BlockContext<'_> {
             }
             match statement {
                 Statement::Assignment(assignment) if is_active_reference(self.cg, &assignment.lhs) => {
-                    let mut linearized =
-                        linearize_assignment(self.cg, self.catalogue, self.temporaries, self.scope, assignment)?;
+                    let mut linearized = linearize_assignment(
+                        self.cg,
+                        self.catalogue,
+                        self.temporaries,
+                        self.keys,
+                        self.scope,
+                        assignment,
+                    )?;
                     let keys = ReferenceKeys {
-                        lhs: reference_key(self.cg, &linearized.statement.lhs),
+                        lhs: self.keys.of(self.cg, &linearized.statement.lhs),
                         operands: std::mem::take(&mut linearized.graph.operand_keys),
                     };
                     if self.conflicts(&sequence, &linearized, &keys) {
@@ -363,7 +372,7 @@ impl BlockContext<'_> {
     /// by the du-ud map: local scalars (not formals, globals or arrays) whose last
     /// definition's use set is non-empty and names only statements after it in the sequence
     /// (a use at or before it is one from a later iteration, or from elsewhere).
-    fn consumed_within(&self, sequence: &Sequence) -> FxHashSet<String> {
+    fn consumed_within(&self, sequence: &Sequence) -> FxHashSet<RefKey> {
         let mut dead = FxHashSet::default();
         let mut position: Option<FxHashMap<Name, usize>> = None;
         for (key, reference) in &sequence.assigned {
@@ -392,7 +401,7 @@ impl BlockContext<'_> {
             });
             let later = |id: &Name| !self.cg.name(*id).is_empty() && position.get(id).is_some_and(|&k| k > defined_at);
             if uses.iter().all(later) {
-                dead.insert(key.clone());
+                dead.insert(*key);
             }
         }
         dead
@@ -407,7 +416,7 @@ impl BlockContext<'_> {
                 None => {
                     sequence.vertices.push(Vertex::Independent(operand.clone()));
                     let vertex = sequence.vertices.len() - 1;
-                    sequence.current.insert(key.clone(), vertex);
+                    sequence.current.insert(key, vertex);
                     vertex
                 }
             };
@@ -442,10 +451,10 @@ impl BlockContext<'_> {
         let lhs = &linearized.statement.lhs;
         let key = keys.lhs;
         if !sequence.assigned.iter().any(|(k, _)| *k == key) {
-            sequence.assigned.push((key.clone(), lhs.clone()));
+            sequence.assigned.push((key, lhs.clone()));
         }
-        sequence.last_definition.insert(key.clone(), (sequence.items.len(), lhs.du_ud));
-        sequence.current.insert(key.clone(), result);
+        sequence.last_definition.insert(key, (sequence.items.len(), lhs.du_ud));
+        sequence.current.insert(key, result);
         sequence.touched.insert(key, (lhs.base_symbol(), true));
         collect_subscript_symbols(lhs, &mut sequence.subscript_symbols);
         sequence.active_statements += 1;
