@@ -150,9 +150,10 @@ fn reference_partials(text: &str) -> BTreeMap<(String, String), usize> {
 fn our_partials(input: &str) -> BTreeMap<(String, String), usize> {
     use xaifbooster::ir::build::Temporaries;
     use xaifbooster::ir::{CfgVertexKind, Statement};
-    use xaifbooster::passes::linearize::{Partial, is_active_reference, linearize_assignment};
+    use xaifbooster::passes::linearize::{Partial, RefKeys, is_active_reference, linearize_assignment};
     let mut cg = xaif::read(input.as_bytes(), "input", &ReadOptions::default()).expect("example reads").call_graph;
     let mut temporaries = Temporaries::default();
+    let mut keys = RefKeys::default();
     let mut partials = BTreeMap::new();
     let blocks: Vec<(String, xaifbooster::ir::ScopeId, Vec<Statement>)> = cg
         .cfgs()
@@ -169,9 +170,15 @@ fn our_partials(input: &str) -> BTreeMap<(String, String), usize> {
             let Statement::Assignment(assignment) = statement else { continue };
             let id = cg.name(assignment.id).to_owned();
             let count = if is_active_reference(&cg, &assignment.lhs) {
-                let linearized =
-                    linearize_assignment(&mut cg, Catalogue::builtin(), &mut temporaries, scope, assignment.clone())
-                        .expect("linearizes");
+                let linearized = linearize_assignment(
+                    &mut cg,
+                    Catalogue::builtin(),
+                    &mut temporaries,
+                    &mut keys,
+                    scope,
+                    assignment.clone(),
+                )
+                .expect("linearizes");
                 // We sum the partials of parallel edges (`t*t` reads one vertex twice) into
                 // one; the reference computes one per edge. Count ours per original edge.
                 let edges = &assignment.rhs.edges;
