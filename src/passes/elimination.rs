@@ -1132,7 +1132,7 @@ pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     plan_in(&mut Workspace::default(), lcg, method, model)
 }
 
-/// Storage the planner keeps from one graph to the next (see [`Graph::rebuild`]): the graph
+/// Storage the planner keeps from one graph to the next: the graph
 /// every heuristic starts from, the one it works on, and the line graph of face elimination.
 #[derive(Default)]
 pub struct Workspace {
