@@ -181,7 +181,8 @@ struct TangentArgs {
     /// (`-` standard output); written like -o
     #[arg(long, value_name = "FILE")]
     stats: Option<Destination>,
-    /// How elimination sequences are chosen: one method, or the best of all heuristics
+    /// How elimination sequences are chosen: one method; the best of the heuristics that win on
+    /// the corpus and synthetic inputs (best: greedy and edge elimination); or of all ten (every)
     #[arg(long, value_enum, value_name = "METHOD", default_value = "best")]
     elimination: EliminationArg,
     #[command(flatten)]
@@ -231,6 +232,7 @@ enum EliminationArg {
     ReverseEdge,
     Face,
     Best,
+    Every,
     Exact,
     Greedy,
 }
@@ -248,6 +250,7 @@ impl EliminationArg {
             EliminationArg::ReverseEdge => Method::ReverseEdge,
             EliminationArg::Face => Method::Face,
             EliminationArg::Best => Method::Best,
+            EliminationArg::Every => Method::Every,
             EliminationArg::Exact => Method::Exact,
             EliminationArg::Greedy => Method::Greedy,
         }
@@ -1783,23 +1786,6 @@ struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-fn elimination_method(arg: EliminationArg) -> Method {
-    match arg {
-        EliminationArg::Forward => Method::Forward,
-        EliminationArg::Reverse => Method::Reverse,
-        EliminationArg::Markowitz => Method::Markowitz,
-        EliminationArg::MarkowitzForward => Method::MarkowitzForward,
-        EliminationArg::Sibling => Method::Sibling,
-        EliminationArg::Edge => Method::Edge,
-        EliminationArg::ForwardEdge => Method::ForwardEdge,
-        EliminationArg::ReverseEdge => Method::ReverseEdge,
-        EliminationArg::Face => Method::Face,
-        EliminationArg::Best => Method::Best,
-        EliminationArg::Exact => Method::Exact,
-        EliminationArg::Greedy => Method::Greedy,
-    }
-}
-
 fn run_batch(args: &BatchArgs) -> Outcome {
     use std::io::IsTerminal;
     use xaifbooster::cli::batch::{self, FileStatus, Settings, Sources, VerifySettings};
@@ -1902,7 +1888,7 @@ fn run_batch(args: &BatchArgs) -> Outcome {
             } else {
                 Preaccumulation::BasicBlock
             },
-            elimination: elimination_method(args.elimination),
+            elimination: args.elimination.method(),
             ..TangentConfig::default()
         },
         adjoint: AdjointConfig {

@@ -62,3 +62,53 @@ fn tangent_output_is_deterministic() {
         assert!(run() == run(), "{}: two runs differ", short_name(input));
     }
 }
+
+/// `best` tries only the heuristics that win somewhere (`elimination::heuristics`): on the
+/// corpus and on synthetic input, under the tangent's and the adjoint's cost models, it must
+/// find for every sequence a plan as cheap as the best of all ten heuristics (`every`), and the
+/// tangent code must be `every`'s byte for byte (its two heuristics come first in the
+/// tie-breaking order), so that the smaller set loses nothing on what it was measured on.
+#[test]
+fn best_plans_every_sequence_as_cheaply_as_every_heuristic() {
+    use xaifbooster::passes::elimination::{CostModel, Method};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let synthetic = dir.path().join("synthetic.xaif");
+    synthetic_input(&synthetic, "1", 3);
+    let mut inputs = corpus_files("tlm.in.xaif");
+    inputs.push(synthetic);
+    let transform = |bytes: &[u8], name: &str, tangent: TangentConfig| {
+        let mut cg = xaif::read(bytes, name, &ReadOptions::default()).ok()?.call_graph;
+        let config = xaifbooster::pipeline::Config { tangent, ..Default::default() };
+        let report = xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config).ok()?;
+        Some((report, xaif::write(&cg, &WriteOptions::default())))
+    };
+    for model in [CostModel::UnitAware, CostModel::Adjoint] {
+        let (mut sequences, mut dearer, mut other_code) = (0, Vec::new(), Vec::new());
+        for input in &inputs {
+            let bytes = std::fs::read(input).expect("readable input");
+            let name = short_name(input);
+            let compare = TangentConfig { compare_methods: true, cost_model: model, ..TangentConfig::default() };
+            let Some((report, best_code)) = transform(&bytes, &name, compare) else { continue };
+            for sequence in &report.tangent.sequences {
+                let cost = |m: Method| sequence.method_costs.iter().find(|(x, _)| *x == m).map(|&(_, c)| c);
+                let (Some(best), Some(every)) = (cost(Method::Best), cost(Method::Every)) else { continue };
+                sequences += 1;
+                if best != every {
+                    dearer.push(format!("{name} {}: best {best}, every {every}", sequence.basic_block));
+                }
+            }
+            if model == CostModel::UnitAware {
+                let every = TangentConfig { elimination: Method::Every, ..TangentConfig::default() };
+                let every_code = transform(&bytes, &name, every).expect("transforms as with best").1;
+                if every_code != best_code {
+                    other_code.push(name);
+                }
+            }
+        }
+        eprintln!("{model:?}: {sequences} sequences compared, best dearer on {}", dearer.len());
+        // The corpus has 478 sequences, the synthetic input about 300.
+        assert!(sequences > 700, "{model:?}: only {sequences} sequences compared");
+        assert!(dearer.is_empty(), "{model:?}: best costs more than every on {dearer:?}");
+        assert!(other_code.is_empty(), "best's tangent code is not every's in {other_code:?}");
+    }
+}

@@ -43,7 +43,8 @@ pub enum Preaccumulation {
 #[derive(Clone, Debug, Default)]
 pub struct TangentConfig {
     pub preaccumulation: Preaccumulation,
-    /// How elimination sequences are chosen; by default the best of all heuristics.
+    /// How elimination sequences are chosen; by default the best of the heuristics that earn
+    /// their planning time under the cost model ([`elimination::heuristics`]).
     pub elimination: Method,
     /// Also plan every elimination method on every sequence and record their costs in the
     /// statistics (for comparisons; the code still follows `elimination`).
@@ -537,7 +538,7 @@ impl BlockContext<'_> {
     }
 
     /// Preaccumulates the sequence's local Jacobian: the configured elimination method (by
-    /// default the best of all heuristics, each judged by its cheapest prefix) chooses which
+    /// default the best of the cost model's heuristics, each judged by its cheapest prefix) chooses which
     /// vertices, edges or faces to eliminate so that the multiplications per derivative
     /// direction are fewest — the accumulation products (`<prefix>acc_N`, once per execution)
     /// plus one per non-unit edge left for the propagator. Products and sums of constants fold
@@ -960,7 +961,7 @@ impl TangentStats {
             .sequences
             .iter()
             .map(|s| {
-                serde_json::json!({
+                let mut value = serde_json::json!({
                     "routine": s.routine,
                     "basic_block": s.basic_block,
                     "statements": s.statements,
@@ -973,7 +974,13 @@ impl TangentStats {
                     "accumulation_additions": s.accumulation_additions,
                     "propagator_entries": s.propagator_entries,
                     "propagator_multiplications": s.propagator_multiplications,
-                })
+                });
+                if !s.method_costs.is_empty() {
+                    let costs: serde_json::Map<_, _> =
+                        s.method_costs.iter().map(|&(m, c)| (m.name().to_owned(), c.into())).collect();
+                    value["method_costs"] = costs.into();
+                }
+                value
             })
             .collect();
         let mut value = serde_json::json!({

@@ -260,8 +260,13 @@ proptest! {
                 prop_assert!(exact.cost() <= plan(&lcg, method, model).cost(), "{:?} {:?}", model, method);
             }
             let best = best_of(&lcg, model);
-            for method in HEURISTICS {
+            for &method in heuristics(model) {
                 prop_assert!(best.cost() <= plan(&lcg, method, model).cost(), "{:?} {:?}", model, method);
+            }
+            let every = plan(&lcg, Method::Every, model);
+            prop_assert!(every.cost() <= best.cost(), "{:?}", model);
+            for method in EVERY_HEURISTIC {
+                prop_assert!(every.cost() <= plan(&lcg, method, model).cost(), "{:?} {:?}", model, method);
             }
         }
     }
