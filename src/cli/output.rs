@@ -964,7 +964,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.xaif");
         let limit = SWAP_FROM as usize;
-        for (size, flush_at) in [(10, None), (limit - 1, None), (limit, None), (limit + 70_000, Some(5)), (3 << 20, None)] {
+        for (size, flush_at) in
+            [(10, None), (limit - 1, None), (limit, None), (limit + 70_000, Some(5)), (3 << 20, None)]
+        {
             fs::write(&path, "old").unwrap();
             let expected: Vec<u8> = (0..size).map(|j| (j % 253) as u8).collect();
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
