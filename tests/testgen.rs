@@ -134,3 +134,27 @@ fn generated_programs_cover_the_constructs() {
         assert!(count >= 10, "only {count} {what} in 100 programs: {coverage:?}");
     }
 }
+
+/// Finite differences cannot judge an output too large for a step to move it: `y = x + 1e16`
+/// has derivative 1, yet both central differences read 0 and agree. Such a program is not
+/// reliable; the same with a moderate constant is.
+#[test]
+fn outputs_too_large_for_a_step_make_differences_unreliable() {
+    let program = |offset: f64| GenProgram {
+        n: 1,
+        m: 1,
+        temps: 0,
+        passive: Vec::new(),
+        body: vec![GenStmt::Assign(
+            GenVar::Elem(xaifbooster::interp::testgen::GenArray::Y, GenIndex::Const(0)),
+            GenExpr::Binary(
+                "add_scal_scal",
+                Box::new(GenExpr::Var(GenVar::Elem(xaifbooster::interp::testgen::GenArray::X, GenIndex::Const(0)))),
+                Box::new(GenExpr::Const(offset)),
+            ),
+        )],
+        sub: None,
+    };
+    assert!(support::differences_reliable(&program(1.0)));
+    assert!(!support::differences_reliable(&program(1e16)));
+}

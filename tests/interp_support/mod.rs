@@ -141,12 +141,20 @@ fn sub(n: usize) -> impl Strategy<Value = GenSub> {
 }
 
 /// Whether central differences at the test point are a fair judge of derivatives: they stay on
-/// the point's branches, and steps `h` (the verifier's) and `h/2` agree to well within the
-/// verifier's tolerance (not so where chained calls and loops amplify an input a thousandfold
-/// into a cosine).
+/// the point's branches, they can resolve every output, and steps `h` (the verifier's) and `h/2`
+/// agree to well within the verifier's tolerance (not so where chained calls and loops amplify
+/// an input a thousandfold into a cosine).
 pub fn differences_reliable(p: &GenProgram) -> bool {
     let x = p.test_point();
     if !p.branches_stable_at(&x) {
+        return false;
+    }
+    // A central difference is off by about |y|·ε/(2h) from rounding alone: an output of 1e15,
+    // which a step moves by 0.09, reads as unchanged (a program once failed the random test so,
+    // its derivative code right and finite differences 0 at both step sizes, which agreed). Keep
+    // that error a tenth of the verifier's tolerance.
+    let h_min = x.iter().map(|v| 6e-6 * v.abs().max(1.0)).fold(f64::INFINITY, f64::min);
+    if p.eval(&x).iter().any(|y| !y.is_finite() || y.abs() * f64::EPSILON / (2.0 * h_min) > 1e-6) {
         return false;
     }
     let central = |j: usize, h: f64| -> Vec<f64> {
