@@ -205,8 +205,8 @@ pub const EVERY_HEURISTIC: [Method; 10] = [
 /// The heuristics [`Method::Best`] tries under `model`, in tie-breaking order (that of
 /// [`EVERY_HEURISTIC`]).
 ///
-/// Planning was most of a large input's transformation (every heuristic on every sequence
-/// whose shape the plan cache has not seen), yet on the corpus and on synthetic inputs
+/// Planning every heuristic was nearly half of a large input's transformation on its driver
+/// thread (every sequence whose shape the plan cache has not seen), yet on the corpus and on synthetic inputs
 /// (3024 sequences; `examples/heuristic_wins.rs`) greedy vertex elimination and edge
 /// elimination together find the cheapest plan of all ten heuristics for every sequence under
 /// the tangent's cost model, and so the same plan, as they come first in the tie-breaking
@@ -1160,8 +1160,8 @@ pub fn plan(lcg: &Lcg, method: Method, model: CostModel) -> Plan {
     plan_in(&mut Workspace::default(), lcg, method, model)
 }
 
-/// Storage the planner keeps from one graph to the next: the graph
-/// every heuristic starts from, the one it works on, and the line graph of face elimination.
+/// Storage the planner keeps from one graph to the next: the graph every heuristic starts
+/// from, the one it works on, and the line graph of face elimination.
 #[derive(Default)]
 pub struct Workspace {
     start: Graph,
