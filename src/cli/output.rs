@@ -587,8 +587,9 @@ impl Write for Gathered<'_> {
 /// the old contents, now under the temporary name, are removed; the kernel writes the new file
 /// back later, as it does any file. What the swap gives up is that safeguard: the new contents
 /// surviving a power failure in the seconds after the run, which no output of ours promised (a
-/// run syncs nothing). Small files are renamed: there the flush is cheaper than the removal
-/// the swap adds.
+/// run syncs nothing). Small files are renamed, written with their blocks allocated
+/// beforehand ([`write_allocated`]), which spares them the flush: the removal the swap adds
+/// would cost them more.
 fn replace(temp: &Path, target: &Path, file: &File) -> io::Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if file.metadata().is_ok_and(|meta| meta.len() >= SWAP_FROM) && swap_names(temp, target).is_ok() {
