@@ -135,26 +135,23 @@ fn generated_programs_cover_the_constructs() {
     }
 }
 
-/// Finite differences cannot judge an output too large for a step to move it: `y = x + 1e16`
-/// has derivative 1, yet both central differences read 0 and agree. Such a program is not
-/// reliable; the same with a moderate constant is.
+/// Finite differences cannot judge an output too large for a step to move it, nor one computed
+/// through such a value: `y = x + 1e16` and `y = (x + 1e16) - 1e16` have derivative 1, yet both
+/// central differences read 0 and agree. Such programs are not reliable; `y = x + 1` is.
 #[test]
-fn outputs_too_large_for_a_step_make_differences_unreliable() {
-    let program = |offset: f64| GenProgram {
+fn values_too_large_for_a_step_make_differences_unreliable() {
+    use xaifbooster::interp::testgen::GenArray;
+    let x = || Box::new(GenExpr::Var(GenVar::Elem(GenArray::X, GenIndex::Const(0))));
+    let plus = |a: Box<GenExpr>, c: f64| GenExpr::Binary("add_scal_scal", a, Box::new(GenExpr::Const(c)));
+    let program = |rhs: GenExpr| GenProgram {
         n: 1,
         m: 1,
         temps: 0,
         passive: Vec::new(),
-        body: vec![GenStmt::Assign(
-            GenVar::Elem(xaifbooster::interp::testgen::GenArray::Y, GenIndex::Const(0)),
-            GenExpr::Binary(
-                "add_scal_scal",
-                Box::new(GenExpr::Var(GenVar::Elem(xaifbooster::interp::testgen::GenArray::X, GenIndex::Const(0)))),
-                Box::new(GenExpr::Const(offset)),
-            ),
-        )],
+        body: vec![GenStmt::Assign(GenVar::Elem(GenArray::Y, GenIndex::Const(0)), rhs)],
         sub: None,
     };
-    assert!(support::differences_reliable(&program(1.0)));
-    assert!(!support::differences_reliable(&program(1e16)));
+    assert!(support::differences_reliable(&program(plus(x(), 1.0))));
+    assert!(!support::differences_reliable(&program(plus(x(), 1e16))));
+    assert!(!support::differences_reliable(&program(plus(Box::new(plus(x(), 1e16)), -1e16))));
 }

@@ -104,11 +104,15 @@ pub struct GenProgram {
     pub sub: Option<GenSub>,
 }
 
-/// What one evaluation gave: the outputs, and the way every executed branch went, in order.
+/// What one evaluation gave: the outputs, the way every executed branch went, in order, and
+/// the largest magnitude any operation's result took (a value so large that rounding it
+/// swallows what a finite-difference step changes leaves the differences unable to judge
+/// derivatives downstream of it).
 #[derive(Clone, Debug)]
 pub struct Trace {
     pub y: Vec<f64>,
     pub decisions: Vec<bool>,
+    pub peak: f64,
 }
 
 fn unary(name: &str, v: f64) -> f64 {
@@ -184,23 +188,33 @@ struct Evaluation<'p> {
     n: usize,
     sub: Option<&'p GenSub>,
     decisions: Vec<bool>,
+    /// See [`Trace::peak`] (NaN counts as infinitely large).
+    peak: f64,
 }
 
 impl Evaluation<'_> {
-    fn expr(frame: &Frame, e: &GenExpr) -> f64 {
-        match e {
+    fn expr(&mut self, frame: &Frame, e: &GenExpr) -> f64 {
+        let value = match e {
             GenExpr::Var(v) => frame.get(*v),
             GenExpr::Const(c) => *c,
-            GenExpr::Unary(op, a) => unary(op, Self::expr(frame, a)),
-            GenExpr::Binary(op, a, b) => binary(op, Self::expr(frame, a), Self::expr(frame, b)),
-        }
+            GenExpr::Unary(op, a) => {
+                let a = self.expr(frame, a);
+                unary(op, a)
+            }
+            GenExpr::Binary(op, a, b) => {
+                let (a, b) = (self.expr(frame, a), self.expr(frame, b));
+                binary(op, a, b)
+            }
+        };
+        self.peak = if value.is_nan() { f64::INFINITY } else { self.peak.max(value.abs()) };
+        value
     }
 
     fn run(&mut self, stmts: &[GenStmt], frame: &mut Frame) {
         for stmt in stmts {
             match stmt {
                 GenStmt::Assign(var, e) => {
-                    let v = Self::expr(frame, e);
+                    let v = self.expr(frame, e);
                     frame.set(*var, v);
                 }
                 GenStmt::Loop(trips, body) => {
@@ -212,7 +226,7 @@ impl Evaluation<'_> {
                     frame.counters.pop();
                 }
                 GenStmt::If(condition, then, otherwise) => {
-                    let taken = Self::expr(frame, condition) > 0.0;
+                    let taken = self.expr(frame, condition) > 0.0;
                     self.decisions.push(taken);
                     self.run(if taken { then } else { otherwise }, frame);
                 }
@@ -875,10 +889,11 @@ impl GenProgram {
             c: 0.0,
             counters: Vec::new(),
         };
-        let mut evaluation = Evaluation { n: self.n, sub: self.sub.as_ref(), decisions: Vec::new() };
+        let peak = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let mut evaluation = Evaluation { n: self.n, sub: self.sub.as_ref(), decisions: Vec::new(), peak };
         evaluation.run(&self.body, &mut frame);
         let [_, y, _] = frame.arrays;
-        Trace { y, decisions: evaluation.decisions }
+        Trace { y, decisions: evaluation.decisions, peak: evaluation.peak }
     }
 
     /// Whether finite differences at `x` stay on `x`'s branches: every input moved alone by
