@@ -555,13 +555,13 @@ struct Gathered<'a> {
 
 impl Write for Gathered<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(small) = &mut self.small {
-            if ((small.len() + buf.len()) as u64) < SWAP_FROM {
-                small.extend_from_slice(buf);
-                return Ok(buf.len());
-            }
-            let gathered = std::mem::take(small);
-            self.small = None;
+        if let Some(small) = &mut self.small
+            && ((small.len() + buf.len()) as u64) < SWAP_FROM
+        {
+            small.extend_from_slice(buf);
+            return Ok(buf.len());
+        }
+        if let Some(gathered) = self.small.take() {
             self.file.write_all(&gathered)?;
         }
         self.file.write(buf)
