@@ -880,7 +880,7 @@ fn pipeline_from() -> Option<usize> {
 /// From this input size on, the commands stream routine by routine (`streaming::{identity,
 /// tangent, adjoint}`); below it they read the whole document, transform it and write it. Both
 /// paths give the same bytes (`tests/streaming.rs`). Streaming pays in memory on large inputs
-/// and costs a first pass over the document: the tokenizing prescan (identity, tangent; 5% of
+/// and costs a first pass over the document: the tokenizing survey (tangent; 5% of
 /// a tangent run on a median corpus file, SeqOfLoops: 2.35 M instructions streamed, 2.23 M
 /// whole) or a second reading (the adjoint; graphEx2: 85.7 M instructions whole, 100.8 M
 /// streamed). `XAIFBOOSTER_STREAM_FROM` (bytes) moves the threshold, so tests can take the

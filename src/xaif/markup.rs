@@ -4,7 +4,7 @@
 //! tokenizer spends twenty.
 //!
 //! For passes that need the shape of the whole document before it is parsed properly: the
-//! streaming driver's prescan (statement ids, routines with a body) and fragment-wise
+//! streaming driver's survey (statement ids, routines with a body) and fragment-wise
 //! validation's layout (where each routine begins and ends). Both parse what they were told
 //! right after, with a real parser that refuses what is malformed, so this scan need only be
 //! right on well-formed XML and harmless on the rest. Comments, CDATA sections, processing
@@ -29,6 +29,11 @@ pub(crate) struct Tags<'a> {
 impl<'a> Tags<'a> {
     pub(crate) fn new(input: &'a [u8]) -> Self {
         Tags { input, at: 0 }
+    }
+
+    /// The tags from offset `at` on (which should be where markup or text begins).
+    pub(crate) fn from(input: &'a [u8], at: usize) -> Self {
+        Tags { input, at }
     }
 }
 
@@ -85,6 +90,99 @@ impl<'a> Iterator for Tags<'a> {
             });
         }
     }
+}
+
+/// What the streaming driver must know of the whole document before it transforms the first
+/// routine: every statement id (the ids the engine invents avoid them, including those of
+/// routines not read yet) and which routines have a body (TypeChange waits for a callee read
+/// later only if it has one). Found by the driver's own scan ([`Survey::of`]), or handed over
+/// by validation running alongside, whose first scan walks the same tags anyway
+/// ([`crate::xaif::validate::Progress::take_survey`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Every `statement_id` of the document.
+    pub statement_ids: crate::ir::build::ReservedIds,
+    /// `(symbol_id, scope_id)` of every `ControlFlowGraph`.
+    pub bodies: rustc_hash::FxHashSet<(Box<str>, Box<str>)>,
+}
+
+impl Survey {
+    /// Scans `input`. Malformed XML is left to the reader, which reports it located: the
+    /// survey then holds what was found so far. `Err` names why the document must be read
+    /// whole rather than routine by routine.
+    pub fn of(input: &[u8]) -> Result<Survey, &'static str> {
+        let mut surveyor = Surveyor::default();
+        let mut depth = 0usize;
+        for markup in Tags::new(input) {
+            let Markup::Start { name, attributes, empty, .. } = markup else {
+                depth = depth.saturating_sub(1);
+                continue;
+            };
+            surveyor.start_tag(depth, local_name(name), attributes)?;
+            if !empty {
+                depth += 1;
+            }
+        }
+        Ok(surveyor.finish())
+    }
+}
+
+/// Builds a [`Survey`] from the start tags of a document, in order, for scans that walk them
+/// for their own ends as well.
+#[derive(Debug, Default)]
+pub(crate) struct Surveyor<'a> {
+    survey: Survey,
+    /// The statement ids of the routine being scanned, as they stand in the input.
+    in_routine: rustc_hash::FxHashSet<&'a [u8]>,
+}
+
+impl<'a> Surveyor<'a> {
+    /// One start tag: `local` its local name, `depth` the number of elements open around it.
+    /// `Err` as [`Survey::of`] gives it, at the first tag that calls for the whole document.
+    pub(crate) fn start_tag(&mut self, depth: usize, local: &[u8], attributes: &'a [u8]) -> Result<(), &'static str> {
+        if depth == 1 && matches!(local, b"ControlFlowGraph" | b"ReplacementList") {
+            self.in_routine.clear();
+            if local == b"ControlFlowGraph"
+                && let (Some(symbol), Some(scope)) =
+                    (id_attribute(attributes, b"symbol_id")?, id_attribute(attributes, b"scope_id")?)
+            {
+                self.survey.bodies.insert((symbol.into(), scope.into()));
+            }
+        }
+        if matches!(
+            local,
+            b"Assignment" | b"SubroutineCall" | b"Marker" | b"InlinableSubroutineCall" | b"Initialization" | b"Update"
+        ) && let Some(id) = id_attribute(attributes, b"statement_id")?
+        {
+            self.survey.statement_ids.insert(id);
+            if !self.in_routine.insert(id.as_bytes()) {
+                // The lenient reader renames the repeats, which only a whole read can do alike.
+                return Err("a statement id repeats in a routine");
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Survey {
+        self.survey
+    }
+
+    /// Takes in the survey of the rest of the document, begun at a routine's start tag.
+    pub(crate) fn append(&mut self, rest: Surveyor<'a>) {
+        self.survey.statement_ids.extend(rest.survey.statement_ids);
+        self.survey.bodies.extend(rest.survey.bodies);
+        self.in_routine = rest.in_routine;
+    }
+}
+
+/// An id attribute's raw value; values the reader would decode or normalize call for the
+/// whole document, and ids that are not text are the reader's to report.
+fn id_attribute<'a>(attributes: &'a [u8], key: &[u8]) -> Result<Option<&'a str>, &'static str> {
+    let Some(value) = attribute(attributes, key) else { return Ok(None) };
+    if needs_decoding(value) {
+        return Err("an id needs decoding");
+    }
+    Ok(std::str::from_utf8(value).ok())
 }
 
 /// A qualified name's local part.

@@ -26,6 +26,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::check::MAX_NESTING;
 use super::diagnostic::{Diagnostic, LineIndex, Severity};
+use super::markup::Survey;
 use super::read::{ReadOptions, XAIF_NAMESPACE};
 use crate::ir::{CallGraph, RoutineId};
 
@@ -159,6 +160,19 @@ struct ProgressState {
     checked_through: usize,
     /// `Some(false)` as soon as an error is found; `Some(true)` when all is checked without one.
     verdict: Option<bool>,
+    survey: SurveyState,
+}
+
+/// The streaming driver's [`Survey`], which the checks' first scan finds on the way.
+#[derive(Debug, Default)]
+enum SurveyState {
+    /// Not known yet.
+    #[default]
+    Pending,
+    /// Found (or the reason the document must be read whole), not yet taken.
+    Found(Result<Survey, &'static str>),
+    /// The checks take another way (the whole tree), or it was taken.
+    Gone,
 }
 
 impl Progress {
@@ -174,6 +188,33 @@ impl Progress {
                 None => state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
             }
         }
+    }
+
+    /// The [`Survey`] of the document, once the checks' first scan has found it; `None` when
+    /// they do not scan for it (small or malformed documents, those checked whole) or found an
+    /// error first: the driver then surveys the document itself.
+    pub fn take_survey(&self) -> Option<Result<Survey, &'static str>> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            match std::mem::replace(&mut state.survey, SurveyState::Gone) {
+                SurveyState::Found(found) => return Some(found),
+                SurveyState::Gone => return None,
+                SurveyState::Pending if state.verdict.is_some() => return None,
+                SurveyState::Pending => {
+                    state.survey = SurveyState::Pending;
+                    state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            }
+        }
+    }
+
+    /// The first scan is over: `found` is its survey, `None` if it made none.
+    fn survey_found(&self, found: Option<Result<Survey, &'static str>>) {
+        self.update(|state| {
+            if matches!(state.survey, SurveyState::Pending) {
+                state.survey = found.map_or(SurveyState::Gone, SurveyState::Found);
+            }
+        });
     }
 
     fn update(&self, change: impl FnOnce(&mut ProgressState)) {
@@ -242,6 +283,10 @@ fn check_progressively(
         }
         _ => None,
     };
+    if let Some(progress) = progress {
+        // Checked whole: no survey comes (after a fragment-wise scan, it came already).
+        progress.survey_found(None);
+    }
     let mut findings = match fragment_wise {
         Some(findings) => findings,
         None => match check_whole(text, file, options, checks) {
@@ -1431,6 +1476,52 @@ mod tests {
 
     /// The fragment-wise checks find exactly what the whole document's tree finds: over the
     /// test data, documents with findings at the top level, and a few mutations of each file.
+    #[test]
+    fn the_checks_survey_documents_as_the_streaming_driver_would() {
+        let routine = |name: &str, ids: [&str; 2]| {
+            format!(
+                r#"<xaif:ControlFlowGraph vertex_id="r" symbol_id="{name}" scope_id="1" controlflowgraph_scope_id="1">
+<xaif:Entry vertex_id="1"/><xaif:BasicBlock vertex_id="2" scope_id="1">
+<xaif:Marker statement_id="{}"/><xaif:Marker statement_id="{}"/></xaif:BasicBlock><xaif:Exit vertex_id="3"/>
+<xaif:ControlFlowEdge edge_id="1" source="1" target="2"/><xaif:ControlFlowEdge edge_id="2" source="2" target="3"/>
+</xaif:ControlFlowGraph>"#,
+                ids[0], ids[1]
+            )
+        };
+        let mut documents = vec![
+            // Ids repeated across routines are fine; within one, the document is read whole.
+            format!("{HEAD}{}{}</xaif:CallGraph>", routine("head", ["m1", "m2"]), routine("x", ["m1", "m3"])),
+            format!("{HEAD}{}{}</xaif:CallGraph>", routine("head", ["m1", "m2"]), routine("x", ["m3", "m3"])),
+            // Ids the parser decodes: the routine's name, then a statement's.
+            format!("{HEAD}{}</xaif:CallGraph>", routine("h&#101;ad", ["m1", "m2"])),
+            format!("{HEAD}{}</xaif:CallGraph>", routine("head", ["m&amp;1", "m2"])),
+            format!("{HEAD}<!-- {} --></xaif:CallGraph>", routine("head", ["m1", "m2"])),
+        ];
+        let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tangent");
+        for entry in std::fs::read_dir(testdata).expect("test data").flatten() {
+            if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                documents.push(text);
+            }
+        }
+        let mut surveyed = [0usize; 2];
+        for text in &documents {
+            let progress = Progress::default();
+            let fragment_wise = fragments::check_in_windows(text, "t.xaif", false, Some(&progress), 1);
+            match progress.take_survey() {
+                Some(found) => {
+                    let own = Survey::of(text.as_bytes());
+                    surveyed[usize::from(own.is_err())] += 1;
+                    assert_eq!(found, own, "{text}");
+                }
+                // The checks survey every document they check in pieces.
+                None => assert!(fragment_wise.is_none(), "{text}"),
+            }
+            // Taken once.
+            assert!(progress.take_survey().is_none());
+        }
+        assert!(surveyed[0] >= documents.len() / 2 && surveyed[1] >= 2, "{surveyed:?} of {}", documents.len());
+    }
+
     #[test]
     fn fragment_wise_findings_are_the_whole_documents() {
         fn xaif_files(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
