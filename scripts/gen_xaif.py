@@ -150,7 +150,9 @@ class Routine:
             self.edge(end, loop)
             after = self.vertex('<xaif:BasicBlock vertex_id="VID" scope_id="%d"><xaif:Marker statement_id="r%d_m%d"/>'
                                 '</xaif:BasicBlock>' % (self.scope, self.index, self.vertices + 1))
-            self.edge(loop, after, 0)
+            # The loop's exit edge carries no condition value, as the front end writes it (the
+            # original engine's adjoint refuses a CFG whose exit edge says `condition_value="0"`).
+            self.edge(loop, after)
             return loop, after
         branch = self.vertex(
             '<xaif:Branch vertex_id="VID"><xaif:Condition><xaif:VariableReference vertex_id="1"><xaif:SymbolReference '
