@@ -256,13 +256,19 @@ fn split_point(text: &str) -> Option<usize> {
     loop {
         let found = from + memchr::memmem::find(&bytes[from..], b"ControlFlowGraph")?;
         let before = &bytes[..found];
-        let prefix = before.iter().rev().take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')).count();
+        let prefix = before
+            .iter()
+            .rev()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+            .count();
         let open = found - prefix;
         let named = &bytes[open..found];
         if open > 0
             && bytes[open - 1] == b'<'
             && (named.is_empty() || named.ends_with(b":") && !named[..named.len() - 1].contains(&b':'))
-            && bytes.get(found + "ControlFlowGraph".len()).is_some_and(|b| b.is_ascii_whitespace() || matches!(b, b'>' | b'/'))
+            && bytes
+                .get(found + "ControlFlowGraph".len())
+                .is_some_and(|b| b.is_ascii_whitespace() || matches!(b, b'>' | b'/'))
         {
             return Some(open - 1);
         }
@@ -579,7 +585,11 @@ mod tests {
             // text; a tag that only begins like one.
             format!("{head}{}<!-- <xaif:ControlFlowGraph symbol_id=\"c\"> -->{}</xaif:CallGraph>", many(4), many(1)),
             format!("{head}{}<xaif:Other note='<xaif:ControlFlowGraph '/>{}</xaif:CallGraph>", many(4), many(1)),
-            format!("{head}{}<xaif:Other><xaif:ControlFlowGraph symbol_id=\"d\"/></xaif:Other>{}</xaif:CallGraph>", many(4), many(1)),
+            format!(
+                "{head}{}<xaif:Other><xaif:ControlFlowGraph symbol_id=\"d\"/></xaif:Other>{}</xaif:CallGraph>",
+                many(4),
+                many(1)
+            ),
             format!("{head}{} ControlFlowGraph <xaif:ControlFlowGraphs/>{}</xaif:CallGraph>", many(4), many(1)),
             format!("{head}{}<ControlFlowGraph symbol_id=\"e\" scope_id=\"1\"/></xaif:CallGraph>", many(4)),
             // Statement ids repeated in a routine, in the first half or the second.
