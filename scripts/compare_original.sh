@@ -26,29 +26,17 @@ for binary in "$ours" "$original_tangent" "$original_adjoint"; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# shellcheck source=timing.sh
+. "$here/scripts/timing.sh"
 input=$work/synthetic_$mb.xaif
 python3 "$here/scripts/gen_xaif.py" --mb "$mb" --seed 1 -o "$input"
 bytes=$(stat -c %s "$input")
 
-# best_of COMMAND...: "seconds peak_kib" of the fastest of RUNS runs.
-best_of() {
-    local best="" best_rss=""
-    for _ in $(seq "$runs"); do
-        /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || {
-            echo "failed: $*" >&2; cat "$work/stderr" >&2; exit 1; }
-        read -r seconds rss <"$work/time"
-        if [ -z "$best" ] || awk -v a="$seconds" -v b="$best" 'BEGIN{exit !(a<b)}'; then
-            best=$seconds best_rss=$rss
-        fi
-    done
-    echo "$best $best_rss"
-}
-
 printf '%-8s %-9s %9s %9s %9s %11s %9s\n' size mode original ours speed-up 'orig MiB' 'ours MiB'
 for mode in tangent adjoint; do
     driver=$original_tangent; [ "$mode" = adjoint ] && driver=$original_adjoint
-    read -r theirs theirs_rss < <(best_of "$driver" -i "$input" -c "$catalogue" -s "$schema" -o "$work/original.xaif")
-    read -r mine mine_rss < <(best_of "$ours" "$mode" "$input" -o "$work/ours.xaif")
+    read -r theirs theirs_rss < <(best_of "$runs" "$driver" -i "$input" -c "$catalogue" -s "$schema" -o "$work/original.xaif")
+    read -r mine mine_rss < <(best_of "$runs" "$ours" "$mode" "$input" -o "$work/ours.xaif")
     printf '%-8s %-9s %8.2fs %8.2fs %8.1f× %11.0f %9.0f\n' "${mb}MiB" "$mode" "$theirs" "$mine" \
         "$(awk -v a="$theirs" -v b="$mine" 'BEGIN{print a/b}')" \
         "$(awk -v k="$theirs_rss" 'BEGIN{print k/1024}')" "$(awk -v k="$mine_rss" 'BEGIN{print k/1024}')"
@@ -56,16 +44,9 @@ for mode in tangent adjoint; do
 done
 
 files=("$shared"/corpus/*/tlm.in.xaif)
-loop() {
-    local start end
-    start=$(date +%s%N)
-    for f in "${files[@]}"; do "$@" "$f" >/dev/null 2>&1 || true; done
-    end=$(date +%s%N)
-    echo $(( (end - start) / 1000 ))
-}
-true_us=$(loop /bin/true)
-theirs_us=$(loop "$original_tangent" -c "$catalogue" -s "$schema" -o "$work/original.xaif" -i)
-mine_us=$(loop "$ours" tangent -q -o "$work/ours.xaif")
+true_us=$(per_file /bin/true)
+theirs_us=$(per_file "$original_tangent" -c "$catalogue" -s "$schema" -o "$work/original.xaif" -i)
+mine_us=$(per_file "$ours" tangent -q -o "$work/ours.xaif")
 awk -v n="${#files[@]}" -v t="$true_us" -v a="$theirs_us" -v b="$mine_us" 'BEGIN{
     printf "corpus tangent, one process per file (%d files): original %.2f ms, ours %.2f ms per file (%.1f×); above /bin/true (%.2f ms): %.2f and %.2f ms\n",
         n, a/n/1000, b/n/1000, a/b, t/n/1000, (a-t)/n/1000, (b-t)/n/1000}'

@@ -21,6 +21,8 @@ sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(16 64)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# shellcheck source=timing.sh
+. "$here/scripts/timing.sh"
 
 [ -x "$binary" ] || { echo "no binary at $binary (cargo build --release)" >&2; exit 1; }
 # Every figure is taken from a copy of the binary. The page cache holds a file written whole in
@@ -28,21 +30,6 @@ trap 'rm -rf "$work"' EXIT
 # process, tenths of a millisecond of a corpus file's start-up. Copies make two builds comparable.
 cp "$binary" "$work/xaifbooster"
 binary=$work/xaifbooster
-
-# best_of RUNS COMMAND...: prints "seconds peak_kib" of the fastest run (peak of that run).
-best_of() {
-    local n=$1; shift
-    local best="" best_rss=""
-    for _ in $(seq "$n"); do
-        /usr/bin/time -f '%e %M' -o "$work/time" "$@" >/dev/null 2>"$work/stderr" || {
-            echo "failed: $*" >&2; cat "$work/stderr" >&2; exit 1; }
-        read -r seconds rss <"$work/time"
-        if [ -z "$best" ] || awk -v a="$seconds" -v b="$best" 'BEGIN{exit !(a<b)}'; then
-            best=$seconds best_rss=$rss
-        fi
-    done
-    echo "$best $best_rss"
-}
 
 printf '%-8s %-9s %8s %9s %9s %10s %12s\n' size mode seconds MB/s xmllint× peak_MiB peak/input
 for mb in "${sizes[@]}"; do
@@ -65,14 +52,7 @@ done
 # Start-up: one process per corpus tangent input, against as many /bin/true.
 files=("$shared"/corpus/*/tlm.in.xaif)
 if [ -e "${files[0]}" ]; then
-    loop() {
-        local start end
-        start=$(date +%s%N)
-        for f in "${files[@]}"; do "$@" "$f" >/dev/null 2>&1 || true; done
-        end=$(date +%s%N)
-        echo $(( (end - start) / 1000 ))
-    }
-    best() { local b=""; for _ in 1 2 3; do local t; t=$(loop "$@"); if [ -z "$b" ] || [ "$t" -lt "$b" ]; then b=$t; fi; done; echo "$b"; }
+    best() { local b=""; for _ in 1 2 3; do local t; t=$(per_file "$@"); if [ -z "$b" ] || [ "$t" -lt "$b" ]; then b=$t; fi; done; echo "$b"; }
     true_us=$(best /bin/true)
     for mode in identity tangent; do
         us=$(best "$binary" "$mode" -o "$work/out.xaif")

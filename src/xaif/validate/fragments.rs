@@ -69,19 +69,11 @@ pub(super) fn check_in_windows(
     window: usize,
 ) -> Option<Vec<Diagnostic>> {
     // The streaming driver's survey, found on the way, for a transformation waiting beside.
-    let layout = Layout::scan(text, progress.is_some());
-    let mut layout = match (layout, progress) {
-        (Some(mut layout), Some(progress)) => {
-            progress.survey_found(layout.survey.take());
-            layout
-        }
-        (layout, progress) => {
-            if let Some(progress) = progress {
-                progress.survey_found(None);
-            }
-            layout?
-        }
-    };
+    let mut layout = Layout::scan(text, progress.is_some());
+    if let Some(progress) = progress {
+        progress.survey_found(layout.as_mut().and_then(|layout| layout.survey.take()));
+    }
+    let mut layout = layout?;
     let statements = std::mem::take(&mut layout.statements);
     let (skeleton, skeleton_map) = layout.skeleton(text);
     let skeleton_map: Arc<[(usize, usize)]> = skeleton_map.into();
