@@ -291,8 +291,8 @@ enum How {
         target: PathBuf,
         temp: Option<PathBuf>,
         file: File,
-        /// Whether `target` exists: a small file that replaces one has its blocks allocated
-        /// before they are written ([`write_allocated`]).
+        /// Whether `target` existed when prepared: its name is then swapped with `temp`'s
+        /// ([`replace`]).
         replaces: bool,
     },
     /// A regular file that must keep its inode (hard links, or a directory we may not write):
@@ -321,8 +321,8 @@ impl Pending {
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
         let result = match &mut self.how {
-            How::Replace { file, replaces, .. } => Self::discard_direct(file, &mut self.direct)
-                .and_then(|()| if *replaces { write_allocated(file, &bytes) } else { file.write_all(&bytes) })
+            How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct)
+                .and_then(|()| file.write_all(&bytes))
                 .and_then(|()| file.flush()),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
                 self.bytes = bytes;
@@ -449,10 +449,9 @@ impl Pending {
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), OutputError> {
         let result = match &mut self.how {
-            How::Replace { file, replaces, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
-                let small = replaces.then(Vec::new);
-                let mut gathered = Gathered { file: io::BufWriter::with_capacity(1 << 16, &*file), small };
-                write(&mut gathered).and_then(|()| gathered.flush())
+            How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
+                let mut buffered = io::BufWriter::with_capacity(1 << 16, &*file);
+                write(&mut buffered).and_then(|()| buffered.flush())
             }),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
                 let mut bytes = Vec::new();
@@ -478,8 +477,8 @@ impl Pending {
             }
             How::Direct(file) => file.write_all(&bytes).and_then(|()| file.flush()),
             How::InPlace(file) => file.set_len(0).and_then(|()| file.write_all(&bytes)),
-            How::Replace { target, temp, file, .. } => match temp.take() {
-                Some(from) => replace(&from, target, file).inspect_err(|_| {
+            How::Replace { target, temp, replaces, .. } => match temp.take() {
+                Some(from) => replace(&from, target, *replaces).inspect_err(|_| {
                     let _ = fs::remove_file(&from);
                 }),
                 None => Ok(()),
@@ -528,71 +527,26 @@ fn prepare_path(path: &Path) -> io::Result<How> {
     }
 }
 
-/// From this size on, a file that replaces an existing one swaps names with it ([`replace`]).
-const SWAP_FROM: u64 = 1 << 20;
-
-/// Writes `bytes` at the file's offset with their blocks allocated first. A small file that
-/// replaces an existing one is renamed over it ([`replace`]), and ext4 then allocates and
-/// starts writing the blocks of the new file before the rename returns, unless they are
-/// allocated already: writing 29 KB and renaming it over a file took 0.27–0.31 ms that way and
-/// 0.10 ms allocated beforehand (300 runs each, medians), a fifth of a small corpus file's run
-/// above starting a process. A file that replaces none gains nothing (0.04 → 0.06 ms).
-fn write_allocated(mut file: &File, bytes: &[u8]) -> io::Result<()> {
-    let at = file.stream_position()?;
-    allocate(file, at, bytes.len() as u64);
-    file.write_all(bytes)
-}
-
-/// What [`Pending::stage_written`] writes to its temporary file: for a file that replaces an
-/// existing one, gathered in memory while it stays under [`SWAP_FROM`] (a file that large swaps
-/// names instead of being renamed over the old one), then written with its blocks allocated
-/// ([`write_allocated`]); otherwise, and past that size, straight to the file 64 KiB at a time.
-struct Gathered<'a> {
-    file: io::BufWriter<&'a File>,
-    /// The bytes gathered so far; `None` once they went to the file (or were never gathered).
-    small: Option<Vec<u8>>,
-}
-
-impl Write for Gathered<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(small) = &mut self.small
-            && ((small.len() + buf.len()) as u64) < SWAP_FROM
-        {
-            small.extend_from_slice(buf);
-            return Ok(buf.len());
-        }
-        if let Some(gathered) = self.small.take() {
-            self.file.write_all(&gathered)?;
-        }
-        self.file.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        if let Some(small) = self.small.take() {
-            // Nothing went through the buffer yet.
-            write_allocated(self.file.get_ref(), &small)?;
-        }
-        self.file.flush()
-    }
-}
-
-/// Puts the staged file `temp` (open as `file`) in the place of `target`.
+/// Puts the staged file `temp` in the place of `target`, which existed when the output was
+/// prepared (`replaces`) or did not.
 ///
-/// A rename over an existing file makes ext4 allocate the new file's blocks and start writing
-/// them before the rename returns: its safeguard for programs that replace a file without
-/// syncing it. That cost more than the run's last tenth on large outputs: 35–60 ms of the
-/// tangent of a 16 MiB input (0.47 s), about 0.15 s of its adjoint (1.0 s). So a large file
-/// that replaces an existing one swaps names with it (`renameat2` with `RENAME_EXCHANGE`,
-/// atomic like a rename: the name shows the old contents or the new ones, never neither) and
-/// the old contents, now under the temporary name, are removed; the kernel writes the new file
-/// back later, as it does any file. What the swap gives up is that safeguard: the new contents
-/// surviving a power failure in the seconds after the run, which no output of ours promised (a
-/// run syncs nothing). Small files are renamed, written with their blocks allocated
-/// beforehand ([`write_allocated`]), which spares them the flush: the removal the swap adds
-/// would cost them more.
-fn replace(temp: &Path, target: &Path, file: &File) -> io::Result<()> {
+/// A rename over an existing file costs ext4 more than the file's writing did: it allocates the
+/// new file's blocks and starts writing them before the rename returns (its safeguard for
+/// programs that replace a file without syncing it: 35–60 ms of the tangent of a 16 MiB
+/// input, about 0.15 s of its adjoint), or, when they were allocated beforehand, they must be
+/// freed (and, on a file system mounted with `discard`, discarded) when the next run replaces
+/// the file. So a file that replaces an existing one swaps names with it (`renameat2` with
+/// `RENAME_EXCHANGE`, atomic like a rename: the name shows the old contents or the new ones,
+/// never neither) and the old contents, now under the temporary name, are removed; the kernel
+/// writes the new file back later, as it does any file. For a 29 KB output written over the
+/// previous run's, the writing and the replacement took 0.10 ms that way against 0.16–0.19 ms
+/// for blocks allocated beforehand and a rename (a C model, 200 runs each with 2 ms between
+/// them); a corpus file's tangent, one process each, 0.15 ms less. What the swap gives up is
+/// that safeguard: the new contents surviving a power failure in the seconds after the run,
+/// which no output of ours promised (a run syncs nothing).
+fn replace(temp: &Path, target: &Path, replaces: bool) -> io::Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if file.metadata().is_ok_and(|meta| meta.len() >= SWAP_FROM) && swap_names(temp, target).is_ok() {
+    if replaces && swap_names(temp, target).is_ok() {
         match fs::remove_file(temp) {
             Ok(()) => return Ok(()),
             // Not a file any more (something replaced `target` while the run worked): the
@@ -601,7 +555,7 @@ fn replace(temp: &Path, target: &Path, file: &File) -> io::Result<()> {
         }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = (file, SWAP_FROM);
+    let _ = replaces;
     fs::rename(temp, target)
 }
 
@@ -934,14 +888,14 @@ mod tests {
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o640);
     }
 
-    /// A large file that replaces an existing one swaps names with it and removes the old
-    /// contents: the new contents, the old mode, nothing else left in the directory. A small
-    /// one, or one whose target is new, is renamed.
+    /// A file that replaces an existing one swaps names with it and removes the old contents:
+    /// the new contents, the old mode, nothing else left in the directory. One whose target is
+    /// new is renamed.
     #[test]
-    fn large_and_small_replacements_leave_only_the_new_file() {
+    fn replacements_leave_only_the_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.xaif");
-        for size in [10, SWAP_FROM as usize, 3 << 20] {
+        for size in [10, 1 << 20, 3 << 20] {
             let contents = "x".repeat(size);
             fs::write(&path, "old").unwrap();
             fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
@@ -956,15 +910,14 @@ mod tests {
         }
     }
 
-    /// An output written in pieces that replaces a file is gathered while small, then written
-    /// with its blocks allocated: below, at and past the size where gathering gives way to
-    /// writing straight through, in pieces and with a flush half way, the file holds exactly
+    /// An output written in pieces that replaces a file, below, at and past the size of the
+    /// buffer in front of the file, in pieces and with a flush half way: the file holds exactly
     /// what was written, in order, with no block allocated past its end.
     #[test]
-    fn written_replacements_arrive_whole_below_and_past_the_gathering_size() {
+    fn written_replacements_arrive_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.xaif");
-        let limit = SWAP_FROM as usize;
+        let limit = 1 << 16;
         for (size, flush_at) in
             [(10, None), (limit - 1, None), (limit, None), (limit + 70_000, Some(5)), (3 << 20, None)]
         {
@@ -990,21 +943,38 @@ mod tests {
         }
     }
 
-    /// A large replacement whose target became a directory while the run worked fails as a
-    /// rename onto a directory fails, and leaves the directory and its contents where they were.
+    /// A replacement whose target became a directory while the run worked fails as a rename
+    /// onto a directory fails, and leaves the directory and its contents where they were.
     #[test]
-    fn a_large_replacement_does_not_swap_with_a_directory() {
+    fn a_replacement_does_not_swap_with_a_directory() {
+        for size in [10, 2 << 20] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out.xaif");
+            fs::write(&path, "old").unwrap();
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            pending.stage(vec![b'x'; size]).unwrap();
+            fs::remove_file(&path).unwrap();
+            fs::create_dir(&path).unwrap();
+            fs::write(path.join("inside"), "kept").unwrap();
+            assert!(pending.commit().is_err(), "size {size}");
+            assert!(fs::metadata(&path).unwrap().is_dir(), "size {size}");
+            assert_eq!(fs::read_to_string(path.join("inside")).unwrap(), "kept", "size {size}");
+            assert_eq!(entries(dir.path()), ["out.xaif"], "size {size}");
+        }
+    }
+
+    /// A replacement whose target was removed while the run worked (nothing to swap with) is
+    /// renamed into its place.
+    #[test]
+    fn a_replacement_whose_target_vanished_is_renamed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.xaif");
         fs::write(&path, "old").unwrap();
         let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-        pending.stage(vec![b'x'; 2 << 20]).unwrap();
+        pending.stage(b"new".to_vec()).unwrap();
         fs::remove_file(&path).unwrap();
-        fs::create_dir(&path).unwrap();
-        fs::write(path.join("inside"), "kept").unwrap();
-        assert!(pending.commit().is_err());
-        assert!(fs::metadata(&path).unwrap().is_dir());
-        assert_eq!(fs::read_to_string(path.join("inside")).unwrap(), "kept");
+        pending.commit().unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
