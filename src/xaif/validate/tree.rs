@@ -432,13 +432,16 @@ fn qualified_name(bytes: &[u8]) -> Option<(usize, Option<usize>)> {
     }
     let mut colon = None;
     let mut length = 1;
-    while let Some(&byte) = bytes.get(length) {
-        match CLASS[byte as usize] {
-            NAME_START | NAME => {}
-            COLON if colon.is_none() => colon = Some(length),
+    loop {
+        // The name's characters, then at most one `:` inside it.
+        length += bytes[length..].iter().take_while(|&&b| CLASS[b as usize] & NAMEISH != 0).count();
+        match bytes.get(length) {
+            Some(b':') if colon.is_none() => {
+                colon = Some(length);
+                length += 1;
+            }
             _ => break,
         }
-        length += 1;
     }
     match colon {
         // The local part must begin like a name, and a second `:` ends the name above, where
@@ -456,11 +459,12 @@ fn split_name(name: &str, colon: Option<usize>) -> (&str, &str) {
     }
 }
 
-/// What a byte can be in a plain name.
+/// What a byte can be in a plain name (`NAMEISH`: either of the first two).
 const OTHER: u8 = 0;
 const NAME_START: u8 = 1;
 const NAME: u8 = 2;
-const COLON: u8 = 3;
+const COLON: u8 = 4;
+const NAMEISH: u8 = NAME_START | NAME;
 
 const CLASS: [u8; 256] = {
     let mut class = [OTHER; 256];
@@ -480,6 +484,22 @@ const CLASS: [u8; 256] = {
     }
     class
 };
+
+/// The length of the attribute value `bytes` begins with, up to its closing `quote`, if
+/// roxmltree takes it as it stands ([`plain_value`]); `None` if not, or if it does not end.
+/// One pass finds the end and checks the bytes (values are short: two passes, one to find
+/// the quote and one to check, cost more in their set-up than in their loops).
+fn plain_value_until(bytes: &[u8], quote: u8) -> Option<usize> {
+    for (at, &b) in bytes.iter().enumerate() {
+        if b == quote {
+            return Some(at);
+        }
+        if b.wrapping_sub(0x20) >= 0x5f || b == b'<' || b == b'&' {
+            return None;
+        }
+    }
+    None
+}
 
 /// Whether roxmltree takes `value` (between quotes) as it stands: printable ASCII, no markup
 /// or reference, no white space it would normalize. (No early exit: values are short, and
@@ -679,14 +699,12 @@ impl<'i> Scan<'i> {
             at += 1;
             at += blanks_at(at);
             let quote = *bytes.get(at).filter(|q| matches!(q, b'"' | b'\''))?;
-            let value_length = bytes[at + 1..].iter().position(|&b| b == quote)?;
+            let value_length = plain_value_until(&bytes[at + 1..], quote)?;
             let value = &tag[at + 1..at + 1 + value_length];
             at += value_length + 2;
-            if !plain_value(value.as_bytes()) {
-                return None;
-            }
             let (prefix, local) = split_name(name, colon);
-            if prefix == "xmlns" || (prefix.is_empty() && local == "xmlns") {
+            let xmlns = |s: &str| crate::bytes::eq(s.as_bytes(), b"xmlns");
+            if xmlns(prefix) || (prefix.is_empty() && xmlns(local)) {
                 self.declare(if prefix.is_empty() { "" } else { local }, value, scope)?;
             } else {
                 self.pending.push((prefix, local, value));
@@ -708,7 +726,9 @@ impl<'i> Scan<'i> {
                 "xml" => return None,
                 prefix => self.resolve(prefix)?,
             };
-            let duplicate = self.tree.attributes[first..].iter().any(|a| a.name == name && a.namespace == namespace);
+            let duplicate = self.tree.attributes[first..]
+                .iter()
+                .any(|a| crate::bytes::eq(a.name.as_bytes(), name.as_bytes()) && a.namespace == namespace);
             if duplicate {
                 return None;
             }
@@ -746,7 +766,7 @@ impl<'i> Scan<'i> {
     /// The namespace `prefix` is bound to (`NONE` for no prefix and no default namespace);
     /// `None` when a prefix is not bound.
     fn resolve(&self, prefix: &str) -> Option<u32> {
-        match self.bindings.iter().rev().find(|(p, _)| *p == prefix) {
+        match self.bindings.iter().rev().find(|(p, _)| crate::bytes::eq(p.as_bytes(), prefix.as_bytes())) {
             Some((_, index)) => Some(*index),
             None if prefix.is_empty() => Some(NONE),
             None => None,
