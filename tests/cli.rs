@@ -494,6 +494,40 @@ fn a_closed_pipe_ends_the_run_quietly_with_status_141() {
     }
 }
 
+/// Standard input, output and error closed when the binary starts (`<&- >&- 2>&-`): they are
+/// opened on `/dev/null`, so no file the run opens takes their numbers. An input with warnings
+/// gives the same output file as with them open (the warnings would otherwise have gone into
+/// whatever file took descriptor 2), and a document written to the closed standard output is
+/// discarded without an error.
+#[test]
+fn closed_standard_descriptors_stand_for_dev_null() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = five_warnings(dir.path());
+    let (open, closed) = (dir.path().join("open.xaif"), dir.path().join("closed.xaif"));
+    let result = run(&["tangent", path(&input), "-o", path(&open)]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(stderr(&result).contains("warning"), "the input gives warnings: {}", stderr(&result));
+    let closed_run = |redirections: &str, args: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(r#"exec "$0" "$@" {redirections}"#))
+            .arg(env!("CARGO_BIN_EXE_xaifbooster"))
+            .args(args)
+            .status()
+            .expect("sh runs")
+    };
+    // With standard error alone closed, the output's temporary file would be descriptor 2.
+    for redirections in ["2>&-", "<&- >&- 2>&-"] {
+        let _ = fs::remove_file(&closed);
+        let status = closed_run(redirections, &["tangent", path(&input), "-o", path(&closed)]);
+        assert!(status.success(), "{redirections}: {status}");
+        let same = fs::read(&closed).expect("output written") == fs::read(&open).expect("output written");
+        assert!(same, "{redirections}: the output differs from the run with every descriptor open");
+    }
+    let status = closed_run(">&-", &["identity", path(&input)]);
+    assert!(status.success(), "{status}");
+}
+
 #[test]
 fn a_failing_stats_output_writes_no_document() {
     let dir = tempfile::tempdir().expect("temp dir");
