@@ -249,7 +249,9 @@ mod tests {
             }
             mi_options_print_out(gather, (&raw mut listing).cast());
         }
-        for expected in ["option 'purge_delay': 10 ", "option 'arena_reserve': 65536 KiB", "option 'destroy_on_exit': 2 "] {
+        for expected in
+            ["option 'purge_delay': 10 ", "option 'arena_reserve': 65536 KiB", "option 'destroy_on_exit': 2 "]
+        {
             assert!(listing.lines().any(|line| line.starts_with(expected)), "no line `{expected}` in:\n{listing}");
         }
     }

@@ -32,7 +32,8 @@ pub fn start() {
         } else {
             // poll can fail (no memory, a signal); ask each descriptor instead.
             [0, 1, 2].map(|fd| {
-                libc::fcntl(fd, libc::F_GETFD) == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+                libc::fcntl(fd, libc::F_GETFD) == -1
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
             })
         };
         for (fd, closed) in (0..).zip(closed) {
