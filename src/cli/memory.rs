@@ -17,10 +17,25 @@ pub fn disable_transparent_huge_pages() {
     }
 }
 
-/// An option as `setenv` takes it (name, value).
+/// One of the binary's mimalloc options, both ways mimalloc takes it: as an environment
+/// variable for `setenv` (`name`, `text`), and as its number in `mi_option_t` with its value
+/// for `mi_option_set` (`number`, `value`; sizes in KiB).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+struct MimallocOption {
+    name: &'static std::ffi::CStr,
+    text: &'static std::ffi::CStr,
+    number: i32,
+    value: std::ffi::c_long,
+}
+
 macro_rules! option {
-    ($name:literal, $value:literal) => {
-        (c_string(concat!($name, "\0")), c_string(concat!($value, "\0")))
+    ($name:literal = $text:literal, $number:expr, $value:expr) => {
+        MimallocOption {
+            name: c_string(concat!($name, "\0")),
+            text: c_string(concat!($text, "\0")),
+            number: $number,
+            value: $value,
+        }
     };
 }
 
@@ -31,7 +46,8 @@ const fn c_string(text: &'static str) -> &'static std::ffi::CStr {
     }
 }
 
-/// The options the binary gives mimalloc, as environment variables.
+/// The options the binary gives mimalloc. The numbers come from the bundled `mimalloc.h`
+/// (see `build.rs`).
 ///
 /// `MIMALLOC_PURGE_DELAY=10`: freed memory goes back to the kernel 10 ms after it is freed
 /// rather than a second later (its default here). The streaming modes free each routine's graphs
@@ -50,21 +66,15 @@ const fn c_string(text: &'static str) -> &'static std::ffi::CStr {
 /// corpus file, for memory the kernel takes back anyway a moment later: 0.3 ms of the 1.4 ms a
 /// tangent run cost above `/bin/true`). Statistics asked for with `MIMALLOC_SHOW_STATS` are
 /// printed at exit too, so they need `MIMALLOC_DESTROY_ON_EXIT=0` beside them.
-const OPTIONS: [(&std::ffi::CStr, &std::ffi::CStr); 3] = [
-    option!("MIMALLOC_PURGE_DELAY", "10"),
-    option!("MIMALLOC_ARENA_RESERVE", "64MiB"),
-    option!("MIMALLOC_DESTROY_ON_EXIT", "2"),
-];
-
-/// The same options as mimalloc's numbers and values (`MIMALLOC_ARENA_RESERVE` in KiB), for
-/// `mi_option_set`. The numbers come from the bundled `mimalloc.h` (see `build.rs`).
-#[cfg(target_os = "linux")]
-const OPTION_VALUES: [(i32, std::ffi::c_long); 3] = {
+const OPTIONS: [MimallocOption; 3] = {
     use mimalloc_options::*;
-    [(MI_OPTION_PURGE_DELAY, 10), (MI_OPTION_ARENA_RESERVE, 64 << 10), (MI_OPTION_DESTROY_ON_EXIT, 2)]
+    [
+        option!("MIMALLOC_PURGE_DELAY" = "10", MI_OPTION_PURGE_DELAY, 10),
+        option!("MIMALLOC_ARENA_RESERVE" = "64MiB", MI_OPTION_ARENA_RESERVE, 64 << 10),
+        option!("MIMALLOC_DESTROY_ON_EXIT" = "2", MI_OPTION_DESTROY_ON_EXIT, 2),
+    ]
 };
 
-#[cfg(target_os = "linux")]
 mod mimalloc_options {
     include!(concat!(env!("OUT_DIR"), "/mimalloc_options.rs"));
 }
@@ -108,12 +118,12 @@ pub fn configure_allocator() {
             variable = variable.add(1);
         }
         if named {
-            for (name, value) in OPTIONS {
-                libc::setenv(name.as_ptr(), value.as_ptr(), 0);
+            for option in OPTIONS {
+                libc::setenv(option.name.as_ptr(), option.text.as_ptr(), 0);
             }
         } else {
-            for (option, value) in OPTION_VALUES {
-                mi_option_set(option, value);
+            for option in OPTIONS {
+                mi_option_set(option.number, option.value);
             }
             SAVED_ENVIRONMENT = Some(environ);
             environ = (&raw mut EMPTY_ENVIRONMENT).cast();
@@ -122,8 +132,8 @@ pub fn configure_allocator() {
     #[cfg(all(unix, not(target_os = "linux")))]
     // SAFETY: as above, a constructor before any thread exists; the strings are NUL-terminated.
     unsafe {
-        for (name, value) in OPTIONS {
-            libc::setenv(name.as_ptr(), value.as_ptr(), 0);
+        for option in OPTIONS {
+            libc::setenv(option.name.as_ptr(), option.text.as_ptr(), 0);
         }
     }
 }
@@ -151,7 +161,7 @@ unsafe extern "C" {
 #[cfg(target_os = "linux")]
 static mut EMPTY_ENVIRONMENT: [*mut std::ffi::c_char; 1] = [std::ptr::null_mut()];
 
-/// The process's environment while [`ALLOCATOR_ENVIRONMENT`] stands in for it.
+/// The process's environment while [`EMPTY_ENVIRONMENT`] stands in for it.
 #[cfg(target_os = "linux")]
 static mut SAVED_ENVIRONMENT: Option<*mut *mut std::ffi::c_char> = None;
 
@@ -244,8 +254,8 @@ mod tests {
         // SAFETY: setting options only stores values in mimalloc's table (this test binary does
         // not allocate through mimalloc); the listing calls `gather` with `listing`, alive here.
         unsafe {
-            for (option, value) in super::OPTION_VALUES {
-                super::mi_option_set(option, value);
+            for option in super::OPTIONS {
+                super::mi_option_set(option.number, option.value);
             }
             mi_options_print_out(gather, (&raw mut listing).cast());
         }

@@ -450,7 +450,7 @@ impl Pending {
     ) -> Result<(), OutputError> {
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
-                let mut buffered = io::BufWriter::with_capacity(1 << 16, &*file);
+                let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER, &*file);
                 write(&mut buffered).and_then(|()| buffered.flush())
             }),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
@@ -526,6 +526,9 @@ fn prepare_path(path: &Path) -> io::Result<How> {
         Err(e) => Err(e),
     }
 }
+
+/// The buffer in front of a replaced file that [`Pending::stage_written`] writes in pieces.
+const WRITE_BUFFER: usize = 1 << 16;
 
 /// Puts the staged file `temp` in the place of `target`, which existed when the output was
 /// prepared (`replaces`) or did not.
@@ -917,7 +920,7 @@ mod tests {
     fn written_replacements_arrive_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.xaif");
-        let limit = 1 << 16;
+        let limit = WRITE_BUFFER;
         for (size, flush_at) in
             [(10, None), (limit - 1, None), (limit, None), (limit + 70_000, Some(5)), (3 << 20, None)]
         {

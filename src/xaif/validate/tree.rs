@@ -494,21 +494,24 @@ fn plain_value_until(bytes: &[u8], quote: u8) -> Option<usize> {
         if b == quote {
             return Some(at);
         }
-        if b.wrapping_sub(0x20) >= 0x5f || b == b'<' || b == b'&' {
+        if !plain_value_byte(b) {
             return None;
         }
     }
     None
 }
 
-/// Whether roxmltree takes `value` (between quotes) as it stands: printable ASCII, no markup
-/// or reference, no white space it would normalize. (No early exit: values are short, and
-/// the loop vectorizes.)
+/// Whether roxmltree takes `value` (between quotes) as it stands: every byte
+/// [`plain_value_byte`].
 fn plain_value(value: &[u8]) -> bool {
-    let bad = value
-        .iter()
-        .fold(0u8, |bad, &b| bad | u8::from(b.wrapping_sub(0x20) >= 0x5f) | u8::from(b == b'<') | u8::from(b == b'&'));
-    bad == 0
+    value.iter().all(|&b| plain_value_byte(b))
+}
+
+/// A byte roxmltree keeps as it stands in a value: printable ASCII, not the start of markup
+/// or of a reference, no white space it would normalize.
+#[inline(always)]
+fn plain_value_byte(b: u8) -> bool {
+    b.wrapping_sub(0x20) < 0x5f && b != b'<' && b != b'&'
 }
 
 /// Whether roxmltree takes `body` as a comment's: printable ASCII and white space, no `--`,
