@@ -932,10 +932,12 @@ fn streamed_body(output: &Pending, bytes: usize, ratio: usize) -> output::Body {
 /// many cores reading apart pays. The tangent's transformation is the larger part of its work,
 /// so reading beside it pays from two cores (16 MiB: 0.53 instead of 0.60 s); identity only
 /// writes, and validation already takes the second core (16 MiB on two cores: no faster).
+/// `workers`: how many workers transform routines on how many cores ([`Workers`]).
 fn concurrency(
     gate: Option<&xaifbooster::xaif::validate::Progress>,
     bytes: usize,
     cores_needed: usize,
+    workers: Workers,
 ) -> streaming::Concurrency<'_> {
     let pipelined = match pipeline_from() {
         Some(from) => bytes >= from,
@@ -943,23 +945,46 @@ fn concurrency(
     };
     // Only a pipelined run has workers: asking for the cores reads a dozen cgroup and proc
     // files, which a small input need not pay for.
-    let workers = match (pipelined, workers()) {
+    let workers = match (pipelined, workers_set()) {
         (false, _) => 0,
         (true, Some(workers)) => workers,
-        (true, None) => {
-            let cores = xaifbooster::cores();
-            if cores >= 4 { cores - 2 } else { 0 }
-        }
+        (true, None) => workers.on(xaifbooster::cores()),
     };
     streaming::Concurrency { gate, pipelined, workers }
 }
 
-/// How many workers transform a pipelined tangent's routines (`streaming::Concurrency::workers`):
-/// `XAIFBOOSTER_WORKERS` when set (0: the driver's thread), else the cores but two (the reader's
-/// and validation's) from four cores on. On two cores those two threads and the driver already
-/// keep both busy: two workers there were no faster (16 MiB: median 0.54 s against 0.52 s on
-/// the driver's thread, +5% instructions for putting routines back).
-fn workers() -> Option<usize> {
+/// How many workers a pipelined mode transforms routines on by default; `XAIFBOOSTER_WORKERS`
+/// (0: the driver's thread) overrides it.
+#[derive(Clone, Copy)]
+enum Workers {
+    /// None: identity transforms nothing.
+    None,
+    /// The tangent: the cores but two (the reader's and validation's) from four cores on. On two
+    /// cores those two threads and the driver already keep both busy: two workers there were no
+    /// faster (16 MiB: median 0.54 s against 0.52 s on the driver's thread, +5% instructions
+    /// for putting routines back).
+    Tangent,
+    /// The adjoint's last pass: one per core. Validation is over by then (it runs beside the
+    /// first pass), and the driver's thread only puts routines back, finishes their reversal
+    /// and writes them, half of a core's work. 16 MiB on two cores: ~1.35 → ~1.24 s with two
+    /// workers, one was slower than none (the driver waited on it).
+    Adjoint,
+}
+
+impl Workers {
+    fn on(self, cores: usize) -> usize {
+        match self {
+            Workers::None => 0,
+            Workers::Tangent if cores >= 4 => cores - 2,
+            Workers::Tangent => 0,
+            Workers::Adjoint if cores >= 2 => cores,
+            Workers::Adjoint => 0,
+        }
+    }
+}
+
+/// `XAIFBOOSTER_WORKERS`, when set.
+fn workers_set() -> Option<usize> {
     std::env::var("XAIFBOOSTER_WORKERS").ok().and_then(|v| v.parse().ok())
 }
 
@@ -1129,7 +1154,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     };
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 3);
+        let concurrency = concurrency(gate, input.len(), 3, Workers::None);
         streaming::identity(input, file, &read_options, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
@@ -1230,7 +1255,7 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
     let mut body = streamed_body(&output, checked.input.len(), 3);
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 2);
+        let concurrency = concurrency(gate, input.len(), 2, Workers::Tangent);
         streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
@@ -1472,7 +1497,7 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     let mut body = streamed_body(&output, checked.input.len(), 8);
     let streamed = checked.validating(session, |input, file, gate| {
         worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 2);
+        let concurrency = concurrency(gate, input.len(), 2, Workers::Adjoint);
         streaming::adjoint(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
     });
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };

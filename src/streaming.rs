@@ -222,6 +222,7 @@ pub fn adjoint(
         let mut sink = std::io::sink();
         let mut between =
             Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+        between.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
         let recording = Recording::from_contexts(effects.clone(), contexts.clone());
         between.adjoint = Some(AdjointPass::Directs {
             tangent: tangent.clone(),
@@ -238,8 +239,11 @@ pub fn adjoint(
     let reverser = RoutineByRoutine::new(Recording::from_contexts(effects, contexts), &formal_uses, &adjoint)
         .with_directs(directs);
 
-    // Last pass: reversal.
+    // Last pass: reversal, on workers as the tangent's (validation is over by now, so they
+    // have the cores to themselves but for the reader); reports that print each sequence's
+    // graph spell the names a worker only has placeholders for.
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
+    second.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
     second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
     let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
@@ -296,9 +300,10 @@ pub struct Concurrency<'p> {
     /// Read on a second thread while this one transforms and writes (`read_pipelined`).
     /// The output is the same either way.
     pub pipelined: bool,
-    /// Pipelined tangent only: transform routines on this many workers at once
-    /// (`streaming::parallel`), this thread putting them back in order and writing them; 0
-    /// transforms on this thread. The output is the same whatever the number.
+    /// Pipelined tangent, and the adjoint's passes after the first: transform routines on this
+    /// many workers at once (`streaming::parallel`), this thread putting them back in order
+    /// (in the adjoint, finishing their reversal) and writing them; 0 transforms on this
+    /// thread. The output is the same whatever the number.
     pub workers: usize,
 }
 
@@ -591,6 +596,8 @@ struct Driver<'c> {
     parallel: Option<parallel::Workers>,
     /// The adjoint's pass, in adjoint mode.
     adjoint: Option<AdjointPass<'c>>,
+    /// The adjoint's interprocedural facts, copied once for the workers to copy.
+    adjoint_facts: Option<Recording>,
     /// The symbols of the document's head (those before any pass made one).
     head_symbols: usize,
     /// Identity: the head is written to `body` first.
@@ -625,6 +632,7 @@ impl<'c> Driver<'c> {
             workers: 0,
             parallel: None,
             adjoint: None,
+            adjoint_facts: None,
             head_symbols: 0,
             head_first: None,
         }
@@ -755,13 +763,42 @@ impl<'c> Driver<'c> {
     }
 
     /// Parallel: transforms the routines queued for the workers while the ones transformed
-    /// before are put back and written in document order (at the `last`, those too).
+    /// before are put back and written in document order (at the `last`, those too). In the
+    /// adjoint, each routine's reversal is finished as it is put back, before it is written.
     fn transform_queued(&mut self, cg: &mut CallGraph, last: bool) {
         let (Some(workers), Some(catalogue)) = (self.parallel.as_mut(), self.catalogue) else { return };
+        // The pass in between reverses only for what the reversal finds, and writes nothing.
+        let writes = !matches!(self.adjoint, Some(AdjointPass::Directs { .. }));
+        let (mode, mut reverser) = match self.adjoint.as_mut() {
+            Some(AdjointPass::Reverse { tangent, reverser } | AdjointPass::Directs { tangent, reverser }) => {
+                let facts = self.adjoint_facts.get_or_insert_with(|| reverser.recording_copy());
+                let mode = parallel::Mode::Adjoint {
+                    facts,
+                    tangent,
+                    formal_uses: reverser.formal_uses(),
+                    config: reverser.config(),
+                };
+                (mode, Some(reverser))
+            }
+            _ => (parallel::Mode::Tangent, None),
+        };
         let (buffer, body) = (&mut self.buffer, &mut *self.body);
-        let mut write = |cg: &mut CallGraph, routine: RoutineId| -> Result<(), StreamError> {
-            write_routine_to(cg, routine, body, buffer)?;
+        let mut write = |cg: &mut CallGraph, routine: RoutineId, finished: parallel::Finished| {
+            if let Some(reverser) = reverser.as_deref_mut() {
+                if let Some(stats) = &finished.stats {
+                    reverser.stats.absorb(stats);
+                }
+                if let Some(reversed) = finished.reversed {
+                    reverser.finish(cg, routine, reversed);
+                }
+            }
+            if writes {
+                write_routine_to(cg, routine, body, buffer)?;
+            }
             cg.routines[routine].drop_graphs();
+            if let Some(head) = finished.head {
+                cg.routines[routine] = head;
+            }
             Ok(())
         };
         let mut out = parallel::PutBack {
@@ -771,7 +808,7 @@ impl<'c> Driver<'c> {
             report: &mut self.report,
             write: &mut write,
         };
-        if let Err(failure) = workers.advance(catalogue, self.config, &mut out, last) {
+        if let Err(failure) = workers.advance(catalogue, self.config, mode, &mut out, last) {
             self.failure = Some(failure);
         }
     }
@@ -820,10 +857,8 @@ impl<'c> Driver<'c> {
             return Ok(None);
         };
         let size_hint = cg.size_hint;
-        let type_change = type_change(cg, temporaries, &self.config.type_change).map_err(PipelineError::from)?;
-        merge_type_change(&mut report.type_change, type_change);
+        let Some(head) = adjoint_head(cg, temporaries, self.config, routine, report)? else { return Ok(None) };
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
-        let head = Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() });
         match pass {
             AdjointPass::Summarize { summaries, frames, alias_keys } => {
                 // The tangent passes add derivative code and temporaries (locals no call
@@ -845,6 +880,22 @@ impl<'c> Driver<'c> {
         cg.size_hint = size_hint;
         Ok(Some(head))
     }
+}
+
+/// The adjoint's first step on a routine in every pass: TypeChange (what it did goes into
+/// `report`); then, for a control flow graph, the head its callers' passes need once it is
+/// written (as before its reversal, without its graph).
+fn adjoint_head(
+    cg: &mut CallGraph,
+    temporaries: &mut Temporaries,
+    config: &Config,
+    routine: RoutineId,
+    report: &mut Report,
+) -> Result<Option<Routine>, PipelineError> {
+    let type_change = type_change(cg, temporaries, &config.type_change)?;
+    merge_type_change(&mut report.type_change, type_change);
+    let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
+    Ok(Some(Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() })))
 }
 
 /// The tangent mode's passes over the one routine of `cg` that has its graphs, as

@@ -1,7 +1,7 @@
 //! The streaming driver writes what the whole-document path writes, byte for byte, over the
 //! corpus and on synthetic inputs, reading on the same thread or on a second one (pipelined),
-//! the tangent's routines transformed on that thread or by one to three workers; where it
-//! declines a document, it says why.
+//! the routines transformed on that thread or by one to three workers (the tangent's, and the
+//! adjoint's last pass); where it declines a document, it says why.
 
 mod common;
 
@@ -343,9 +343,14 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
         }
         for (switches, config) in &configs {
             let whole = whole_adjoint(&bytes, config);
-            for concurrency in &READINGS[..2] {
+            for concurrency in &READINGS {
                 runs += 1;
-                let name = format!("{} {switches} (pipelined: {})", common::short_name(file), concurrency.pipelined);
+                let name = format!(
+                    "{} {switches} (pipelined: {}, workers: {})",
+                    common::short_name(file),
+                    concurrency.pipelined,
+                    concurrency.workers
+                );
                 match streamed_adjoint(&bytes, config, *concurrency) {
                     Err(why) => *declined.entry(why).or_default() += 1,
                     Ok(streamed) => {
@@ -385,7 +390,7 @@ fn adjoint_streams_synthetic_inputs_in_both_routine_orders() {
     let reversed = common::reverse_routines(&forward);
     for (switches, config) in adjoint_configs().into_iter().take(2) {
         let whole = whole_adjoint(forward.as_bytes(), &config).expect("adjoint");
-        for concurrency in &READINGS[..2] {
+        for concurrency in &READINGS {
             let streamed = streamed_adjoint(forward.as_bytes(), &config, *concurrency).expect("streamed");
             assert!(whole.0 == streamed.0, "{switches} {concurrency:?}: {}", first_difference(&whole.0, &streamed.0));
             assert_eq!(whole.1, streamed.1, "{switches} {concurrency:?}: statistics differ");

@@ -81,6 +81,12 @@ impl Recording {
         Recording { effects, routines: ArenaMap::default(), contexts, local_actuals: Vec::new() }
     }
 
+    /// The interprocedural facts alone, without the routines added: what a worker that
+    /// reverses routines apart starts from.
+    pub fn copy_facts(&self) -> Recording {
+        Recording::from_contexts(self.effects.clone(), self.contexts.clone())
+    }
+
     /// Adds the facts of routine `r`, whose graph is `cfg`, and the restorable locals its calls
     /// pass: per vertex what may be written after it (from the graph itself, so its ids are
     /// this graph's), with the context the summaries found.
@@ -233,6 +239,46 @@ impl Recording {
             }
         }
     }
+
+    /// The restorable locals `caller`'s calls pass, by callee (what [`Recording::restores_of`]
+    /// chooses from), kept by a streamed run after the routine's facts are gone.
+    pub fn local_actuals_of(&self, caller: RoutineId) -> Vec<(RoutineId, LocalActual)> {
+        self.local_actuals
+            .iter()
+            .filter(|(c, _, _)| *c == caller)
+            .map(|&(_, callee, actual)| (callee, actual))
+            .collect()
+    }
+}
+
+/// [`Recording::pass_direct_reads_up`] from the formals one caller passes on (its
+/// [`Recording::formals_passed`]), once its facts are gone.
+pub fn pass_direct_reads_up_from(
+    cg: &CallGraph,
+    passed: &[FormalPassed],
+    direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+) {
+    for p in passed {
+        if reads_formal_directly(cg, direct, p.callee, p.position) {
+            if direct.get(p.caller).is_none() {
+                direct.insert(p.caller, FxHashSet::default());
+            }
+            direct[p.caller].insert(p.formal);
+        }
+    }
+}
+
+/// [`Recording::restores_of`] from `caller`'s [`Recording::local_actuals_of`].
+pub fn restored_actuals(
+    cg: &CallGraph,
+    actuals: &[(RoutineId, LocalActual)],
+    direct: &ArenaMap<RoutineId, FxHashSet<SymbolId>>,
+) -> Vec<SymbolId> {
+    actuals
+        .iter()
+        .filter(|&&(callee, LocalActual { position, .. })| reads_formal_directly(cg, direct, callee, position))
+        .map(|&(_, actual)| actual.local)
+        .collect()
 }
 
 /// [`Recording::pass_direct_reads_up`] for every routine at once, to the fixed point, from the

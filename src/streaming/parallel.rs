@@ -14,16 +14,28 @@
 //! A worker's copy stays the same whatever routines it transformed before: after each routine
 //! it forgets the names and temporaries it added ([`crate::ir::Names::truncate`],
 //! [`CallGraph::forget_symbols_from`]) and puts back the routine's head as read.
+//!
+//! The adjoint adds one dependence: a routine's reverse sweep reads some formals where they
+//! stand, and its callers, reversed after it, restore the locals they pass there. A worker
+//! reverses a routine from the first pass's facts alone ([`Mode::Adjoint`]); what depends on
+//! the routines before it is done by the driver as it puts the routine back, in document
+//! order, as one thread does it.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{StreamError, merge_type_change, transform_routine};
+use la_arena::ArenaMap;
+
+use super::{StreamError, adjoint_head, merge_type_change, transform_routine};
+use crate::analysis::tbr::Recording;
 use crate::ir::build::{Deferred, Temporaries, resolve_placeholders};
 use crate::ir::rename::Renamer;
 use crate::ir::{CallGraph, Name, NameBatch, Routine, RoutineId, Symbol, SymbolId};
+use crate::passes::adjoint::{AdjointConfig, AdjointStats, ReverseApart, ReversedApart};
 use crate::passes::elimination::PlanCache;
+use crate::passes::tangent::{TangentConfig, tangent_with_plans};
+use crate::passes::type_change::FormalUse;
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::intrinsics::Catalogue;
 
@@ -53,7 +65,36 @@ pub(super) struct PutBack<'a> {
     pub temporaries: &'a mut Temporaries,
     pub reader: &'a mut super::ReaderNames,
     pub report: &'a mut Report,
-    pub write: &'a mut dyn FnMut(&mut CallGraph, RoutineId) -> Result<(), StreamError>,
+    pub write: &'a mut dyn FnMut(&mut CallGraph, RoutineId, Finished) -> Result<(), StreamError>,
+}
+
+/// What the workers make of a routine.
+#[derive(Clone, Copy)]
+pub(super) enum Mode<'m> {
+    /// The tangent mode's passes.
+    Tangent,
+    /// The adjoint's passes after the first: TypeChange, the tangent passes, and the reversal
+    /// as far as it depends on the routine alone ([`ReverseApart`]); the driver finishes each
+    /// in document order ([`crate::passes::adjoint::RoutineByRoutine::finish`]: what its reverse
+    /// sweep reads where it stands and the locals it restores depend on the routines reversed
+    /// before it, which a worker may not have seen).
+    Adjoint {
+        /// The interprocedural facts; each worker reverses with its own copy.
+        facts: &'m Recording,
+        tangent: &'m TangentConfig,
+        formal_uses: &'m ArenaMap<RoutineId, Vec<FormalUse>>,
+        config: &'m AdjointConfig,
+    },
+}
+
+/// What a routine put back brings beside itself, in the driver's numbering: in the adjoint,
+/// the head its callers' passes need once it is written, what finishing its reversal needs,
+/// and the worker's counts.
+#[derive(Default)]
+pub(super) struct Finished {
+    pub head: Option<Routine>,
+    pub reversed: Option<ReversedApart>,
+    pub stats: Option<AdjointStats>,
 }
 
 impl Workers {
@@ -65,6 +106,7 @@ impl Workers {
                 cg: head.clone(),
                 temporaries: Temporaries::deferred(),
                 plans: PlanCache::default(),
+                recording: None,
                 batches: 0,
                 heads: 0,
             })
@@ -103,6 +145,7 @@ impl Workers {
         &mut self,
         catalogue: &Catalogue,
         config: &Config,
+        mode: Mode,
         out: &mut PutBack,
         last: bool,
     ) -> Result<(), StreamError> {
@@ -112,7 +155,7 @@ impl Workers {
         let (batches, heads) = (&*batches, &*heads);
         let put_back = std::thread::scope(|scope| {
             let transforming = (!queued.is_empty())
-                .then(|| scope.spawn(|| transform_all(workers, &mut queued, batches, heads, catalogue, config)));
+                .then(|| scope.spawn(|| transform_all(workers, &mut queued, batches, heads, catalogue, config, mode)));
             let put_back = put_back_all(before, batches, interned, out);
             if let Some(transforming) = transforming
                 && let Err(panic) = transforming.join()
@@ -147,6 +190,7 @@ fn transform_all(
     heads: &[Arc<Routine>],
     catalogue: &Catalogue,
     config: &Config,
+    mode: Mode,
 ) {
     let share = tasks.len().div_ceil(workers.len()).max(1);
     workers.par_iter_mut().zip(tasks.par_chunks_mut(share)).for_each(|(worker, tasks)| {
@@ -154,7 +198,7 @@ fn transform_all(
             let Some(routine) = task.routine.take() else { continue };
             worker.catch_up(&batches[..task.arrived], &heads[..task.arrived]);
             let head = &heads[task.id.into_raw().into_u32() as usize];
-            task.result = Some(worker.transform(task.id, routine, head, catalogue, config));
+            task.result = Some(worker.transform(task.id, routine, head, catalogue, config, mode));
         }
     });
 }
@@ -172,8 +216,8 @@ fn put_back_all(
         }
         *interned = (*interned).max(task.arrived);
         let transformed = task.result.unwrap_or_else(|| unreachable!("every queued routine is transformed"))?;
-        put_back(out.cg, out.temporaries, out.reader, task.id, transformed, out.report)?;
-        (out.write)(out.cg, task.id)?;
+        let finished = put_back(out.cg, out.temporaries, out.reader, task.id, transformed, out.report)?;
+        (out.write)(out.cg, task.id, finished)?;
     }
     Ok(())
 }
@@ -182,6 +226,8 @@ struct Worker {
     cg: CallGraph,
     temporaries: Temporaries,
     plans: PlanCache,
+    /// The adjoint's facts, its own copy of [`Mode::Adjoint`]'s.
+    recording: Option<Recording>,
     /// How many of the batches and heads its copy has taken in.
     batches: usize,
     heads: usize,
@@ -208,6 +254,8 @@ struct Transformed {
     symbols_from: usize,
     symbols: Vec<Symbol>,
     report: Report,
+    /// In the worker's numbering.
+    finished: Finished,
 }
 
 impl Worker {
@@ -239,13 +287,36 @@ impl Worker {
         head: &Routine,
         catalogue: &Catalogue,
         config: &Config,
+        mode: Mode,
     ) -> Result<Transformed, PipelineError> {
         let cg = &mut self.cg;
         let names_from = cg.names.len();
         let symbols_from = cg.symbols.len();
         cg.routines[id] = routine;
         let mut report = Report::default();
-        let result = transform_routine(cg, catalogue, config, &mut self.temporaries, &mut self.plans, &mut report);
+        let mut finished = Finished::default();
+        let temporaries = &mut self.temporaries;
+        let result = match mode {
+            Mode::Tangent => transform_routine(cg, catalogue, config, temporaries, &mut self.plans, &mut report),
+            Mode::Adjoint { facts, tangent, formal_uses, config: adjoint } => (|| {
+                let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
+                let size_hint = cg.size_hint;
+                let Some(own_head) = adjoint_head(cg, temporaries, config, id, &mut report)? else {
+                    return Ok(());
+                };
+                let Routine::ControlFlowGraph(cfg) = &cg.routines[id] else { return Ok(()) };
+                let original = cfg.graph.clone();
+                finished.head = Some(own_head);
+                let done = tangent_with_plans(cg, catalogue, temporaries, tangent, &mut self.plans)?;
+                report.tangent.sequences.extend(done.sequences);
+                let mut stats = AdjointStats::default();
+                let mut apart = ReverseApart { recording, formal_uses, config: adjoint };
+                finished.reversed = apart.reverse(cg, temporaries, id, original, &mut stats)?;
+                finished.stats = Some(stats);
+                cg.size_hint = size_hint;
+                Ok(())
+            })(),
+        };
         let routine = std::mem::replace(&mut cg.routines[id], head.clone());
         let names = cg.names.batch_since(names_from);
         let deferred = self.temporaries.take_deferred();
@@ -253,7 +324,7 @@ impl Worker {
         cg.forget_symbols_from(symbols_from);
         cg.names.truncate(names_from);
         result?;
-        Ok(Transformed { routine, names_from, names, deferred, symbols_from, symbols, report })
+        Ok(Transformed { routine, names_from, names, deferred, symbols_from, symbols, report, finished })
     }
 }
 
@@ -267,9 +338,10 @@ fn put_back(
     id: RoutineId,
     transformed: Transformed,
     report: &mut Report,
-) -> Result<(), StreamError> {
+) -> Result<Finished, StreamError> {
     const LOST: StreamError = StreamError::WholeDocument("a placeholder for an invented name was lost");
-    let Transformed { mut routine, names_from, names, deferred, symbols_from, symbols, report: done } = transformed;
+    let Transformed { mut routine, names_from, names, deferred, symbols_from, symbols, report: done, mut finished } =
+        transformed;
     let mut resolved: Vec<Option<Name>> = vec![None; deferred.len()];
     let mut symbol_map: Vec<Option<SymbolId>> = vec![None; symbols.len()];
     let worker_symbol = |symbol: SymbolId, map: &[Option<SymbolId>]| -> Option<SymbolId> {
@@ -323,10 +395,16 @@ fn put_back(
     }
     routine.rename(&mut renumber);
     cg.routines[id] = routine;
+    if let Some(head) = finished.head.as_mut() {
+        head.rename(&mut renumber);
+    }
+    if let Some(reversed) = finished.reversed.as_mut() {
+        reversed.map_symbols(|symbol| renumber.symbol(symbol));
+    }
     report.initialized_derivatives += done.initialized_derivatives;
     merge_type_change(&mut report.type_change, done.type_change);
     report.tangent.sequences.extend(done.tangent.sequences);
-    Ok(())
+    Ok(finished)
 }
 
 /// The index of `text` if it is one placeholder and nothing else.

@@ -76,6 +76,37 @@ pub struct AdjointStats {
     pub tape: TapeSummary,
 }
 
+impl AdjointStats {
+    /// Adds the counts of `other` (a worker's, for the routines it reversed apart). Both are
+    /// destructured whole, so that a count added later cannot be left out here.
+    pub fn absorb(&mut self, other: &AdjointStats) {
+        let AdjointStats { routines, factor_pushes, value_pushes, index_pushes, control_pushes, exit_pushes, tape } =
+            other;
+        self.routines += routines;
+        self.factor_pushes += factor_pushes;
+        self.value_pushes += value_pushes;
+        self.index_pushes += index_pushes;
+        self.control_pushes += control_pushes;
+        self.exit_pushes += exit_pushes;
+        // The strategy is the run's, the same in every copy.
+        let TapeSummary {
+            strategy: _,
+            sequences,
+            recomputable,
+            taped_by_values,
+            words_factors,
+            words_values,
+            words_chosen,
+        } = tape;
+        self.tape.sequences += sequences;
+        self.tape.recomputable += recomputable;
+        self.tape.taped_by_values += taped_by_values;
+        self.tape.words_factors += words_factors;
+        self.tape.words_values += words_values;
+        self.tape.words_chosen += words_chosen;
+    }
+}
+
 /// Static tape words of the sequences' factors or values, per strategy, and the choices made.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TapeSummary {
@@ -243,40 +274,120 @@ impl<'a> RoutineByRoutine<'a> {
         routine: RoutineId,
         original: FlowGraph,
     ) -> Result<(), AdjointError> {
-        let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(()) };
+        let mut part =
+            ReverseApart { recording: &mut self.recording, formal_uses: self.formal_uses, config: self.config };
+        let Some(apart) = part.reverse(cg, temporaries, routine, original, &mut self.stats)? else { return Ok(()) };
+        self.finish(cg, routine, apart);
+        Ok(())
+    }
+
+    /// What a worker needs to reverse routines apart from the others ([`ReverseApart`]): a
+    /// copy of the interprocedural facts (each worker adds and removes its routines' own).
+    pub fn recording_copy(&self) -> Recording {
+        self.recording.copy_facts()
+    }
+
+    pub fn formal_uses(&self) -> &'a ArenaMap<RoutineId, Vec<FormalUse>> {
+        self.formal_uses
+    }
+
+    pub fn config(&self) -> &'a AdjointConfig {
+        self.config
+    }
+
+    /// The part of reversing a routine that depends on the routines reversed before it, in
+    /// document order: what its reverse sweep reads where it stands (its own reads and the
+    /// formals it passes to callees that read theirs so), and the locals it restores where its
+    /// reverse sweep begins.
+    pub fn finish(&mut self, cg: &mut CallGraph, routine: RoutineId, apart: ReversedApart) {
+        let ReversedApart { direct, at_exit, passed, actuals } = apart;
+        match self.direct.get_mut(routine) {
+            Some(known) => known.extend(direct),
+            None => {
+                self.direct.insert(routine, direct);
+            }
+        }
+        self.stats.routines += 1;
+        crate::analysis::tbr::pass_direct_reads_up_from(cg, &passed, &mut self.direct);
+        if let Some(collected) = self.passed.as_mut() {
+            collected.extend(passed);
+        }
+        let mut locals = at_exit;
+        locals.extend(crate::analysis::tbr::restored_actuals(cg, &actuals, &self.direct));
+        restore_locals(cg, routine, locals, &mut self.stats);
+    }
+}
+
+/// Reversing one routine by what it alone holds and the interprocedural facts of a first
+/// pass: what [`RoutineByRoutine::reverse`] does before [`RoutineByRoutine::finish`], and what
+/// a parallel worker does with its own copy of the facts.
+pub struct ReverseApart<'r, 'a> {
+    pub recording: &'r mut Recording,
+    pub formal_uses: &'a ArenaMap<RoutineId, Vec<FormalUse>>,
+    pub config: &'a AdjointConfig,
+}
+
+/// A routine reversed apart, with what finishing it needs ([`RoutineByRoutine::finish`]).
+#[derive(Debug)]
+pub struct ReversedApart {
+    /// The non-local symbols its reverse sweep reads where they stand.
+    pub direct: FxHashSet<SymbolId>,
+    /// Its locals pushed at the end of its forward sweep.
+    pub at_exit: Vec<SymbolId>,
+    /// The formals it passes to callees.
+    pub passed: Vec<crate::analysis::tbr::FormalPassed>,
+    /// The restorable locals its calls pass, by callee.
+    pub actuals: Vec<(RoutineId, crate::analysis::tbr::LocalActual)>,
+}
+
+impl ReversedApart {
+    /// Every symbol it names, through `map` (from a worker's numbering to the driver's).
+    pub fn map_symbols(&mut self, mut map: impl FnMut(SymbolId) -> SymbolId) {
+        self.direct = self.direct.iter().map(|&s| map(s)).collect();
+        for s in &mut self.at_exit {
+            *s = map(*s);
+        }
+        for p in &mut self.passed {
+            p.formal = map(p.formal);
+        }
+        for (_, actual) in &mut self.actuals {
+            actual.local = map(actual.local);
+        }
+    }
+}
+
+impl ReverseApart<'_, '_> {
+    /// Turns `routine` into its replacement list; `None` if it is not a control flow graph.
+    pub fn reverse(
+        &mut self,
+        cg: &mut CallGraph,
+        temporaries: &mut Temporaries,
+        routine: RoutineId,
+        original: FlowGraph,
+        stats: &mut AdjointStats,
+    ) -> Result<Option<ReversedApart>, AdjointError> {
+        let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
         self.recording.add_routine(cg, routine, cfg);
         let name = cg.symbol_name(cfg.symbol).to_owned();
         let mut originals = ArenaMap::default();
         originals.insert(routine, original);
-        let (recording, config) = (&self.recording, self.config);
         let reversed = reverse_routine(
             cg,
             temporaries,
             routine,
             &mut originals,
             self.formal_uses,
-            config,
-            recording,
-            &mut self.stats,
-        )
-        .map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
-        cg.routines[routine] = Routine::ReplacementList(reversed.list);
-        match self.direct.get_mut(routine) {
-            Some(known) => known.extend(reversed.direct),
-            None => {
-                self.direct.insert(routine, reversed.direct);
-            }
-        }
-        self.stats.routines += 1;
-        self.recording.pass_direct_reads_up(cg, routine, &mut self.direct);
-        if let Some(passed) = self.passed.as_mut() {
-            self.recording.formals_passed(routine, passed);
-        }
-        let mut locals = reversed.at_exit;
-        locals.extend(self.recording.restores_of(cg, routine, &self.direct));
-        restore_locals(cg, routine, locals, &mut self.stats);
+            self.config,
+            self.recording,
+            stats,
+        );
+        let mut passed = Vec::new();
+        self.recording.formals_passed(routine, &mut passed);
+        let actuals = self.recording.local_actuals_of(routine);
         self.recording.remove_routine(routine);
-        Ok(())
+        let reversed = reversed.map_err(|source| AdjointError::Routine { routine: name, source: Box::new(source) })?;
+        cg.routines[routine] = Routine::ReplacementList(reversed.list);
+        Ok(Some(ReversedApart { direct: reversed.direct, at_exit: reversed.at_exit, passed, actuals }))
     }
 }
 
