@@ -359,7 +359,8 @@ fn read_pipelined(
     prepare: impl FnOnce(&mut Driver) -> Result<(), StreamError>,
 ) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
-    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers) } else { 2 };
+    let adjoint = driver.adjoint.is_some();
+    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, adjoint) } else { 2 };
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(ahead);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
@@ -399,7 +400,7 @@ fn read_pipelined(
                 Handed::Head(head) => {
                     driver.reader.head = head.names.len();
                     if driver.workers > 0 {
-                        driver.parallel = Some(parallel::Workers::new(driver.workers, &head));
+                        driver.parallel = Some(parallel::Workers::new(driver.workers, &head, adjoint));
                     }
                     call_graph = Some(head);
                 }

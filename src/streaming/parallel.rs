@@ -43,6 +43,11 @@ use crate::xaif::intrinsics::Catalogue;
 /// the others idle, few enough that the routines in flight stay a small part of the document.
 const ROUTINES_PER_WORKER: usize = 8;
 
+/// [`ROUTINES_PER_WORKER`] in the adjoint, whose routines wait to be put back as replacement
+/// lists about sixteen times their input: with eight, two workers on a 2 MiB input peaked at
+/// 8.0 times the input, more than the whole-document path.
+const ADJOINT_ROUTINES_PER_WORKER: usize = 2;
+
 /// The workers, and what they need to catch up with the reader.
 pub(super) struct Workers {
     workers: Vec<Worker>,
@@ -56,6 +61,8 @@ pub(super) struct Workers {
     transformed: Vec<Task>,
     /// How many of `batches` the driver's table has taken in.
     interned: usize,
+    /// How many routines are transformed together ([`Workers::window`]).
+    window: usize,
 }
 
 /// Where routines go back to: the driver's call graph, its temporaries and names, and what
@@ -99,8 +106,8 @@ pub(super) struct Finished {
 
 impl Workers {
     /// `count` workers, each starting from a copy of `head` (the call graph as read at the
-    /// first routine).
-    pub(super) fn new(count: usize, head: &CallGraph) -> Workers {
+    /// first routine), for the tangent or the `adjoint`.
+    pub(super) fn new(count: usize, head: &CallGraph, adjoint: bool) -> Workers {
         let workers = (0..count.max(1))
             .map(|_| Worker {
                 cg: head.clone(),
@@ -118,12 +125,13 @@ impl Workers {
             queued: Vec::new(),
             transformed: Vec::new(),
             interned: 0,
+            window: Self::window(count, adjoint),
         }
     }
 
-    /// How many routines `workers` workers transform together.
-    pub(super) fn window(workers: usize) -> usize {
-        workers.max(1) * ROUTINES_PER_WORKER
+    /// How many routines `workers` workers transform together (in the `adjoint`, fewer).
+    pub(super) fn window(workers: usize, adjoint: bool) -> usize {
+        workers.max(1) * if adjoint { ADJOINT_ROUTINES_PER_WORKER } else { ROUTINES_PER_WORKER }
     }
 
     /// A routine has arrived: its head (as read, without graphs) and the names read with it.
@@ -136,7 +144,7 @@ impl Workers {
     /// transforming together.
     pub(super) fn queue(&mut self, id: RoutineId, routine: Routine) -> bool {
         self.queued.push(Task { id, routine: Some(routine), arrived: self.batches.len(), result: None });
-        self.queued.len() >= Self::window(self.workers.len())
+        self.queued.len() >= self.window
     }
 
     /// Transforms the queued routines on the workers while this thread puts back and writes
@@ -149,7 +157,7 @@ impl Workers {
         out: &mut PutBack,
         last: bool,
     ) -> Result<(), StreamError> {
-        let Workers { workers, batches, heads, queued, transformed, interned } = self;
+        let Workers { workers, batches, heads, queued, transformed, interned, window: _ } = self;
         let mut queued = std::mem::take(queued);
         let before = std::mem::take(transformed);
         let (batches, heads) = (&*batches, &*heads);
