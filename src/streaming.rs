@@ -223,6 +223,7 @@ pub fn adjoint(
         let mut between =
             Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
         between.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
+        between.routines_per_worker = parallel::adjoint_routines_per_worker(between.workers, bodies.len());
         let recording = Recording::from_contexts(effects.clone(), contexts.clone());
         between.adjoint = Some(AdjointPass::Directs {
             tangent: tangent.clone(),
@@ -244,6 +245,7 @@ pub fn adjoint(
     // graph spell the names a worker only has placeholders for.
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
     second.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
+    second.routines_per_worker = parallel::adjoint_routines_per_worker(second.workers, bodies.len());
     second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
     let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
@@ -359,8 +361,8 @@ fn read_pipelined(
     prepare: impl FnOnce(&mut Driver) -> Result<(), StreamError>,
 ) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
-    let adjoint = driver.adjoint.is_some();
-    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, adjoint) } else { 2 };
+    let per_worker = driver.routines_per_worker;
+    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 2 };
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(ahead);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
@@ -400,7 +402,7 @@ fn read_pipelined(
                 Handed::Head(head) => {
                     driver.reader.head = head.names.len();
                     if driver.workers > 0 {
-                        driver.parallel = Some(parallel::Workers::new(driver.workers, &head, adjoint));
+                        driver.parallel = Some(parallel::Workers::new(driver.workers, &head, per_worker));
                     }
                     call_graph = Some(head);
                 }
@@ -594,6 +596,8 @@ struct Driver<'c> {
     /// How many workers transform routines ([`Concurrency::workers`]), and they, once the
     /// head is read.
     workers: usize,
+    /// How many routines each worker takes at a time.
+    routines_per_worker: usize,
     parallel: Option<parallel::Workers>,
     /// The adjoint's pass, in adjoint mode.
     adjoint: Option<AdjointPass<'c>>,
@@ -631,6 +635,7 @@ impl<'c> Driver<'c> {
             reader: ReaderNames::default(),
             edges: None,
             workers: 0,
+            routines_per_worker: parallel::ROUTINES_PER_WORKER,
             parallel: None,
             adjoint: None,
             adjoint_facts: None,

@@ -41,12 +41,18 @@ use crate::xaif::intrinsics::Catalogue;
 
 /// Routines a worker takes at a time, per worker: enough that one long routine does not leave
 /// the others idle, few enough that the routines in flight stay a small part of the document.
-const ROUTINES_PER_WORKER: usize = 8;
+pub(super) const ROUTINES_PER_WORKER: usize = 8;
 
-/// [`ROUTINES_PER_WORKER`] in the adjoint, whose routines wait to be put back as replacement
-/// lists about sixteen times their input: with eight, two workers on a 2 MiB input peaked at
-/// 8.0 times the input, more than the whole-document path.
-const ADJOINT_ROUTINES_PER_WORKER: usize = 2;
+/// [`ROUTINES_PER_WORKER`] in the adjoint, for a document of `routines` routines. Its routines
+/// wait to be put back as replacement lists about sixteen times their input, so the routines in
+/// flight (twice the window: queued and transformed) are kept to about an eighth of the
+/// document, between one and eight per worker. With eight, two workers on a 2 MiB input (45
+/// routines) peaked at 8.0 times the input, more than the whole-document path's 7.6 (now
+/// 3.9–4.1); with two everywhere, 16 MiB took 1.28 instead of 1.19 s (min of 7): small windows
+/// leave the workers waiting on each other, and 16 MiB still gets eight.
+pub(super) fn adjoint_routines_per_worker(workers: usize, routines: usize) -> usize {
+    (routines / (16 * workers.max(1))).clamp(1, ROUTINES_PER_WORKER)
+}
 
 /// The workers, and what they need to catch up with the reader.
 pub(super) struct Workers {
@@ -106,8 +112,8 @@ pub(super) struct Finished {
 
 impl Workers {
     /// `count` workers, each starting from a copy of `head` (the call graph as read at the
-    /// first routine), for the tangent or the `adjoint`.
-    pub(super) fn new(count: usize, head: &CallGraph, adjoint: bool) -> Workers {
+    /// first routine), each taking `per_worker` routines at a time.
+    pub(super) fn new(count: usize, head: &CallGraph, per_worker: usize) -> Workers {
         let workers = (0..count.max(1))
             .map(|_| Worker {
                 cg: head.clone(),
@@ -125,13 +131,13 @@ impl Workers {
             queued: Vec::new(),
             transformed: Vec::new(),
             interned: 0,
-            window: Self::window(count, adjoint),
+            window: Self::window(count, per_worker),
         }
     }
 
-    /// How many routines `workers` workers transform together (in the `adjoint`, fewer).
-    pub(super) fn window(workers: usize, adjoint: bool) -> usize {
-        workers.max(1) * if adjoint { ADJOINT_ROUTINES_PER_WORKER } else { ROUTINES_PER_WORKER }
+    /// How many routines `workers` workers transform together, `per_worker` each.
+    pub(super) fn window(workers: usize, per_worker: usize) -> usize {
+        workers.max(1) * per_worker
     }
 
     /// A routine has arrived: its head (as read, without graphs) and the names read with it.
