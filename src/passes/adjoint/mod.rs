@@ -287,10 +287,12 @@ impl<'a> RoutineByRoutine<'a> {
         self.recording.copy_facts()
     }
 
+    /// How callers pass each formal (TypeChange's findings of the first pass), for workers.
     pub fn formal_uses(&self) -> &'a ArenaMap<RoutineId, Vec<FormalUse>> {
         self.formal_uses
     }
 
+    /// The adjoint's switches, for workers.
     pub fn config(&self) -> &'a AdjointConfig {
         self.config
     }
