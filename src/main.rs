@@ -964,10 +964,13 @@ enum Workers {
     /// faster (16 MiB: median 0.54 s against 0.52 s on the driver's thread, +5% instructions
     /// for putting routines back).
     Tangent,
-    /// The adjoint's last pass: one per core. Validation is over by then (it runs beside the
-    /// first pass), and the driver's thread only puts routines back, finishes their reversal
-    /// and writes them, half of a core's work. 16 MiB on two cores: ~1.35 → ~1.24 s with two
-    /// workers, one was slower than none (the driver waited on it).
+    /// The adjoint's passes after the first: two, from two cores. Validation is over by then
+    /// (it runs beside the first pass), and the driver's thread only puts routines back,
+    /// finishes their reversal and writes them, about half of a core's work with two workers.
+    /// 16 MiB on two cores: 1.31 → 1.14 s with two, one was slower than none (the driver
+    /// waited on it). Each worker adds its copies of the head and the facts and its routines
+    /// in flight (7–8 MB at 16 MiB, 4.4 times the input with two): more by default would
+    /// break the memory bound of five times the input.
     Adjoint,
 }
 
@@ -977,7 +980,7 @@ impl Workers {
             Workers::None => 0,
             Workers::Tangent if cores >= 4 => cores - 2,
             Workers::Tangent => 0,
-            Workers::Adjoint if cores >= 2 => cores,
+            Workers::Adjoint if cores >= 2 => 2,
             Workers::Adjoint => 0,
         }
     }
