@@ -791,9 +791,7 @@ impl<'c> Driver<'c> {
         let (buffer, body) = (&mut self.buffer, &mut *self.body);
         let mut write = |cg: &mut CallGraph, routine: RoutineId, finished: parallel::Finished| {
             if let Some(reverser) = reverser.as_deref_mut() {
-                if let Some(stats) = &finished.stats {
-                    reverser.stats.absorb(stats);
-                }
+                reverser.stats.absorb(&finished.stats);
                 if let Some(reversed) = finished.reversed {
                     reverser.finish(cg, routine, reversed);
                 }
@@ -876,10 +874,7 @@ impl<'c> Driver<'c> {
                 frames.insert(routine, Frame::of(cg, cfg));
             }
             AdjointPass::Reverse { tangent, reverser } | AdjointPass::Directs { tangent, reverser } => {
-                let original = cfg.graph.clone();
-                let tangent =
-                    tangent_with_plans(cg, catalogue, temporaries, tangent, plans).map_err(PipelineError::from)?;
-                report.tangent.sequences.extend(tangent.sequences);
+                let original = adjoint_tangent(cg, catalogue, temporaries, plans, tangent, routine, report)?;
                 reverser.reverse(cg, temporaries, routine, original).map_err(PipelineError::from)?;
             }
         }
@@ -902,6 +897,27 @@ fn adjoint_head(
     merge_type_change(&mut report.type_change, type_change);
     let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
     Ok(Some(Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() })))
+}
+
+/// The adjoint's tangent step on a control flow graph whose head [`adjoint_head`] gave: the
+/// tangent passes; gives its graph as it was before them (placeholder 1 of its replacement
+/// list).
+fn adjoint_tangent(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    temporaries: &mut Temporaries,
+    plans: &mut PlanCache,
+    tangent: &TangentConfig,
+    routine: RoutineId,
+    report: &mut Report,
+) -> Result<FlowGraph, PipelineError> {
+    let original = match &cg.routines[routine] {
+        Routine::ControlFlowGraph(cfg) => cfg.graph.clone(),
+        Routine::ReplacementList(_) => FlowGraph::default(),
+    };
+    let done = tangent_with_plans(cg, catalogue, temporaries, tangent, plans)?;
+    report.tangent.sequences.extend(done.sequences);
+    Ok(original)
 }
 
 /// The tangent mode's passes over the one routine of `cg` that has its graphs, as

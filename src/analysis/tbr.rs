@@ -251,21 +251,24 @@ impl Recording {
     }
 }
 
-/// [`Recording::pass_direct_reads_up`] from the formals one caller passes on (its
-/// [`Recording::formals_passed`]), once its facts are gone.
+/// [`Recording::pass_direct_reads_up`] from the formals callers pass on (their
+/// [`Recording::formals_passed`]), once their facts are gone: one pass over `passed`; whether
+/// it added a read.
 pub fn pass_direct_reads_up_from(
     cg: &CallGraph,
     passed: &[FormalPassed],
     direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
-) {
+) -> bool {
+    let mut changed = false;
     for p in passed {
         if reads_formal_directly(cg, direct, p.callee, p.position) {
             if direct.get(p.caller).is_none() {
                 direct.insert(p.caller, FxHashSet::default());
             }
-            direct[p.caller].insert(p.formal);
+            changed |= direct[p.caller].insert(p.formal);
         }
     }
+    changed
 }
 
 /// [`Recording::restores_of`] from `caller`'s [`Recording::local_actuals_of`].
@@ -289,20 +292,7 @@ pub fn pass_direct_reads_up_all(
     passed: &[FormalPassed],
     direct: &mut ArenaMap<RoutineId, FxHashSet<SymbolId>>,
 ) {
-    loop {
-        let mut changed = false;
-        for p in passed {
-            if reads_formal_directly(cg, direct, p.callee, p.position) {
-                if direct.get(p.caller).is_none() {
-                    direct.insert(p.caller, FxHashSet::default());
-                }
-                changed |= direct[p.caller].insert(p.formal);
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    while pass_direct_reads_up_from(cg, passed, direct) {}
 }
 
 /// Whether the reverse sweep of `callee` reads its formal at `position` where it stands.

@@ -27,14 +27,14 @@ use rayon::prelude::*;
 
 use la_arena::ArenaMap;
 
-use super::{StreamError, adjoint_head, merge_type_change, transform_routine};
+use super::{StreamError, adjoint_head, adjoint_tangent, merge_type_change, transform_routine};
 use crate::analysis::tbr::Recording;
 use crate::ir::build::{Deferred, Temporaries, resolve_placeholders};
 use crate::ir::rename::Renamer;
 use crate::ir::{CallGraph, Name, NameBatch, Routine, RoutineId, Symbol, SymbolId};
 use crate::passes::adjoint::{AdjointConfig, AdjointStats, ReverseApart, ReversedApart};
 use crate::passes::elimination::PlanCache;
-use crate::passes::tangent::{TangentConfig, tangent_with_plans};
+use crate::passes::tangent::TangentConfig;
 use crate::passes::type_change::FormalUse;
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::intrinsics::Catalogue;
@@ -107,7 +107,8 @@ pub(super) enum Mode<'m> {
 pub(super) struct Finished {
     pub head: Option<Routine>,
     pub reversed: Option<ReversedApart>,
-    pub stats: Option<AdjointStats>,
+    /// What the worker's reversal pushes (nothing in the tangent).
+    pub stats: AdjointStats,
 }
 
 impl Workers {
@@ -318,15 +319,10 @@ impl Worker {
                 let Some(own_head) = adjoint_head(cg, temporaries, config, id, &mut report)? else {
                     return Ok(());
                 };
-                let Routine::ControlFlowGraph(cfg) = &cg.routines[id] else { return Ok(()) };
-                let original = cfg.graph.clone();
                 finished.head = Some(own_head);
-                let done = tangent_with_plans(cg, catalogue, temporaries, tangent, &mut self.plans)?;
-                report.tangent.sequences.extend(done.sequences);
-                let mut stats = AdjointStats::default();
+                let original = adjoint_tangent(cg, catalogue, temporaries, &mut self.plans, tangent, id, &mut report)?;
                 let mut apart = ReverseApart { recording, formal_uses, config: adjoint };
-                finished.reversed = apart.reverse(cg, temporaries, id, original, &mut stats)?;
-                finished.stats = Some(stats);
+                finished.reversed = apart.reverse(cg, temporaries, id, original, &mut finished.stats)?;
                 cg.size_hint = size_hint;
                 Ok(())
             })(),

@@ -310,6 +310,7 @@ impl<'a> RoutineByRoutine<'a> {
             }
         }
         self.stats.routines += 1;
+        // One pass: its callees' reads are final by now.
         crate::analysis::tbr::pass_direct_reads_up_from(cg, &passed, &mut self.direct);
         if let Some(collected) = self.passed.as_mut() {
             collected.extend(passed);
