@@ -964,13 +964,14 @@ enum Workers {
     /// faster (16 MiB: median 0.54 s against 0.52 s on the driver's thread, +5% instructions
     /// for putting routines back).
     Tangent,
-    /// The adjoint's passes after the first: two, from two cores. Validation is over by then
-    /// (it runs beside the first pass), and the driver's thread only puts routines back,
-    /// finishes their reversal and writes them, about half of a core's work with two workers.
-    /// 16 MiB on two cores: 1.31 → 1.14 s with two, one was slower than none (the driver
-    /// waited on it). Each worker adds its copies of the head and the facts and its routines
-    /// in flight (7–8 MB at 16 MiB, 4.4 times the input with two): more by default would
-    /// break the memory bound of five times the input.
+    /// The adjoint's passes after the first: one, from two cores, beside the driver's thread,
+    /// which transforms too once it has put back and written the routines before. Validation
+    /// is over by then (it runs beside the first pass). 16 MiB on two cores: 1.31 s on the
+    /// driver's thread alone, 1.09 s with two workers that left the driver waiting on the
+    /// slower one, 1.03 s with one worker and the driver sharing out the routines (min of 5
+    /// alternating runs). Each worker (the driver's too) adds its copies of the head and the
+    /// facts and its routines in flight, 7–8 MB at 16 MiB: one keeps the peak at 4.1 times
+    /// the input; two more took 4.7, too near the memory bound of five times the input.
     Adjoint,
 }
 
@@ -980,7 +981,7 @@ impl Workers {
             Workers::None => 0,
             Workers::Tangent if cores >= 4 => cores - 2,
             Workers::Tangent => 0,
-            Workers::Adjoint if cores >= 2 => 2,
+            Workers::Adjoint if cores >= 2 => 1,
             Workers::Adjoint => 0,
         }
     }

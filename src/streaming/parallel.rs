@@ -46,12 +46,13 @@ pub(super) const ROUTINES_PER_WORKER: usize = 8;
 /// [`ROUTINES_PER_WORKER`] in the adjoint, for a document of `routines` routines. Its routines
 /// wait to be put back as replacement lists about sixteen times their input, so the routines in
 /// flight (twice the window: queued and transformed) are kept to about an eighth of the
-/// document, between one and eight per worker. With eight, two workers on a 2 MiB input (45
-/// routines) peaked at 8.0 times the input, more than the whole-document path's 7.6 (now
-/// 3.9–4.1); with two everywhere, 16 MiB took 1.28 instead of 1.19 s (min of 7): small windows
-/// leave the workers waiting on each other, and 16 MiB still gets eight.
+/// document, between one and eight per worker (the driver counting as one). With eight, two
+/// workers on a 2 MiB input (45 routines) peaked at 8.0 times the input, more than the
+/// whole-document path's 7.6 (now 3.9–4.1); with two everywhere, 16 MiB took 1.28 instead of
+/// 1.19 s (min of 7): small windows leave the workers waiting on each other, and 16 MiB still
+/// gets eight.
 pub(super) fn adjoint_routines_per_worker(workers: usize, routines: usize) -> usize {
-    (routines / (16 * workers.max(1))).clamp(1, ROUTINES_PER_WORKER)
+    (routines / (16 * (workers.max(1) + 1))).clamp(1, ROUTINES_PER_WORKER)
 }
 
 /// The workers, and what they need to catch up with the reader.
@@ -112,10 +113,11 @@ pub(super) struct Finished {
 }
 
 impl Workers {
-    /// `count` workers, each starting from a copy of `head` (the call graph as read at the
-    /// first routine), each taking `per_worker` routines at a time.
+    /// `count` workers on threads of their own and one for the driver's thread, each starting
+    /// from a copy of `head` (the call graph as read at the first routine), each taking
+    /// `per_worker` routines at a time.
     pub(super) fn new(count: usize, head: &CallGraph, per_worker: usize) -> Workers {
-        let workers = (0..count.max(1))
+        let workers = (0..count.max(1) + 1)
             .map(|_| Worker {
                 cg: head.clone(),
                 temporaries: Temporaries::deferred(),
@@ -136,9 +138,10 @@ impl Workers {
         }
     }
 
-    /// How many routines `workers` workers transform together, `per_worker` each.
+    /// How many routines `workers` workers and the driver transform together, `per_worker`
+    /// each.
     pub(super) fn window(workers: usize, per_worker: usize) -> usize {
-        workers.max(1) * per_worker
+        (workers.max(1) + 1) * per_worker
     }
 
     /// A routine has arrived: its head (as read, without graphs) and the names read with it.
@@ -155,7 +158,13 @@ impl Workers {
     }
 
     /// Transforms the queued routines on the workers while this thread puts back and writes
-    /// the ones transformed before; with `last`, then those too. Stops at the first failure.
+    /// the ones transformed before, then transforms with them what is left; with `last`, then
+    /// puts those back too. Stops at the first failure.
+    ///
+    /// Each thread takes the next routine not taken yet, so the driver's thread, which has the
+    /// least to do, does not wait idle for the slowest share (with fixed shares, one worker on
+    /// two cores was slower than none). Which worker transforms a routine changes nothing: each
+    /// takes routines in document order and resets its copy after each.
     pub(super) fn advance(
         &mut self,
         catalogue: &Catalogue,
@@ -165,13 +174,22 @@ impl Workers {
         last: bool,
     ) -> Result<(), StreamError> {
         let Workers { workers, batches, heads, queued, transformed, interned, window: _ } = self;
-        let mut queued = std::mem::take(queued);
+        let tasks = Tasks::new(std::mem::take(queued));
         let before = std::mem::take(transformed);
         let (batches, heads) = (&*batches, &*heads);
+        let (own, others) = workers.split_first_mut().unwrap_or_else(|| unreachable!("the driver has a worker"));
         let put_back = std::thread::scope(|scope| {
-            let transforming = (!queued.is_empty())
-                .then(|| scope.spawn(|| transform_all(workers, &mut queued, batches, heads, catalogue, config, mode)));
+            let transforming = (!tasks.is_empty()).then(|| {
+                scope.spawn(|| {
+                    others
+                        .par_iter_mut()
+                        .for_each(|worker| tasks.transform_with(worker, batches, heads, catalogue, config, mode));
+                })
+            });
             let put_back = put_back_all(before, batches, interned, out);
+            if put_back.is_ok() {
+                tasks.transform_with(own, batches, heads, catalogue, config, mode);
+            }
             if let Some(transforming) = transforming
                 && let Err(panic) = transforming.join()
             {
@@ -179,7 +197,7 @@ impl Workers {
             }
             put_back
         });
-        *transformed = queued;
+        *transformed = tasks.into_inner();
         put_back?;
         if last {
             put_back_all(std::mem::take(transformed), batches, interned, out)?;
@@ -197,25 +215,52 @@ impl Workers {
     }
 }
 
-/// Transforms `tasks`, a contiguous share on each worker, all at once.
-fn transform_all(
-    workers: &mut [Worker],
-    tasks: &mut [Task],
-    batches: &[Arc<NameBatch>],
-    heads: &[Arc<Routine>],
-    catalogue: &Catalogue,
-    config: &Config,
-    mode: Mode,
-) {
-    let share = tasks.len().div_ceil(workers.len()).max(1);
-    workers.par_iter_mut().zip(tasks.par_chunks_mut(share)).for_each(|(worker, tasks)| {
-        for task in tasks {
+/// Routines to transform, shared by the threads that transform them: each takes the next one
+/// no thread has taken.
+struct Tasks {
+    tasks: Vec<std::sync::Mutex<Task>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Tasks {
+    fn new(tasks: Vec<Task>) -> Tasks {
+        Tasks { tasks: tasks.into_iter().map(std::sync::Mutex::new).collect(), next: 0.into() }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Transforms on `worker` the routines no other thread has taken, in document order, until
+    /// none is left.
+    fn transform_with(
+        &self,
+        worker: &mut Worker,
+        batches: &[Arc<NameBatch>],
+        heads: &[Arc<Routine>],
+        catalogue: &Catalogue,
+        config: &Config,
+        mode: Mode,
+    ) {
+        loop {
+            let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(task) = self.tasks.get(k) else { return };
+            // Only this thread took `k`: the lock is never waited on (nor poisoned but by a
+            // panic, which the driver resumes).
+            let mut task = task.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let Some(routine) = task.routine.take() else { continue };
             worker.catch_up(&batches[..task.arrived], &heads[..task.arrived]);
             let head = &heads[task.id.into_raw().into_u32() as usize];
             task.result = Some(worker.transform(task.id, routine, head, catalogue, config, mode));
         }
-    });
+    }
+
+    fn into_inner(self) -> Vec<Task> {
+        self.tasks
+            .into_iter()
+            .map(|task| task.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+            .collect()
+    }
 }
 
 /// Puts `tasks` back in document order and writes each; stops at the first failure.
