@@ -962,7 +962,8 @@ enum Workers {
     /// The tangent: the cores but two (the reader's and validation's) from four cores on. On two
     /// cores those two threads and the driver already keep both busy: two workers there were no
     /// faster (16 MiB: median 0.54 s against 0.52 s on the driver's thread, +5% instructions
-    /// for putting routines back).
+    /// for putting routines back), nor was one beside the driver transforming too (min 558–595
+    /// ms against 558 ms).
     Tangent,
     /// The adjoint's passes after the first: one, from two cores, beside the driver's thread,
     /// which transforms too once it has put back and written the routines before. Validation
