@@ -57,6 +57,7 @@ pub(super) fn adjoint_routines_per_worker(workers: usize, routines: usize) -> us
 
 /// The workers, and what they need to catch up with the reader.
 pub(super) struct Workers {
+    /// The driver thread's copy first, then one per worker thread.
     workers: Vec<Worker>,
     /// The names the reader took in with each routine, in the order routines arrived.
     batches: Vec<Arc<NameBatch>>,
