@@ -21,7 +21,8 @@
 //! the routines before it is done by the driver as it puts the routine back, in document
 //! order, as one thread does it.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rayon::prelude::*;
 
@@ -175,7 +176,7 @@ impl Workers {
         last: bool,
     ) -> Result<(), StreamError> {
         let Workers { workers, batches, heads, queued, transformed, interned, window: _ } = self;
-        let tasks = Tasks::new(std::mem::take(queued));
+        let tasks = Shared::new(std::mem::take(queued));
         let before = std::mem::take(transformed);
         let (batches, heads) = (&*batches, &*heads);
         let (own, others) = workers.split_first_mut().unwrap_or_else(|| unreachable!("the driver has a worker"));
@@ -184,12 +185,12 @@ impl Workers {
                 scope.spawn(|| {
                     others
                         .par_iter_mut()
-                        .for_each(|worker| tasks.transform_with(worker, batches, heads, catalogue, config, mode));
+                        .for_each(|worker| transform_share(&tasks, worker, batches, heads, catalogue, config, mode));
                 })
             });
             let put_back = put_back_all(before, batches, interned, out);
             if put_back.is_ok() {
-                tasks.transform_with(own, batches, heads, catalogue, config, mode);
+                transform_share(&tasks, own, batches, heads, catalogue, config, mode);
             }
             if let Some(transforming) = transforming
                 && let Err(panic) = transforming.join()
@@ -216,51 +217,52 @@ impl Workers {
     }
 }
 
-/// Routines to transform, shared by the threads that transform them: each takes the next one
-/// no thread has taken.
-struct Tasks {
-    tasks: Vec<std::sync::Mutex<Task>>,
-    next: std::sync::atomic::AtomicUsize,
+/// Items shared out among threads: each thread takes the next one no thread has taken, so the
+/// items one thread takes come in their order (which the workers rely on: each takes routines in
+/// document order, whichever it gets).
+struct Shared<T> {
+    items: Vec<Mutex<T>>,
+    next: AtomicUsize,
 }
 
-impl Tasks {
-    fn new(tasks: Vec<Task>) -> Tasks {
-        Tasks { tasks: tasks.into_iter().map(std::sync::Mutex::new).collect(), next: 0.into() }
+impl<T> Shared<T> {
+    fn new(items: Vec<T>) -> Shared<T> {
+        Shared { items: items.into_iter().map(Mutex::new).collect(), next: AtomicUsize::new(0) }
     }
 
     fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.items.is_empty()
     }
 
-    /// Transforms on `worker` the routines no other thread has taken, in document order, until
-    /// none is left.
-    fn transform_with(
-        &self,
-        worker: &mut Worker,
-        batches: &[Arc<NameBatch>],
-        heads: &[Arc<Routine>],
-        catalogue: &Catalogue,
-        config: &Config,
-        mode: Mode,
-    ) {
-        loop {
-            let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(task) = self.tasks.get(k) else { return };
-            // Only this thread took `k`: the lock is never waited on (nor poisoned but by a
-            // panic, which the driver resumes).
-            let mut task = task.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(routine) = task.routine.take() else { continue };
-            worker.catch_up(&batches[..task.arrived], &heads[..task.arrived]);
-            let head = &heads[task.id.into_raw().into_u32() as usize];
-            task.result = Some(worker.transform(task.id, routine, head, catalogue, config, mode));
-        }
+    /// The next item no thread has taken, `None` once all are taken.
+    fn take(&self) -> Option<MutexGuard<'_, T>> {
+        let item = self.items.get(self.next.fetch_add(1, Ordering::Relaxed))?;
+        // Only this thread took it: the lock is never waited on (nor poisoned but by a panic,
+        // which the driver resumes).
+        Some(item.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn into_inner(self) -> Vec<Task> {
-        self.tasks
-            .into_iter()
-            .map(|task| task.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
-            .collect()
+    fn into_inner(self) -> Vec<T> {
+        self.items.into_iter().map(|item| item.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
+    }
+}
+
+/// Transforms on `worker` the routines of `tasks` no other thread has taken, until none is
+/// left.
+fn transform_share(
+    tasks: &Shared<Task>,
+    worker: &mut Worker,
+    batches: &[Arc<NameBatch>],
+    heads: &[Arc<Routine>],
+    catalogue: &Catalogue,
+    config: &Config,
+    mode: Mode,
+) {
+    while let Some(mut task) = tasks.take() {
+        let Some(routine) = task.routine.take() else { continue };
+        worker.catch_up(&batches[..task.arrived], &heads[..task.arrived]);
+        let head = &heads[task.id.into_raw().into_u32() as usize];
+        task.result = Some(worker.transform(task.id, routine, head, catalogue, config, mode));
     }
 }
 
@@ -495,6 +497,41 @@ impl Renamer for Renumber<'_> {
         match (symbol.into_raw().into_u32() as usize).checked_sub(self.symbols_from) {
             Some(k) => self.symbol_map[k].unwrap_or(symbol),
             None => symbol,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shared;
+
+    /// Every item is taken exactly once, and each thread takes its items in their order,
+    /// however the threads interleave.
+    #[test]
+    fn each_item_goes_to_one_thread_in_order() {
+        for _ in 0..50 {
+            let shared = Shared::new((0..1000).collect::<Vec<usize>>());
+            let taken: Vec<Vec<usize>> = std::thread::scope(|scope| {
+                let threads: Vec<_> = (0..4)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut mine = Vec::new();
+                            while let Some(item) = shared.take() {
+                                mine.push(*item);
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|thread| thread.join().expect("no panic")).collect()
+            });
+            for mine in &taken {
+                assert!(mine.windows(2).all(|pair| pair[0] < pair[1]), "out of order: {mine:?}");
+            }
+            let mut all: Vec<usize> = taken.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..1000).collect::<Vec<_>>());
+            assert_eq!(shared.into_inner().len(), 1000);
         }
     }
 }
