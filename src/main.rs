@@ -948,7 +948,7 @@ fn concurrency(
     let workers = match (pipelined, workers_set()) {
         (false, _) => 0,
         (true, Some(workers)) => workers,
-        (true, None) => workers.on(xaifbooster::cores()),
+        (true, None) => workers.on(xaifbooster::cores(), bytes),
     };
     streaming::Concurrency { gate, pipelined, workers }
 }
@@ -959,11 +959,15 @@ fn concurrency(
 enum Workers {
     /// None: identity transforms nothing.
     None,
-    /// The tangent: the cores but two (the reader's and validation's) from four cores on. On two
-    /// cores those two threads and the driver already keep both busy: two workers there were no
-    /// faster (16 MiB: median 0.54 s against 0.52 s on the driver's thread, +5% instructions
-    /// for putting routines back), nor was one beside the driver transforming too (min 558–595
-    /// ms against 558 ms).
+    /// The tangent: from four cores and 64 MiB of input, the cores but two (the reader's and
+    /// validation's), at most four. Each worker (and the driver's copy beside them) costs
+    /// memory the input's size does not pay for below that: at 16 MiB two workers took the
+    /// peak from 2.6 to 3.9 times the input and six to 5.0, past the bound of three; at 64 MiB
+    /// (2.1 without workers) two took 2.6 and six 3.0 (`/usr/bin/time`, measured on two cores:
+    /// memory does not depend on them). On two cores the reader and validation already keep
+    /// both busy beside the driver: two workers were no faster (16 MiB: median 0.54 s against
+    /// 0.52 s on the driver's thread, +5% instructions for putting routines back), nor was one
+    /// beside the driver transforming too (min 558–595 ms against 558 ms).
     Tangent,
     /// The adjoint's passes after the first: one, from two cores, beside the driver's thread,
     /// which transforms too once it has put back and written the routines before. Validation
@@ -977,10 +981,11 @@ enum Workers {
 }
 
 impl Workers {
-    fn on(self, cores: usize) -> usize {
+    /// On `cores` cores, for an input of `bytes` bytes.
+    fn on(self, cores: usize, bytes: usize) -> usize {
         match self {
             Workers::None => 0,
-            Workers::Tangent if cores >= 4 => cores - 2,
+            Workers::Tangent if cores >= 4 && bytes >= 64 << 20 => (cores - 2).min(4),
             Workers::Tangent => 0,
             Workers::Adjoint if cores >= 2 => 1,
             Workers::Adjoint => 0,
@@ -2209,5 +2214,22 @@ mod tests {
     #[test]
     fn the_switches_are_consistent() {
         <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    /// The default workers keep the memory bounds: the tangent's three times the input below
+    /// 64 MiB, where its workers would break it, on any number of cores; the adjoint's one
+    /// worker (five times) whatever the input.
+    #[test]
+    fn default_workers_follow_the_memory_bounds() {
+        use super::Workers;
+        const MIB: usize = 1 << 20;
+        for cores in [1, 2, 4, 8, 64] {
+            assert_eq!(Workers::Tangent.on(cores, 16 * MIB), 0, "{cores} cores");
+            assert_eq!(Workers::None.on(cores, 256 * MIB), 0, "{cores} cores");
+            assert_eq!(Workers::Adjoint.on(cores, 256 * MIB), usize::from(cores >= 2), "{cores} cores");
+        }
+        assert_eq!(Workers::Tangent.on(2, 64 * MIB), 0);
+        assert_eq!(Workers::Tangent.on(4, 64 * MIB), 2);
+        assert_eq!(Workers::Tangent.on(64, 1024 * MIB), 4);
     }
 }
