@@ -969,16 +969,19 @@ enum Workers {
     /// 0.52 s on the driver's thread, +5% instructions for putting routines back), nor was one
     /// beside the driver transforming too (min 558–595 ms against 558 ms).
     Tangent,
-    /// The adjoint's passes after the first: one worker per core but the driver's, at most
-    /// three, beside the driver's thread, which transforms too once it has put back and written
-    /// the routines before. Validation is over by then (it runs beside the first pass). 16 MiB
-    /// on two cores: 1.31 s on the driver's thread alone, 1.09 s with two workers that left the
-    /// driver waiting on the slower one, 1.03 s with one worker and the driver sharing out the
-    /// routines (min of 5 alternating runs). Each worker (the driver's too) adds its thread's
-    /// allocator pages and copies of the head and the facts; the routines in flight stay about
-    /// the same whatever their number (`adjoint_routines_per_worker`). Peak at 16 MiB, against
-    /// the bound of five times the input: 3.0 on the driver's thread, 4.4 with one worker, 4.6
-    /// with three, 4.7 with six, 4.9 with fourteen (`/usr/bin/time`, two cores).
+    /// The adjoint's passes after the first: from two cores one worker, and from 8 MiB of
+    /// input one per core but the driver's, at most three, beside the driver's thread, which
+    /// transforms too once it has put back and written the routines before. Validation is
+    /// over by then (it runs beside the first pass). 16 MiB on two cores: 1.31 s on the
+    /// driver's thread alone, 1.09 s with two workers that left the driver waiting on the
+    /// slower one, 1.03 s with one worker and the driver sharing out the routines (min of 5
+    /// alternating runs). Each worker (the driver's too) adds its thread's allocator pages and
+    /// copies of the head and the facts; the routines in flight stay about the same whatever
+    /// their number (`adjoint_routines_per_worker`) but on small documents, where each worker
+    /// takes at least one. Peak at 16 MiB, against the bound of five times the input: 3.0 on
+    /// the driver's thread, 4.4 with one worker, 4.6 with three, 4.7 with six, 4.9 with
+    /// fourteen (`/usr/bin/time`, two cores); at 2 MiB three took the heap to 4.5–5.0 times
+    /// the input (one: 3.9), so small documents keep one.
     Adjoint,
 }
 
@@ -989,7 +992,8 @@ impl Workers {
             Workers::None => 0,
             Workers::Tangent if cores >= 4 && bytes >= 64 << 20 => (cores - 2).min(4),
             Workers::Tangent => 0,
-            Workers::Adjoint if cores >= 2 => (cores - 1).min(3),
+            Workers::Adjoint if cores >= 2 && bytes >= 8 << 20 => (cores - 1).min(3),
+            Workers::Adjoint if cores >= 2 => 1,
             Workers::Adjoint => 0,
         }
     }
@@ -2219,8 +2223,8 @@ mod tests {
     }
 
     /// The default workers keep the memory bounds: the tangent's three times the input below
-    /// 64 MiB, where its workers would break it, on any number of cores; the adjoint's at most
-    /// three workers (five times) whatever the input.
+    /// 64 MiB, where its workers would break it, on any number of cores; the adjoint's five
+    /// times with at most three workers, one below 8 MiB.
     #[test]
     fn default_workers_follow_the_memory_bounds() {
         use super::Workers;
@@ -2229,6 +2233,7 @@ mod tests {
             assert_eq!(Workers::Tangent.on(cores, 16 * MIB), 0, "{cores} cores");
             assert_eq!(Workers::None.on(cores, 256 * MIB), 0, "{cores} cores");
             assert_eq!(Workers::Adjoint.on(cores, 256 * MIB), cores.saturating_sub(1).min(3), "{cores} cores");
+            assert_eq!(Workers::Adjoint.on(cores, 2 * MIB), usize::from(cores >= 2), "{cores} cores");
         }
         assert_eq!(Workers::Tangent.on(2, 64 * MIB), 0);
         assert_eq!(Workers::Tangent.on(4, 64 * MIB), 2);
