@@ -304,8 +304,9 @@ pub struct Concurrency<'p> {
     pub pipelined: bool,
     /// Pipelined tangent, and the adjoint's passes after the first: transform routines on this
     /// many workers at once (`streaming::parallel`), this thread putting them back in order
-    /// (in the adjoint, finishing their reversal) and writing them; 0 transforms on this
-    /// thread. The output is the same whatever the number.
+    /// (in the adjoint, finishing their reversal), writing them and then transforming beside
+    /// the workers; 0 transforms on this thread alone. The output is the same whatever the
+    /// number.
     pub workers: usize,
 }
 

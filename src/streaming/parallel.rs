@@ -8,8 +8,10 @@
 //! placeholders for the names it would invent ([`Temporaries::deferred`]). The driver then puts
 //! the routines back in document order and, for each, makes the deferred requests for real, in
 //! the order the worker made them, interning every other new name in the worker's order too
-//! ([`Workers::put_back`]): its name table sees the same names in the same order whatever the
-//! number of workers, so the output cannot depend on it.
+//! ([`put_back`]): its name table sees the same names in the same order whatever the
+//! number of workers, so the output cannot depend on it. The driver's thread has a copy too:
+//! once it has put back and written one window of routines, it transforms beside the workers
+//! what they have not taken of the next ([`Shared`]).
 //!
 //! A worker's copy stays the same whatever routines it transformed before: after each routine
 //! it forgets the names and temporaries it added ([`crate::ir::Names::truncate`],
