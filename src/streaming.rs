@@ -215,6 +215,12 @@ pub fn adjoint(
     let formal_uses = summarized.report.type_change.formal_uses;
     drop(summaries);
 
+    // The passes after the first transform on workers (validation is over by then, so they
+    // have the cores to themselves but for the reader); reports that print each sequence's
+    // graph spell the names a worker only has placeholders for.
+    let workers = if tangent.record_graphs { 0 } else { concurrency.workers };
+    let per_worker = parallel::adjoint_routines_per_worker(workers, bodies.len());
+
     // Where a routine calls itself or one after it, a pass in between reverses every routine
     // and keeps only which formals its reverse sweep reads where they stand, which its
     // callers' restores depend on.
@@ -222,8 +228,7 @@ pub fn adjoint(
         let mut sink = std::io::sink();
         let mut between =
             Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
-        between.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
-        between.routines_per_worker = parallel::adjoint_routines_per_worker(between.workers, bodies.len());
+        (between.workers, between.routines_per_worker) = (workers, per_worker);
         let recording = Recording::from_contexts(effects.clone(), contexts.clone());
         between.adjoint = Some(AdjointPass::Directs {
             tangent: tangent.clone(),
@@ -240,12 +245,9 @@ pub fn adjoint(
     let reverser = RoutineByRoutine::new(Recording::from_contexts(effects, contexts), &formal_uses, &adjoint)
         .with_directs(directs);
 
-    // Last pass: reversal, on workers as the tangent's (validation is over by now, so they
-    // have the cores to themselves but for the reader); reports that print each sequence's
-    // graph spell the names a worker only has placeholders for.
+    // Last pass: reversal.
     let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
-    second.workers = if tangent.record_graphs { 0 } else { concurrency.workers };
-    second.routines_per_worker = parallel::adjoint_routines_per_worker(second.workers, bodies.len());
+    (second.workers, second.routines_per_worker) = (workers, per_worker);
     second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
     let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {

@@ -55,7 +55,12 @@ pub(super) const ROUTINES_PER_WORKER: usize = 8;
 /// 1.19 s (min of 7): small windows leave the workers waiting on each other, and 16 MiB still
 /// gets eight.
 pub(super) fn adjoint_routines_per_worker(workers: usize, routines: usize) -> usize {
-    (routines / (16 * (workers.max(1) + 1))).clamp(1, ROUTINES_PER_WORKER)
+    (routines / (16 * copies(workers))).clamp(1, ROUTINES_PER_WORKER)
+}
+
+/// The copies that transform for `workers` workers: one each and the driver thread's.
+fn copies(workers: usize) -> usize {
+    workers.max(1) + 1
 }
 
 /// The workers, and what they need to catch up with the reader.
@@ -121,7 +126,7 @@ impl Workers {
     /// from a copy of `head` (the call graph as read at the first routine), each taking
     /// `per_worker` routines at a time.
     pub(super) fn new(count: usize, head: &CallGraph, per_worker: usize) -> Workers {
-        let workers = (0..count.max(1) + 1)
+        let workers = (0..copies(count))
             .map(|_| Worker {
                 cg: head.clone(),
                 temporaries: Temporaries::deferred(),
@@ -145,7 +150,7 @@ impl Workers {
     /// How many routines `workers` workers and the driver transform together, `per_worker`
     /// each.
     pub(super) fn window(workers: usize, per_worker: usize) -> usize {
-        (workers.max(1) + 1) * per_worker
+        copies(workers) * per_worker
     }
 
     /// A routine has arrived: its head (as read, without graphs) and the names read with it.
