@@ -19,8 +19,12 @@ case "$host" in
     *-linux-gnu)
         report=$(mktemp)
         trap 'rm -f "$report"' EXIT
-        XAIFBOOSTER_SYMBOL_ORDER="$root/scripts/symbol-order.txt" XAIFBOOSTER_SYMBOL_ORDER_REPORT="$report" \
-            RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static -C relocation-model=static -C linker=$root/scripts/link_in_order.sh" \
+        # The linker is named for the target alone (as the flags are), and not in RUSTFLAGS,
+        # which splits at spaces.
+        linker_variable=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_LINKER
+        env "$linker_variable=$root/scripts/link_in_order.sh" \
+            XAIFBOOSTER_SYMBOL_ORDER="$root/scripts/symbol-order.txt" XAIFBOOSTER_SYMBOL_ORDER_REPORT="$report" \
+            RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static -C relocation-model=static" \
             cargo build --profile dist --target "$host" >&2
         if [ -s "$report" ]; then
             echo "symbol order: $(cat "$report")" >&2
