@@ -4,8 +4,9 @@
 #
 # Why: a small run executes about 800 of the binary's 7,000 functions, and in the compiler's
 # order they lie in 55 of the 69 64-KiB windows of its 4.4 MB of code, each window faulted in
-# on first use (2.5-3.3 us a fault in the VM measured). Side by side they take about 18, and a
-# small corpus file's process costs ~0.3 ms less (`perf stat`, see the README's start-up notes).
+# on first use (2.5-3.3 us a fault in the VM measured). Side by side, the functions of every
+# mode take 1.6 MB at the start; mini1's tangent then faults in 32 windows of code instead of
+# 57, and a small corpus file's process costs 0.1-0.5 ms less (the README's start-up notes).
 #
 # The list holds names as `scripts/symbol_order.sh` found them. A Rust name ends with a hash
 # (`17h`, hex digits, `E`) that changes with the compiler and the dependencies: a listed name the
