@@ -9,13 +9,12 @@
 # 57, and a small corpus file's process costs 0.1-0.5 ms less (the README's start-up notes).
 #
 # The list holds names as `scripts/symbol_order.sh` found them. A Rust name ends with a hash
-# (`17h`, hex digits, `E`) that changes with the compiler and the dependencies: a listed name the
-# objects being linked (`nm`) do not define is matched without its hash, to every instance of
-# that function. Other names
-# are passed on as they are: C libraries' functions (glibc's, linked from `-lc`) and names no
-# longer defined anywhere, which the linker skips; so a stale list makes the binary slower to
-# start, never wrong; with no list, no `nm`, or no object among the arguments, this is
-# plain `cc`.
+# (`17h`, hex digits, `E`) that changes with the compiler, the dependencies and the profile's
+# debug settings: a listed name the objects being linked (`nm`) do not define is matched without
+# its hash, to every instance of that function. Other names are passed on as they are: C
+# libraries' functions (glibc's, linked from `-lc`) and names no longer defined anywhere, which
+# the linker skips. So a stale list makes the binary slower to start, never wrong; with no
+# list, no `nm`, no object among the arguments, or a linker other than lld, this is plain `cc`.
 #
 # XAIFBOOSTER_SYMBOL_ORDER names the list; when XAIFBOOSTER_SYMBOL_ORDER_REPORT is set, a line
 # saying how many listed functions were found, and how many only without their hash, is
@@ -23,12 +22,16 @@
 set -euo pipefail
 list=${XAIFBOOSTER_SYMBOL_ORDER:-}
 objects=()
+lld=false
 for arg in "$@"; do
     case "$arg" in
         *.o | *.rlib | *.a) [ -f "$arg" ] && objects+=("$arg") ;;
+        -fuse-ld=lld) lld=true ;;
     esac
 done
-if [ -z "$list" ] || [ ! -f "$list" ] || [ ${#objects[@]} -eq 0 ] || ! command -v nm > /dev/null; then
+# The ordering options are lld's: rustc links with it on x86_64 Linux since 1.90 (GNU ld has
+# no such option).
+if [ -z "$list" ] || [ ! -f "$list" ] || [ ${#objects[@]} -eq 0 ] || ! command -v nm > /dev/null || ! $lld; then
     exec cc "$@"
 fi
 order=$(mktemp)
