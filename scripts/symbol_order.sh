@@ -21,9 +21,11 @@ trap 'rm -rf "$work"' EXIT
 examples="mini1 SeqOfLoops NestedLoops IfStatement_1 Select_1 Unstructured0 nested_calls_1
     arrayAllocation_1 speelpenning box_timestep argumentConversion_2 globalActive_3"
 run=0
+# A run may fail (an input a mode refuses still runs code worth listing), but it must leave a trace.
 trace() {
     run=$((run + 1))
     valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/trace.$run" "$@" > /dev/null 2>&1 || true
+    [ -s "$work/trace.$run" ] || { echo "no callgrind trace of: $*" >&2; exit 1; }
 }
 for example in $examples; do
     tangent_input=$shared/corpus/$example/tlm.in.xaif
