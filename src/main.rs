@@ -614,8 +614,8 @@ fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(run())
 }
 
-/// The command lines a build system or a script runs once per file — `tangent IN -o OUT`, and
-/// the same for `identity` and `adjoint` — parsed without building clap's command. Building it
+/// The command lines a build system or a script runs once per file — `tangent IN -o OUT` (or
+/// `-i IN`), and the same for `identity` and `adjoint` — parsed without building clap's command. Building it
 /// (some fifty switches of the original's drivers) and matching against it took 0.29 M of the
 /// 1.1 M instructions of a small corpus file's whole run, and 75 KB of allocations whose first
 /// touch of each page is a page fault. Anything else, including every spelling these accept
@@ -632,10 +632,18 @@ mod quick {
         let mut args = args.peekable();
         let mode = args.next()?;
         let (mut input, mut output) = (None, None);
+        // Whether the input came as `-i FILE` (as OpenAD's scripts give it) or alone.
+        let mut switched = false;
         while let Some(arg) = args.next() {
-            if arg == "-o" {
-                let value = args.next().filter(|value| plain(value))?;
-                if output.replace(Destination::from(value)).is_some() {
+            if arg == "-o" || arg == "-i" {
+                let value = args.next().filter(plain)?;
+                let taken = if arg == "-o" {
+                    output.replace(Destination::from(value)).is_some()
+                } else {
+                    switched = true;
+                    input.replace(PathBuf::from(value)).is_some()
+                };
+                if taken {
                     return None;
                 }
             } else if plain(&arg) && input.is_none() {
@@ -644,7 +652,7 @@ mod quick {
                 return None;
             }
         }
-        let common = transform_args(input?, output);
+        let common = transform_args(input?, switched, output);
         let command = match mode.to_str()? {
             "identity" => Command::Identity(common),
             "tangent" => Command::Tangent(TangentArgs {
@@ -675,10 +683,11 @@ mod quick {
         arg.to_str().is_some_and(|arg| arg == "-" || !(arg.is_empty() || arg.starts_with('-')))
     }
 
-    fn transform_args(input: PathBuf, output: Option<Destination>) -> TransformArgs {
+    fn transform_args(input: PathBuf, switched: bool, output: Option<Destination>) -> TransformArgs {
+        let (input, input_file) = if switched { (Some(input), None) } else { (None, Some(input)) };
         TransformArgs {
-            input: None,
-            input_file: Some(input),
+            input,
+            input_file,
             output,
             catalogue: None,
             noninlinable_catalogue: None,
