@@ -10,7 +10,7 @@
 //! `linear_one` partial is 1 whatever expression the file writes under it, a `passive`
 //! one is never differentiated. The expressions matter for `linear` and `nonlinear` partials.
 
-use std::sync::OnceLock;
+use std::borrow::Cow;
 
 use super::diagnostic::Diagnostic;
 
@@ -71,7 +71,7 @@ pub enum ConstantKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum PartialExpr {
     Constant {
-        value: String,
+        value: Text,
         ty: ConstantKind,
     },
     /// The 1-based argument of the intrinsic; 0 stands for the intrinsic's own value, as the
@@ -79,8 +79,8 @@ pub enum PartialExpr {
     Argument(usize),
     /// Another intrinsic of the catalogue applied to operands in argument-position order.
     Intrinsic {
-        name: String,
-        arguments: Vec<PartialExpr>,
+        name: Text,
+        arguments: List<PartialExpr>,
     },
 }
 
@@ -118,28 +118,28 @@ pub struct JacobianEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FunctionDefinition {
     /// The target language's operator or routine, e.g. `+` or `sin`.
-    Builtin { builtin_name: String },
+    Builtin { builtin_name: Text },
     /// An expression over the arguments; the format lets it be absent.
-    UserDefined { builtin_name: Option<String>, expression: Option<PartialExpr> },
+    UserDefined { builtin_name: Option<Text>, expression: Option<PartialExpr> },
     /// Non-inlinable: the derivative is `deriv_action` applied to the arguments' derivatives.
-    DirectAction { deriv_action: String },
+    DirectAction { deriv_action: Text },
     /// Non-inlinable: the routine `jacobian` fills the listed Jacobian entries.
-    ExplicitJacobian { jacobian: String, entries: Vec<JacobianEntry> },
+    ExplicitJacobian { jacobian: Text, entries: List<JacobianEntry> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct IntrinsicDefinition {
-    pub name: String,
+    pub name: Text,
     /// `nr_arguments`; 0 for non-inlinable intrinsics (their catalogue does not say).
     pub arity: usize,
     /// `return_type` as written; absent means the format's default, `real`.
-    pub return_type: Option<String>,
+    pub return_type: Option<Text>,
     pub function: FunctionDefinition,
     /// The name the tangent code calls: the builtin name of an inlinable intrinsic, the
     /// `derivAction` of a direct action, nothing for an explicit Jacobian.
-    pub builtin_name: Option<String>,
+    pub builtin_name: Option<Text>,
     /// `partials[i]`: derivative with respect to argument `i + 1`; empty for non-inlinable ones.
-    pub partials: Vec<Partial>,
+    pub partials: List<Partial>,
     pub inlinable: bool,
     pub non_smooth: bool,
     pub shape_change: ShapeChange,
@@ -191,10 +191,16 @@ impl IntrinsicDefinition {
 #[derive(Clone, Debug, Default)]
 pub struct Catalogue {
     /// Sorted by name, one per name: looked up by binary search, and `names` is deterministic
-    /// without sorting on every call. (A vector, not a map: the built-in catalogue is built in
-    /// every run, from definitions generated in order.)
-    definitions: Vec<IntrinsicDefinition>,
+    /// without sorting on every call. (A slice, not a map: the built-in catalogue is a static
+    /// generated in order; a catalogue read from a file owns a vector.)
+    definitions: List<IntrinsicDefinition>,
 }
+
+/// A catalogue's text: the built-in catalogue's is static, a catalogue file's owned.
+pub type Text = Cow<'static, str>;
+
+/// A catalogue's list: the built-in catalogue's is static, a catalogue file's owned.
+pub type List<T> = Cow<'static, [T]>;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -207,11 +213,13 @@ impl CatalogueError {
 }
 
 impl Catalogue {
-    /// The catalogue built into the binary, constructed on first use from Rust generated out of
-    /// `schema/intrinsics/` (no XML is parsed at run time; see `builtin.rs`).
+    /// The catalogue built into the binary: a static generated out of `schema/intrinsics/` (see
+    /// `builtin.rs`), so nothing is parsed, built or allocated at run time. (Built at start-up
+    /// from generated code, it had cost a small file's run 43 K instructions, 49 KB of code and
+    /// seven page faults.)
     pub fn builtin() -> &'static Catalogue {
-        static BUILTIN: OnceLock<Catalogue> = OnceLock::new();
-        BUILTIN.get_or_init(|| Catalogue::of(builtin::definitions()))
+        static BUILTIN: Catalogue = Catalogue { definitions: Cow::Borrowed(builtin::DEFINITIONS) };
+        &BUILTIN
     }
 
     /// Reads an inlinable intrinsics catalogue (`InlinableIntrinsicDefinitions`).
@@ -221,7 +229,7 @@ impl Catalogue {
 
     /// The catalogue of `definitions`, a later one of a name replacing an earlier one.
     fn of(definitions: Vec<IntrinsicDefinition>) -> Catalogue {
-        let mut catalogue = Catalogue { definitions: Vec::with_capacity(definitions.len()) };
+        let mut catalogue = Catalogue { definitions: Cow::Owned(Vec::with_capacity(definitions.len())) };
         for definition in definitions {
             catalogue.insert(definition);
         }
@@ -231,9 +239,10 @@ impl Catalogue {
     /// Adds `definition`, replacing one of the same name (in order: sorted input costs no
     /// moves).
     fn insert(&mut self, definition: IntrinsicDefinition) {
-        match self.definitions.binary_search_by(|d| d.name.as_str().cmp(&definition.name)) {
-            Ok(at) => self.definitions[at] = definition,
-            Err(at) => self.definitions.insert(at, definition),
+        let definitions = self.definitions.to_mut();
+        match definitions.binary_search_by(|d| d.name.as_ref().cmp(&definition.name)) {
+            Ok(at) => definitions[at] = definition,
+            Err(at) => definitions.insert(at, definition),
         }
     }
 
@@ -249,13 +258,13 @@ impl Catalogue {
     }
 
     pub fn get(&self, name: &str) -> Option<&IntrinsicDefinition> {
-        let at = self.definitions.binary_search_by(|d| d.name.as_str().cmp(name)).ok()?;
+        let at = self.definitions.binary_search_by(|d| d.name.as_ref().cmp(name)).ok()?;
         Some(&self.definitions[at])
     }
 
     /// All intrinsic names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.definitions.iter().map(|d| d.name.as_str())
+        self.definitions.iter().map(|d| d.name.as_ref())
     }
 
     pub fn len(&self) -> usize {
@@ -322,7 +331,7 @@ impl PartialExpr {
             PartialExpr::Argument(i) => args.get(i - 1).copied(),
             PartialExpr::Intrinsic { name, arguments } => {
                 let mut values = Vec::with_capacity(arguments.len());
-                for argument in arguments {
+                for argument in arguments.iter() {
                     values.push(argument.eval_at_depth(args, result, cat, depth)?);
                 }
                 match cat {

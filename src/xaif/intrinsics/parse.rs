@@ -161,7 +161,7 @@ pub(super) fn inlinable(input: &[u8], file: &str) -> Result<Vec<IntrinsicDefinit
     if definitions.is_empty() {
         return Err(at.error(root, "the catalogue defines no intrinsic".into()));
     }
-    let arity: FxHashMap<&str, usize> = definitions.iter().map(|d| (d.name.as_str(), d.arity)).collect();
+    let arity: FxHashMap<&str, usize> = definitions.iter().map(|d| (d.name.as_ref(), d.arity)).collect();
     for Use { node, name, operands } in uses {
         match arity.get(name) {
             None => return Err(at.error(node, format!("intrinsic '{name}' is not defined in this catalogue"))),
@@ -238,12 +238,12 @@ fn inlinable_definition<'a, 'input>(
         FunctionDefinition::DirectAction { .. } | FunctionDefinition::ExplicitJacobian { .. } => None,
     };
     Ok(IntrinsicDefinition {
-        name,
+        name: name.into(),
         arity,
-        return_type,
+        return_type: return_type.map(Into::into),
         function,
         builtin_name,
-        partials,
+        partials: partials.into(),
         inlinable: true,
         non_smooth: boolean(at, node, "nonSmooth")?,
         shape_change,
@@ -267,9 +267,9 @@ fn function_definition<'a, 'input>(
                     at.error(node, "a builtin Function is evaluated by builtin_name and has no expression".into())
                 );
             }
-            Ok(FunctionDefinition::Builtin { builtin_name })
+            Ok(FunctionDefinition::Builtin { builtin_name: builtin_name.into() })
         }
-        _ => Ok(FunctionDefinition::UserDefined { builtin_name, expression }),
+        _ => Ok(FunctionDefinition::UserDefined { builtin_name: builtin_name.map(Into::into), expression }),
     }
 }
 
@@ -402,7 +402,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                         ));
                     }
                 };
-                let constant = PartialExpr::Constant { value: value.to_owned(), ty };
+                let constant = PartialExpr::Constant { value: value.to_owned().into(), ty };
                 let numeric = matches!(ty, ConstantKind::Integer | ConstantKind::Real | ConstantKind::Double);
                 if numeric && constant.eval(&[], None).is_none() {
                     return Err(at.error(node, format!("constant '{value}' is not a number")));
@@ -426,7 +426,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 for &(_, source, _) in &list {
                     arguments.push(self.build(source, uses)?);
                 }
-                PartialExpr::Intrinsic { name: name.to_owned(), arguments }
+                PartialExpr::Intrinsic { name: name.to_owned().into(), arguments: arguments.into() }
             }
         };
         self.state.insert(id, Some(tree.clone()));
@@ -455,7 +455,7 @@ pub(super) fn noninlinable(
                 return Err(at.error(child, "unexpected element in DirectAction".into()));
             }
             no_text(&at, node)?;
-            FunctionDefinition::DirectAction { deriv_action: required(&at, node, "derivAction")?.to_owned() }
+            FunctionDefinition::DirectAction { deriv_action: required(&at, node, "derivAction")?.to_owned().into() }
         } else if is(node, NONINLINABLE_NAMESPACE, "ExplicitJacobian") {
             let jacobian = required(&at, node, "jacobian")?.to_owned();
             no_text(&at, node)?;
@@ -478,7 +478,7 @@ pub(super) fn noninlinable(
             if entries.is_empty() {
                 return Err(at.error(node, "an ExplicitJacobian needs at least one Partial".into()));
             }
-            FunctionDefinition::ExplicitJacobian { jacobian, entries }
+            FunctionDefinition::ExplicitJacobian { jacobian: jacobian.into(), entries: entries.into() }
         } else {
             return Err(at.error(
                 node,
@@ -497,12 +497,12 @@ pub(super) fn noninlinable(
             _ => None,
         };
         definitions.push(IntrinsicDefinition {
-            name,
+            name: name.into(),
             arity: 0,
-            return_type: one_of(&at, node, "return_type", &SYMBOL_TYPES)?.map(str::to_owned),
+            return_type: one_of(&at, node, "return_type", &SYMBOL_TYPES)?.map(|ty| ty.to_owned().into()),
             function,
             builtin_name,
-            partials: Vec::new(),
+            partials: super::List::Borrowed(&[]),
             inlinable: false,
             non_smooth: boolean(&at, node, "nonSmooth")?,
             shape_change: ShapeChange::NoChange,

@@ -166,7 +166,7 @@ fn reference_catalogue_reads_and_agrees_with_ours() {
         assert_eq!(theirs.non_smooth, mine.non_smooth, "{name}");
         assert_eq!(theirs.builtin_name, mine.builtin_name, "{name}");
         assert_eq!(theirs.partials.len(), mine.partials.len(), "{name}");
-        for (i, (a, b)) in theirs.partials.iter().zip(&mine.partials).enumerate() {
+        for (i, (a, b)) in theirs.partials.iter().zip(mine.partials.iter()).enumerate() {
             assert_eq!(a.kind, b.kind, "{name} partial {}", i + 1);
             assert_eq!(a.non_value_inquiry, b.non_value_inquiry, "{name} partial {}", i + 1);
             for _ in 0..4 {
@@ -573,7 +573,7 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
             PartialExpr::Argument(i) => format!("a({i})"),
             PartialExpr::Intrinsic { name, arguments } => {
                 let arguments: Vec<String> = arguments.iter().map(expression).collect();
-                format!("f({}, vec![{}])", string(name), arguments.join(", "))
+                format!("f({}, const {{ &[{}] }})", string(name), arguments.join(", "))
             }
         }
     }
@@ -596,7 +596,7 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
                     .map(|e| format!("JacobianEntry {{ dep: {}, indep: {}, partial: {} }}", e.dep, e.indep, e.partial))
                     .collect();
                 format!(
-                    "FunctionDefinition::ExplicitJacobian {{ jacobian: s({}), entries: vec![{}] }}",
+                    "FunctionDefinition::ExplicitJacobian {{ jacobian: s({}), entries: Cow::Borrowed(&[{}]) }}",
                     string(jacobian),
                     entries.join(", ")
                 )
@@ -609,13 +609,13 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
          //! test `builtin_source_is_current` (which rewrites this file when the catalogue changes and\n\
          //! fails until the result is committed): do not edit by hand.\n\n\
          use super::*;\n\n\
-         fn s(text: &str) -> String {\n    text.to_owned()\n}\n\n\
-         fn a(argument: usize) -> PartialExpr {\n    PartialExpr::Argument(argument)\n}\n\n\
-         fn c(value: &str, ty: ConstantKind) -> PartialExpr {\n    PartialExpr::Constant { value: s(value), ty }\n}\n\n\
-         fn f(name: &str, arguments: Vec<PartialExpr>) -> PartialExpr {\n    PartialExpr::Intrinsic { name: s(name), arguments }\n}\n\n\
-         fn p(kind: PartialKind, expression: PartialExpr, non_value_inquiry: bool) -> Partial {\n    Partial { kind, expression, non_value_inquiry }\n}\n\n\
+         const fn s(text: &'static str) -> Text {\n    Cow::Borrowed(text)\n}\n\n\
+         const fn a(argument: usize) -> PartialExpr {\n    PartialExpr::Argument(argument)\n}\n\n\
+         const fn c(value: &'static str, ty: ConstantKind) -> PartialExpr {\n    PartialExpr::Constant { value: s(value), ty }\n}\n\n\
+         const fn f(name: &'static str, arguments: &'static [PartialExpr]) -> PartialExpr {\n    PartialExpr::Intrinsic { name: s(name), arguments: Cow::Borrowed(arguments) }\n}\n\n\
+         const fn p(kind: PartialKind, expression: PartialExpr, non_value_inquiry: bool) -> Partial {\n    Partial { kind, expression, non_value_inquiry }\n}\n\n\
          /// Every definition of the built-in catalogue, inlinable and non-inlinable, sorted by name.\n\
-         pub(super) fn definitions() -> Vec<IntrinsicDefinition> {\n    vec![\n",
+         pub(super) static DEFINITIONS: &[IntrinsicDefinition] = &[\n",
     );
     for name in catalogue.names() {
         let d = catalogue.get(name).expect("listed");
@@ -626,10 +626,10 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
             .collect();
         writeln!(
             out,
-            "        IntrinsicDefinition {{\n            name: s({}),\n            arity: {},\n            \
-             return_type: {},\n            function: {},\n            builtin_name: {},\n            \
-             partials: vec![{}],\n            inlinable: {},\n            non_smooth: {},\n            \
-             shape_change: ShapeChange::{:?},\n        }},",
+            "    IntrinsicDefinition {{\n        name: s({}),\n        arity: {},\n        \
+             return_type: {},\n        function: {},\n        builtin_name: {},\n        \
+             partials: Cow::Borrowed(&[{}]),\n        inlinable: {},\n        non_smooth: {},\n        \
+             shape_change: ShapeChange::{:?},\n    }},",
             string(&d.name),
             d.arity,
             option(d.return_type.as_deref()),
@@ -642,7 +642,7 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
         )
         .expect("writing to a String");
     }
-    out.push_str("    ]\n}\n");
+    out.push_str("];\n");
     out
 }
 
