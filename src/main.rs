@@ -615,7 +615,8 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The command lines a build system or a script runs once per file — `tangent IN -o OUT` or
-/// `tangent -i IN -o OUT`, and the same for `identity` and `adjoint` — parsed without building
+/// `tangent -i IN -o OUT`, the same for `identity` and `adjoint`, and `adjoint -I …` (the joint
+/// reversal's) — parsed without building
 /// clap's command. Building it (some fifty switches of the original's drivers) and matching
 /// against it took 0.29 M of the 1.1 M instructions of a small corpus file's whole run, and
 /// 75 KB of allocations whose first touch of each page is a page fault: without it, 32 fewer
@@ -635,8 +636,14 @@ mod quick {
         let (mut input, mut output) = (None, None);
         // Whether the input came as `-i FILE` (as OpenAD's scripts give it) or alone.
         let mut switched = false;
+        // `-I`, every formal inout: the joint reversal's adjoint (accepted by every mode).
+        let mut all_intents_inout = false;
         while let Some(arg) = args.next() {
-            if arg == "-o" || arg == "-i" {
+            if arg == "-I" {
+                if std::mem::replace(&mut all_intents_inout, true) {
+                    return None;
+                }
+            } else if arg == "-o" || arg == "-i" {
                 let value = args.next().filter(plain)?;
                 let taken = if arg == "-o" {
                     output.replace(Destination::from(value)).is_some()
@@ -653,7 +660,8 @@ mod quick {
                 return None;
             }
         }
-        let common = transform_args(input?, switched, output);
+        let mut common = transform_args(input?, switched, output);
+        common.reverse.all_intents_inout = all_intents_inout;
         let command = match mode.to_str()? {
             "identity" => Command::Identity(common),
             "tangent" => Command::Tangent(TangentArgs {
@@ -767,9 +775,13 @@ mod quick {
                     }
                 }
             }
-            for plain in
-                [&["tangent", "in.xaif", "-o", "out.xaif"][..], &["adjoint", "-o", "-", "in.xaif"], &["identity", "-"]]
-            {
+            for plain in [
+                &["tangent", "in.xaif", "-o", "out.xaif"][..],
+                &["adjoint", "-o", "-", "in.xaif"],
+                &["identity", "-"],
+                &["tangent", "-i", "in.xaif", "-o", "out.xaif"],
+                &["adjoint", "-I", "in.xaif", "-o", "out.xaif"],
+            ] {
                 assert!(by_quick(plain).is_some(), "{plain:?} not taken");
             }
             assert!(taken > 100, "only {taken} command lines taken");
