@@ -615,15 +615,14 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The command lines a build system or a script runs once per file — `tangent IN -o OUT` or
-/// `tangent -i IN -o OUT`, the same for `identity` and `adjoint`, and `adjoint -I …` (the joint
-/// reversal's) — parsed without building
-/// clap's command. Building it (some fifty switches of the original's drivers) and matching
-/// against it took 0.29 M of the 1.1 M instructions of a small corpus file's whole run, and
-/// 75 KB of allocations whose first touch of each page is a page fault: without it, 32 fewer
-/// faults per process. Anything else, including other spellings of these (`--output`,
-/// `-oOUT`, `--`, a value that looks like a switch, a repeated `-o`), goes to clap, which stays
-/// the one definition of the interface: a test holds the two to the same result on every
-/// command line it tries.
+/// `tangent -i IN -o OUT`, the same for `identity` and `adjoint`, and any of them with `-I`
+/// (the joint reversal's adjoint) — parsed without building clap's command. Building it (some
+/// fifty switches of the original's drivers) and matching against it took 0.29 M of the 1.1 M
+/// instructions of a small corpus file's whole run, and 75 KB of allocations whose first touch
+/// of each page is a page fault: without it, 32 fewer faults per process. Anything else,
+/// including other spellings of these (`--output`, `-oOUT`, `--`, a value that looks like a
+/// switch, a repeated switch), goes to clap, which stays the one definition of the interface:
+/// a test holds the two to the same result on every command line it tries.
 mod quick {
     use super::*;
     use std::ffi::OsString;
