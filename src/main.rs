@@ -627,40 +627,36 @@ mod quick {
     use super::*;
     use std::ffi::OsString;
 
+    /// What a plain command line says; every other switch is at its default.
+    #[derive(Default)]
+    struct Plain {
+        /// The input, and whether it came as `-i FILE` (as OpenAD's scripts give it).
+        input: Option<(PathBuf, bool)>,
+        output: Option<Destination>,
+        /// `-I`, every formal inout: the joint reversal's adjoint (every mode accepts it).
+        all_intents_inout: bool,
+    }
+
     /// The command of `args` (without the program's name) when it is one of the plain forms,
     /// with every other switch at its default; `None` sends the command line to clap.
-    pub(super) fn parse(args: impl Iterator<Item = OsString>) -> Option<Cli> {
-        let mut args = args.peekable();
+    pub(super) fn parse(mut args: impl Iterator<Item = OsString>) -> Option<Cli> {
         let mode = args.next()?;
-        let (mut input, mut output) = (None, None);
-        // Whether the input came as `-i FILE` (as OpenAD's scripts give it) or alone.
-        let mut switched = false;
-        // `-I`, every formal inout: the joint reversal's adjoint (accepted by every mode).
-        let mut all_intents_inout = false;
+        if !matches!(mode.to_str()?, "identity" | "tangent" | "adjoint") {
+            return None;
+        }
+        let mut plain = Plain::default();
         while let Some(arg) = args.next() {
-            if arg == "-I" {
-                if std::mem::replace(&mut all_intents_inout, true) {
-                    return None;
-                }
-            } else if arg == "-o" || arg == "-i" {
-                let value = args.next().filter(plain)?;
-                let taken = if arg == "-o" {
-                    output.replace(Destination::from(value)).is_some()
-                } else {
-                    switched = true;
-                    input.replace(PathBuf::from(value)).is_some()
-                };
-                if taken {
-                    return None;
-                }
-            } else if plain(&arg) && input.is_none() {
-                input = Some(PathBuf::from(arg));
-            } else {
+            let repeated = match arg.to_str()? {
+                "-I" => std::mem::replace(&mut plain.all_intents_inout, true),
+                "-o" => plain.output.replace(Destination::from(value(args.next())?)).is_some(),
+                "-i" => plain.input.replace((PathBuf::from(value(args.next())?), true)).is_some(),
+                _ => plain.input.replace((PathBuf::from(value(Some(arg))?), false)).is_some(),
+            };
+            if repeated {
                 return None;
             }
         }
-        let mut common = transform_args(input?, switched, output);
-        common.reverse.all_intents_inout = all_intents_inout;
+        let common = transform_args(plain)?;
         let command = match mode.to_str()? {
             "identity" => Command::Identity(common),
             "tangent" => Command::Tangent(TangentArgs {
@@ -671,7 +667,7 @@ mod quick {
                 elimination: EliminationArg::Best,
                 original: preaccumulation_switches(),
             }),
-            "adjoint" => Command::Adjoint(AdjointArgs {
+            _ => Command::Adjoint(AdjointArgs {
                 common,
                 statement_level: false,
                 stats: None,
@@ -680,23 +676,25 @@ mod quick {
                 loop_reversal: xaifbooster::passes::adjoint::address::LoopPolicy::Structural,
                 original: preaccumulation_switches(),
             }),
-            _ => return None,
         };
         Some(Cli { command })
     }
 
-    /// A value clap would take as it is: not empty (clap refuses an empty path), valid UTF-8,
-    /// and not a switch (`-` alone is standard input or output).
-    fn plain(arg: &OsString) -> bool {
-        arg.to_str().is_some_and(|arg| arg == "-" || !(arg.is_empty() || arg.starts_with('-')))
+    /// `arg` when clap would take it as a value as it is: not empty (clap refuses an empty
+    /// path), valid UTF-8, and not a switch (`-` alone is standard input or output).
+    fn value(arg: Option<OsString>) -> Option<OsString> {
+        arg.filter(|arg| arg.to_str().is_some_and(|arg| arg == "-" || !(arg.is_empty() || arg.starts_with('-'))))
     }
 
-    fn transform_args(input: PathBuf, switched: bool, output: Option<Destination>) -> TransformArgs {
-        let (input, input_file) = if switched { (Some(input), None) } else { (None, Some(input)) };
-        TransformArgs {
+    fn transform_args(plain: Plain) -> Option<TransformArgs> {
+        let (input, input_file) = match plain.input? {
+            (input, true) => (Some(input), None),
+            (input, false) => (None, Some(input)),
+        };
+        Some(TransformArgs {
             input,
             input_file,
-            output,
+            output: plain.output,
             catalogue: None,
             noninlinable_catalogue: None,
             schema_dir: None,
@@ -713,14 +711,14 @@ mod quick {
             quiet: false,
             debug: DebugArgs { debug_file: None, debug_mask: None, tags: None, graphics_format: None, viewer: None },
             reverse: ReverseSwitches {
-                all_intents_inout: false,
+                all_intents_inout: plain.all_intents_inout,
                 checkpoint_constant_formals: false,
                 file_order: false,
                 ask: false,
                 ignore_violations: false,
                 top_routine: None,
             },
-        }
+        })
     }
 
     fn preaccumulation_switches() -> PreaccumulationSwitches {
