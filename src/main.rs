@@ -790,6 +790,7 @@ mod quick {
 fn run() -> u8 {
     // mimalloc's constructor, which comes after every prioritized one, has run by now.
     xaifbooster::cli::memory::restore_environment();
+    let _ = xaifbooster::cli::memory::own_start_region();
     let cli = quick::parse(std::env::args_os().skip(1)).unwrap_or_else(Cli::parse);
     let result = match cli.command {
         Command::Identity(args) => run_identity(&args),
