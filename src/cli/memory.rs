@@ -596,7 +596,7 @@ mod tests {
         for size in 1..=StartRegion::LARGEST {
             let (class, block) = StartRegion::class(size);
             assert!(size <= block && class < StartRegion::CLASSES, "size {size}: class {class}, block {block}");
-            assert!(block % 16 == 0);
+            assert!(block.is_multiple_of(16));
             if size > 1 {
                 assert!(StartRegion::class(size - 1).0 <= class);
             }
