@@ -550,7 +550,7 @@ mod tests {
                 assert!(std::slice::from_raw_parts(zeroed, 40).iter().all(|&b| b == 0));
                 // Stricter alignments go to mimalloc.
                 let strict = Allocator.alloc(layout(64, 64));
-                assert!(!START_REGION.holds(strict) && strict as usize % 64 == 0);
+                assert!(!START_REGION.holds(strict) && (strict as usize).is_multiple_of(64));
                 Allocator.dealloc(strict, layout(64, 64));
                 // Another thread: mimalloc's blocks; freeing a region block there keeps it
                 // off the lists.
