@@ -166,7 +166,7 @@ static mut EMPTY_ENVIRONMENT: [*mut std::ffi::c_char; 1] = [std::ptr::null_mut()
 static mut SAVED_ENVIRONMENT: Option<*mut *mut std::ffi::c_char> = None;
 
 /// mimalloc as the global allocator, each request made through the entry point that serves it
-/// fastest, behind a start region ([`StartRegion`]) that serves the driving thread's small
+/// fastest, behind a start region (`StartRegion`, below) that serves the driving thread's small
 /// blocks.
 ///
 /// The `mimalloc` crate's allocator asks for every block with `mi_malloc_aligned`, whatever the
