@@ -640,10 +640,12 @@ mod quick {
     /// The command of `args` (without the program's name) when it is one of the plain forms,
     /// with every other switch at its default; `None` sends the command line to clap.
     pub(super) fn parse(mut args: impl Iterator<Item = OsString>) -> Option<Cli> {
-        let mode = args.next()?;
-        if !matches!(mode.to_str()?, "identity" | "tangent" | "adjoint") {
-            return None;
-        }
+        let mode = match args.next()?.to_str()? {
+            "identity" => Mode::Identity,
+            "tangent" => Mode::Tangent,
+            "adjoint" => Mode::Adjoint,
+            _ => return None,
+        };
         let mut plain = Plain::default();
         while let Some(arg) = args.next() {
             let repeated = match arg.to_str()? {
@@ -657,9 +659,9 @@ mod quick {
             }
         }
         let common = transform_args(plain)?;
-        let command = match mode.to_str()? {
-            "identity" => Command::Identity(common),
-            "tangent" => Command::Tangent(TangentArgs {
+        let command = match mode {
+            Mode::Identity => Command::Identity(common),
+            Mode::Tangent => Command::Tangent(TangentArgs {
                 common,
                 preaccumulation: PreaccumulationArg::BasicBlock,
                 statement_level: false,
@@ -667,7 +669,7 @@ mod quick {
                 elimination: EliminationArg::Best,
                 original: preaccumulation_switches(),
             }),
-            _ => Command::Adjoint(AdjointArgs {
+            Mode::Adjoint => Command::Adjoint(AdjointArgs {
                 common,
                 statement_level: false,
                 stats: None,
