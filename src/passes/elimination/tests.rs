@@ -226,6 +226,22 @@ proptest! {
             );
         }
     }
+
+    /// The edge heuristic keeps its candidates' costs per vertex and computes them again only
+    /// around the edges a step touched; it chooses what computing every cost at every step
+    /// chooses, under each cost model, with and without a bound.
+    #[test]
+    fn incremental_edge_costs_choose_as_recomputing_all((lcg, _values) in random_graph_of(40), bound in 0usize..60) {
+        for model in [CostModel::Classic, CostModel::UnitAware, CostModel::Adjoint] {
+            for bound in [usize::MAX, bound] {
+                let run = |exhaustive| {
+                    let mut graph = Graph::new(&lcg, &mut Arith::planning(model));
+                    run_stepwise_with(&lcg, &mut graph, Method::Edge, model, bound, exhaustive)
+                };
+                prop_assert_eq!(run(false), run(true));
+            }
+        }
+    }
 }
 
 proptest! {
