@@ -1312,7 +1312,7 @@ impl<'v> Validator<'v> {
 
     fn expression_graph(&mut self, expression: Node) {
         let container = expression.tag_name().name();
-        let mut ids = FxHashSet::default();
+        let mut ids = SeenIds::default();
         for vertex in expression.children().filter(|c| c.is_element() && c.tag_name().name() != "ExpressionEdge") {
             let id = vertex.attribute("vertex_id").unwrap_or("1");
             if !ids.insert(id) {
@@ -1324,7 +1324,7 @@ impl<'v> Validator<'v> {
 
     fn reference_graph(&mut self, reference: Node) {
         let container = reference.tag_name().name();
-        let mut ids = FxHashSet::default();
+        let mut ids = SeenIds::default();
         for vertex in
             reference.children().filter(|c| matches!(c.tag_name().name(), "SymbolReference" | "ArrayElementReference"))
         {
@@ -1336,8 +1336,8 @@ impl<'v> Validator<'v> {
         self.edges(reference, "VariableReferenceEdge", &ids, container);
     }
 
-    fn edges(&mut self, graph: Node, element: &str, ids: &FxHashSet<&str>, container: &str) {
-        let mut edge_ids = FxHashSet::default();
+    fn edges(&mut self, graph: Node, element: &str, ids: &SeenIds, container: &str) {
+        let mut edge_ids = SeenIds::default();
         for edge in graph.children().filter(|c| c.has_tag_name((XAIF_NAMESPACE, element))) {
             if let Some(id) = edge.attribute("edge_id")
                 && !edge_ids.insert(id)
@@ -1350,6 +1350,39 @@ impl<'v> Validator<'v> {
                 }
             }
         }
+    }
+}
+
+/// The ids met so far in one expression or reference graph, to find repeats: a list searched
+/// from its start while it is short, a hash set beyond. Most of these graphs have a handful of
+/// vertices and edges, and a hash set made and grown for each of them cost more than the checks
+/// themselves (its growth alone was 2% of validating a large document).
+#[derive(Default)]
+struct SeenIds<'a> {
+    few: smallvec::SmallVec<[&'a str; SeenIds::FEW]>,
+    many: FxHashSet<&'a str>,
+}
+
+impl<'a> SeenIds<'a> {
+    const FEW: usize = 16;
+
+    /// Adds `id`: `false` when it was met before.
+    fn insert(&mut self, id: &'a str) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&id) {
+                return false;
+            }
+            if self.few.len() < Self::FEW {
+                self.few.push(id);
+                return true;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(id)
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        if self.many.is_empty() { self.few.contains(&id) } else { self.many.contains(id) }
     }
 }
 
@@ -1407,6 +1440,25 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// Repeats are found whether the ids are still listed or already hashed, and across the
+    /// switch from one to the other.
+    #[test]
+    fn seen_ids_find_repeats_before_and_after_they_outgrow_the_list() {
+        let ids: Vec<String> = (0..3 * SeenIds::FEW).map(|k| k.to_string()).collect();
+        for count in [1, SeenIds::FEW - 1, SeenIds::FEW, SeenIds::FEW + 1, 3 * SeenIds::FEW] {
+            let mut seen = SeenIds::default();
+            for id in &ids[..count] {
+                assert!(!seen.contains(id), "{id} of {count}");
+                assert!(seen.insert(id), "{id} of {count}");
+                assert!(seen.contains(id), "{id} of {count}");
+            }
+            for id in &ids[..count] {
+                assert!(!seen.insert(id), "{id} repeated, of {count}");
+            }
+            assert!(!seen.contains("none"), "of {count}");
+        }
     }
 
     #[test]
