@@ -47,7 +47,9 @@ use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
 pub use crate::xaif::markup::Survey;
-use crate::xaif::read::{ReadError, ReadOptions, ReadOutput, read_streaming};
+use crate::xaif::read::{
+    ReadError, ReadOptions, ReadOutput, RoutineSink as ReadSink, read_streaming, read_streaming_for_summaries,
+};
 use crate::xaif::validate::Progress;
 use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine, write_tail};
 
@@ -323,8 +325,25 @@ fn read_into(
     if pipelined {
         return read_pipelined(driver, input, file, options, |_| Ok(()));
     }
+    let summaries = driver.summarizes();
     let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
-    read_streaming(input, file, options, &mut sink)
+    read_pass(summaries, input, file, options, &mut sink)
+}
+
+/// Reads the document for a pass: the adjoint's first, which only summarizes each routine,
+/// without what its summaries do not need ([`read_streaming_for_summaries`]).
+fn read_pass(
+    summaries: bool,
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    sink: &mut ReadSink,
+) -> Result<ReadOutput, ReadError> {
+    if summaries {
+        read_streaming_for_summaries(input, file, options, sink)
+    } else {
+        read_streaming(input, file, options, sink)
+    }
 }
 
 /// What the reading thread hands the transforming one.
@@ -367,6 +386,7 @@ fn read_pipelined(
     let per_worker = driver.routines_per_worker;
     let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 2 };
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(ahead);
+    let summaries = driver.summarizes();
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
             // Names of the reader's table already handed over.
@@ -388,7 +408,7 @@ fn read_pipelined(
                 handed_names = Some(cg.names.len());
                 sender.send(Handed::Routine { id, routine, names, end }).is_ok()
             };
-            let read = read_streaming(input, file, options, &mut sink);
+            let read = read_pass(summaries, input, file, options, &mut sink);
             (read, handed_names)
         });
         let mut call_graph: Option<CallGraph> = None;
@@ -689,6 +709,11 @@ impl<'c> Driver<'c> {
             report: std::mem::take(&mut self.report),
             warnings: read.warnings,
         })
+    }
+
+    /// Whether this is the adjoint's first pass, which only summarizes each routine.
+    fn summarizes(&self) -> bool {
+        matches!(self.adjoint, Some(AdjointPass::Summarize { .. }))
     }
 
     fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId, end: usize) -> bool {

@@ -405,3 +405,31 @@ fn adjoint_streams_synthetic_inputs_in_both_routine_orders() {
         }
     }
 }
+
+/// The adjoint's first pass reads of each right-hand side only its variable references, without
+/// their array indices (`read_streaming_for_summaries`): over the corpus's adjoint inputs, every
+/// routine's summary (the alias keys of all its references included) is the full read's.
+#[test]
+fn the_first_pass_read_summarizes_as_a_full_read() {
+    use xaifbooster::analysis::effects::RoutineSummary;
+    use xaifbooster::ir::Routine;
+    let mut compared = 0;
+    for path in common::corpus_files("adm.in.xaif") {
+        let bytes = std::fs::read(&path).expect("readable");
+        let Ok(full) = xaif::read(&bytes, "full", &ReadOptions::default()) else { continue };
+        let expected: Vec<String> =
+            full.call_graph.cfgs().map(|(_, cfg)| format!("{:?}", RoutineSummary::of(cfg, true))).collect();
+        let mut summarized = Vec::new();
+        let mut sink = |cg: &mut xaifbooster::ir::CallGraph, id, _end| {
+            if let Routine::ControlFlowGraph(cfg) = &cg.routines[id] {
+                summarized.push(format!("{:?}", RoutineSummary::of(cfg, true)));
+            }
+            true
+        };
+        xaif::read::read_streaming_for_summaries(&bytes, "first pass", &ReadOptions::default(), &mut sink)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(summarized, expected, "{}", path.display());
+        compared += expected.len();
+    }
+    assert!(compared > 300, "only {compared} routines compared");
+}
