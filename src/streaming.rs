@@ -327,12 +327,12 @@ fn read_into(
     }
     let summaries = driver.summarizes();
     let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
-    read_pass(summaries, input, file, options, &mut sink)
+    read_routines(summaries, input, file, options, &mut sink)
 }
 
 /// Reads the document for a pass: the adjoint's first, which only summarizes each routine,
 /// without what its summaries do not need ([`read_streaming_for_summaries`]).
-fn read_pass(
+fn read_routines(
     summaries: bool,
     input: &[u8],
     file: &str,
@@ -408,7 +408,7 @@ fn read_pipelined(
                 handed_names = Some(cg.names.len());
                 sender.send(Handed::Routine { id, routine, names, end }).is_ok()
             };
-            let read = read_pass(summaries, input, file, options, &mut sink);
+            let read = read_routines(summaries, input, file, options, &mut sink);
             (read, handed_names)
         });
         let mut call_graph: Option<CallGraph> = None;
