@@ -783,16 +783,28 @@ impl<'a> Writer<'a, '_> {
     }
 
     /// The activity written for a reference: what the front end said, else its symbol's.
-    fn activity(&self, reference: &VariableReference) -> &'static str {
+    /// A reference's ` active="…"`, whole.
+    fn active_attribute(&self, reference: &VariableReference) -> &'static str {
+        const TRUE: &str = concat!(key!("active"), "true\"");
+        const FALSE: &str = concat!(key!("active"), "false\"");
         match reference.active {
-            ActiveUse::True => "true",
-            ActiveUse::False => "false",
+            ActiveUse::True => TRUE,
+            ActiveUse::False => FALSE,
             ActiveUse::Undefined => match reference.base_symbol() {
-                Some(symbol) if self.cg.symbols[symbol].active => "true",
-                Some(_) => "false",
-                None => "undefined",
+                Some(symbol) if self.cg.symbols[symbol].active => TRUE,
+                Some(_) => FALSE,
+                None => concat!(key!("active"), "undefined\""),
             },
         }
+    }
+
+    /// Attributes whose text is known whole, copied at once: a reference's flags come from a
+    /// handful of such texts, one copy each rather than three per attribute (key, value,
+    /// quote), and the output has millions of references.
+    #[inline(always)]
+    fn attrs_whole(&mut self, text: &'static str) {
+        debug_assert!(text.starts_with(' ') && text.ends_with('"'));
+        self.out.extend_from_slice(text.as_bytes());
     }
 
     /// Inlined where it is called, where the element's name is a constant: its start and
@@ -810,13 +822,17 @@ impl<'a> Writer<'a, '_> {
         let cg = self.cg;
         match style {
             RefStyle::Propagator => {
-                self.attr_static(key!("deriv"), bool_digit(reference.deriv));
+                self.attrs_whole(if reference.deriv {
+                    concat!(key!("deriv"), "1\"")
+                } else {
+                    concat!(key!("deriv"), "0\"")
+                });
             }
             RefStyle::Vertex | RefStyle::SideEffect | RefStyle::Lhs { .. } => {
                 if style == RefStyle::Vertex {
                     self.attr_name(key!("vertex_id"), reference.id);
                 }
-                self.attr_static(key!("active"), self.activity(reference));
+                self.attrs_whole(self.active_attribute(reference));
                 if let Some(alias) = reference.alias {
                     let key = cg.alias_key(alias);
                     if key != 0 {
@@ -829,10 +845,14 @@ impl<'a> Writer<'a, '_> {
                         self.attr_uint(key!("du_ud"), key);
                     }
                 }
-                self.attr_static(key!("deriv"), bool_digit(reference.deriv));
-                self.attr_static(key!("constant"), bool_digit(reference.constant));
+                self.attrs_whole(match (reference.deriv, reference.constant) {
+                    (false, false) => concat!(key!("deriv"), "0\"", key!("constant"), "0\""),
+                    (false, true) => concat!(key!("deriv"), "0\"", key!("constant"), "1\""),
+                    (true, false) => concat!(key!("deriv"), "1\"", key!("constant"), "0\""),
+                    (true, true) => concat!(key!("deriv"), "1\"", key!("constant"), "1\""),
+                });
                 if style == (RefStyle::Lhs { live: false }) {
-                    self.attr_static(key!("live"), "0");
+                    self.attrs_whole(concat!(key!("live"), "0\""));
                 }
             }
         }
