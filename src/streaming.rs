@@ -42,7 +42,7 @@ use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::TangentConfig;
 use crate::passes::tangent::tangent_with_plans;
-use crate::passes::type_change::{TypeChangeReport, type_change};
+use crate::passes::type_change::{TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
@@ -885,7 +885,7 @@ impl<'c> Driver<'c> {
         let Some(catalogue) = self.catalogue else { return Ok(None) };
         let (temporaries, plans, report) = (&mut self.temporaries, &mut self.plans, &mut self.report);
         let Some(pass) = self.adjoint.as_mut() else {
-            transform_routine(cg, catalogue, self.config, temporaries, plans, report)?;
+            transform_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?;
             return Ok(None);
         };
         let size_hint = cg.size_hint;
@@ -921,7 +921,7 @@ fn adjoint_head(
     routine: RoutineId,
     report: &mut Report,
 ) -> Result<Option<Routine>, PipelineError> {
-    let type_change = type_change(cg, temporaries, &config.type_change)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
     merge_type_change(&mut report.type_change, type_change);
     let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
     Ok(Some(Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() })))
@@ -948,10 +948,12 @@ fn adjoint_tangent(
     Ok(original)
 }
 
-/// The tangent mode's passes over the one routine of `cg` that has its graphs, as
-/// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`.
+/// The tangent mode's passes over `routine`, the one routine of `cg` that has its graphs, as
+/// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`. The
+/// passes skip the other routines' heads without work (they hold every routine read so far).
 fn transform_routine(
     cg: &mut CallGraph,
+    routine: RoutineId,
     catalogue: &Catalogue,
     config: &Config,
     temporaries: &mut Temporaries,
@@ -962,7 +964,7 @@ fn transform_routine(
         report.initialized_derivatives += initialize_derivatives(cg);
     }
     let size_hint = cg.size_hint;
-    let type_change = type_change(cg, temporaries, &config.type_change)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
     merge_type_change(&mut report.type_change, type_change);
     let tangent = tangent_with_plans(cg, catalogue, temporaries, &config.tangent, plans)?;
     report.tangent.sequences.extend(tangent.sequences);

@@ -22,7 +22,26 @@ fn whole_identity(bytes: &[u8]) -> Vec<u8> {
 fn whole_tangent(bytes: &[u8], config: &Config) -> Result<(Vec<u8>, String), String> {
     let mut cg = xaif::read(bytes, "whole", &ReadOptions::default()).expect("readable").call_graph;
     let report = pipeline::tangent(&mut cg, Catalogue::builtin(), config).map_err(|e| e.to_string())?;
-    Ok((xaif::write(&cg, &WriteOptions::default()), report.tangent.to_json()))
+    Ok((xaif::write(&cg, &WriteOptions::default()), statistics(&report)))
+}
+
+/// What a run reports: the tangent's statistics (`--stats`) and the passes' counts the debug
+/// log gives (derivatives zeroed, TypeChange's conversions and every formal's uses). A streamed
+/// run once counted the derivatives of every routine read so far at each routine.
+fn statistics(report: &pipeline::Report) -> String {
+    let t = &report.type_change;
+    let uses: Vec<_> = t.formal_uses.iter().map(|(id, uses)| (id.into_raw().into_u32(), uses.clone())).collect();
+    format!(
+        "{}\n{} zeroed; conversions {} {} {} {} {} {}; formal uses {uses:?}",
+        report.tangent.to_json(),
+        report.initialized_derivatives,
+        t.conversions,
+        t.external_conversions,
+        t.saved_indices,
+        t.allocations,
+        t.wrapped_calls,
+        t.renamed_routines,
+    )
 }
 
 /// Reading on the driver's thread, then on a second one; then routines transformed by one,
@@ -89,7 +108,7 @@ fn streamed_tangent(
         &mut body,
         concurrency,
     ) {
-        Ok(s) => Ok(Ok((s.bytes(&body), s.report.tangent.to_json()))),
+        Ok(s) => Ok(Ok((s.bytes(&body), statistics(&s.report)))),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),

@@ -12,12 +12,20 @@
 use crate::ir::build::whole_reference;
 use crate::ir::*;
 
-/// Inserts the initialization block into every routine; returns how many derivatives it zeroes.
+/// Inserts the initialization block into every routine with an Entry; returns how many
+/// derivatives it zeroes. A routine without one (the streaming driver's call graph holds the
+/// heads of every routine read so far, their graphs set aside) gets nothing and counts
+/// nothing: counting its locals anyway had made a streamed 2 MiB run report 74,417
+/// derivatives zeroed where the whole-document path reports 176, and cost each routine a pass
+/// over all the routines before it.
 pub fn initialize_derivatives(cg: &mut CallGraph) -> usize {
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     let mut zeroed = 0;
     for routine in routines {
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { continue };
+        if !cfg.graph.vertices.iter().any(|(_, v)| matches!(v.kind, CfgVertexKind::Entry)) {
+            continue;
+        }
         let body_scope = cfg.body_scope;
         let locals = cg.active_locals(cfg);
         let entries: Vec<PropagatorEntry> = locals

@@ -367,7 +367,7 @@ impl Worker {
         let mut finished = Finished::default();
         let temporaries = &mut self.temporaries;
         let result = match mode {
-            Mode::Tangent => transform_routine(cg, catalogue, config, temporaries, &mut self.plans, &mut report),
+            Mode::Tangent => transform_routine(cg, id, catalogue, config, temporaries, &mut self.plans, &mut report),
             Mode::Adjoint { facts, tangent, formal_uses, config: adjoint } => (|| {
                 let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
                 let size_hint = cg.size_hint;
