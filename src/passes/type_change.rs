@@ -26,7 +26,7 @@
 //! the adjoint's checkpoints leave out formals that only ever receive constants.
 
 use la_arena::ArenaMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::build::{Temporaries, assignment, inlinable_call, shape_of_rank, whole_reference};
 use crate::ir::*;
@@ -145,7 +145,29 @@ fn convert_routines(
     config: &TypeChangeConfig,
 ) -> Result<TypeChangeReport, TypeChangeError> {
     let mut report = TypeChangeReport::default();
-    let bodies: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
+    // The routines with a body among those called (a later definition of a symbol wins, as
+    // collecting all of them did): the streaming driver converts one routine at a time in a
+    // call graph of every routine read so far, where a map of them all cost each routine a
+    // hashed insert per routine before it.
+    let called: FxHashSet<SymbolId> = routines
+        .iter()
+        .filter_map(|&id| match &cg.routines[id] {
+            Routine::ControlFlowGraph(cfg) => Some(&cfg.graph),
+            Routine::ReplacementList(_) => None,
+        })
+        .flat_map(|graph| graph.vertices.iter())
+        .filter_map(|(_, vertex)| match &vertex.kind {
+            CfgVertexKind::BasicBlock(block) => Some(&block.statements),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|statement| match statement {
+            Statement::SubroutineCall(call) => call.symbol,
+            _ => None,
+        })
+        .collect();
+    let bodies: FxHashMap<SymbolId, RoutineId> =
+        cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect();
     let mut renames: FxHashMap<SymbolId, SymbolId> = FxHashMap::default();
     if config.rename_all {
         let symbols: Vec<SymbolId> = cg.cfgs().map(|(_, cfg)| cfg.symbol).collect();
