@@ -129,44 +129,28 @@ impl SymbolBits {
 
     /// Adds every member of `other`; whether `self` grew.
     pub fn union_with(&mut self, other: &SymbolBits) -> bool {
-        // Usually `other`'s words all have a place here already: OR them in place.
+        // `other`'s words with a place here are OR-ed in place; the others are appended past
+        // the words scanned, then put in order.
+        let mine = self.words.len();
         let mut grew = false;
-        let mut missing = 0;
         let mut at = 0;
         for &(index, bits) in &other.words {
-            while at < self.words.len() && self.words[at].0 < index {
+            while at < mine && self.words[at].0 < index {
                 at += 1;
             }
-            match self.words.get_mut(at) {
+            match self.words[..mine].get_mut(at) {
                 Some((here, word)) if *here == index => {
                     grew |= bits & !*word != 0;
                     *word |= bits;
                 }
-                _ => missing += 1,
+                _ => self.words.push((index, bits)),
             }
         }
-        if missing == 0 {
-            return grew;
+        if self.words.len() > mine {
+            self.words.sort_unstable_by_key(|&(index, _)| index);
+            grew = true;
         }
-        let mut merged = Vec::with_capacity(self.words.len() + missing);
-        let (mut mine, mut theirs) = (self.words.iter().peekable(), other.words.iter().peekable());
-        loop {
-            let next = match (mine.peek(), theirs.peek()) {
-                (Some(&&a), Some(&&b)) if a.0 < b.0 => mine.next().copied(),
-                (Some(&&a), Some(&&b)) if b.0 < a.0 => theirs.next().copied(),
-                // The same word: already OR-ed in above.
-                (Some(_), Some(_)) => {
-                    theirs.next();
-                    mine.next().copied()
-                }
-                (Some(_), None) => mine.next().copied(),
-                (None, Some(_)) => theirs.next().copied(),
-                (None, None) => break,
-            };
-            merged.extend(next);
-        }
-        self.words = merged;
-        true
+        grew
     }
 
     /// The members, ascending.

@@ -376,12 +376,9 @@ impl Pass<'_> {
             };
             let formal = &formals[formal_index];
             let actual_active = self.actual_active(&call.arguments[index].value);
-            if self.report.formal_uses.get(callee).is_none() {
-                self.report.formal_uses.insert(callee, vec![FormalUse::default(); formals.len()]);
-            }
-            if let Some(uses) = self.report.formal_uses.get_mut(callee)
-                && let Some(slot) = uses.get_mut(formal_index)
-            {
+            let uses =
+                self.report.formal_uses.entry(callee).or_insert_with(|| vec![FormalUse::default(); formals.len()]);
+            if let Some(slot) = uses.get_mut(formal_index) {
                 match call.arguments[index].value {
                     ArgumentValue::Constant(_) => slot.constant_somewhere = true,
                     ArgumentValue::Variable(_) => slot.variable_somewhere = true,

@@ -782,8 +782,7 @@ impl<'a> Writer<'a, '_> {
         self.end_empty();
     }
 
-    /// The activity written for a reference: what the front end said, else its symbol's.
-    /// A reference's ` active="…"`, whole.
+    /// A reference's ` active="…"`, whole: what the front end said, else its symbol's activity.
     fn active_attribute(&self, reference: &VariableReference) -> &'static str {
         const TRUE: &str = concat!(key!("active"), "true\"");
         const FALSE: &str = concat!(key!("active"), "false\"");
