@@ -13,7 +13,7 @@ use super::*;
 pub struct Temporaries {
     counters: FxHashMap<&'static str, usize>,
     /// Statement ids in use: the document's and those handed out.
-    statement_ids: FxHashSet<Name>,
+    statement_ids: NameSet,
     /// Statement ids of the document known by their text only: the streaming driver finds
     /// them in a first scan, before the routines they belong to are read.
     reserved: ReservedIds,
@@ -103,7 +103,7 @@ impl Temporaries {
     /// Temporaries for transforming `cg`: the statement ids they hand out avoid the ids its
     /// statements already have (the schema holds them unique in a control flow graph).
     pub fn for_call_graph(cg: &CallGraph) -> Temporaries {
-        let mut statement_ids = FxHashSet::default();
+        let mut statement_ids = NameSet::default();
         for (_, routine) in cg.routines.iter() {
             let graphs: Vec<&FlowGraph> = match routine {
                 Routine::ControlFlowGraph(cfg) => vec![&cfg.graph],
@@ -206,7 +206,7 @@ impl Temporaries {
             log.push(Deferred::Temporary { scope, kind, symbol: id });
             return id;
         }
-        let name = loop {
+        let (name, new) = loop {
             let counter = self.counters.entry(kind).or_insert(0);
             self.text.clear();
             self.text.push_str(cg.names.get(cg.prefix));
@@ -214,15 +214,18 @@ impl Temporaries {
             self.text.push('_');
             self.text.push_str(itoa::Buffer::new().format(*counter));
             *counter += 1;
+            let known = cg.names.len();
             let name = cg.names.intern(&self.text);
-            if cg.lookup_symbol(scope, name).is_none() {
-                break name;
+            // A name interned just now names no symbol yet.
+            let new = cg.names.len() > known;
+            if new || cg.lookup_symbol(scope, name).is_none() {
+                break (name, new);
             }
         };
         let mut symbol = Symbol::new(scope, name);
         symbol.temp = true;
         init(&mut symbol);
-        cg.add_symbol(symbol)
+        if new { cg.add_new_symbol(symbol) } else { cg.add_symbol(symbol) }
     }
 }
 

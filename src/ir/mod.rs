@@ -24,7 +24,7 @@ pub mod visit;
 use la_arena::{Arena, Idx};
 use rustc_hash::FxHashMap;
 
-pub use names::{Name, NameBatch, Names};
+pub use names::{Name, NameBatch, NameSet, Names};
 
 pub type ScopeId = Idx<Scope>;
 pub type SymbolId = Idx<Symbol>;
@@ -73,6 +73,18 @@ impl CallGraph {
         if let Some(&existing) = self.symbol_index.get(&key) {
             return existing;
         }
+        let scope = symbol.scope;
+        let id = self.symbols.alloc(symbol);
+        self.scopes[scope].symbols.push(id);
+        self.symbol_index.insert(key, id);
+        id
+    }
+
+    /// [`Self::add_symbol`] of a symbol whose name no symbol of its scope has (a name just
+    /// interned): no lookup first.
+    pub fn add_new_symbol(&mut self, symbol: Symbol) -> SymbolId {
+        let key = (symbol.scope, symbol.name);
+        debug_assert!(!self.symbol_index.contains_key(&key));
         let scope = symbol.scope;
         let id = self.symbols.alloc(symbol);
         self.scopes[scope].symbols.push(id);

@@ -54,6 +54,40 @@ impl NameBatch {
     }
 }
 
+/// A set of names as one bit per name id. Names are numbered densely from 0, so a set of
+/// them needs no hashing: the statement ids the engine hands out are tested and added once
+/// per temporary, and a hashed set of every id handed out across a large document missed the
+/// cache on each (the ids tested are the newest, whose bits share a few words).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameSet {
+    words: Vec<u64>,
+}
+
+impl NameSet {
+    /// Adds `name`; true if it was not in the set.
+    pub fn insert(&mut self, name: Name) -> bool {
+        let (word, bit) = (name.index() / 64, 1u64 << (name.index() % 64));
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        let fresh = self.words[word] & bit == 0;
+        self.words[word] |= bit;
+        fresh
+    }
+
+    pub fn contains(&self, name: Name) -> bool {
+        self.words.get(name.index() / 64).is_some_and(|word| word & (1u64 << (name.index() % 64)) != 0)
+    }
+}
+
+impl Extend<Name> for NameSet {
+    fn extend<I: IntoIterator<Item = Name>>(&mut self, names: I) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+}
+
 /// The interner. All strings live in one buffer (one allocation per growth, not two per
 /// name); the table holds only ids and finds a string's id by hashing it and comparing
 /// against the buffer.
@@ -262,6 +296,22 @@ mod tests {
         assert!(names.needs_escape(quoted));
         let tab = names.intern("x\ty");
         assert!(names.needs_escape(tab));
+    }
+
+    #[test]
+    fn a_name_set_holds_what_was_inserted_and_nothing_else() {
+        let mut names = Names::default();
+        let ids: Vec<Name> = (0..200).map(|i| names.intern(&format!("n{i}"))).collect();
+        let mut set = NameSet::default();
+        assert!(!set.contains(Name::EMPTY));
+        for (i, &id) in ids.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
+            assert!(set.insert(id), "{i} is new");
+            assert!(!set.insert(id), "{i} is there already");
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(set.contains(id), i % 3 == 0, "{i}");
+        }
+        assert!(!set.contains(Name(100_000)));
     }
 
     #[test]
