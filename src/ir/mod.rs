@@ -69,15 +69,10 @@ pub struct CallGraph {
 impl CallGraph {
     /// Adds a symbol to its scope's table; returns the existing one if the name is taken.
     pub fn add_symbol(&mut self, symbol: Symbol) -> SymbolId {
-        let key = (symbol.scope, symbol.name);
-        if let Some(&existing) = self.symbol_index.get(&key) {
-            return existing;
+        match self.symbol_index.get(&(symbol.scope, symbol.name)) {
+            Some(&existing) => existing,
+            None => self.add_new_symbol(symbol),
         }
-        let scope = symbol.scope;
-        let id = self.symbols.alloc(symbol);
-        self.scopes[scope].symbols.push(id);
-        self.symbol_index.insert(key, id);
-        id
     }
 
     /// [`Self::add_symbol`] of a symbol whose name no symbol of its scope has (a name just

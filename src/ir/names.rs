@@ -56,8 +56,8 @@ impl NameBatch {
 
 /// A set of names as one bit per name id. Names are numbered densely from 0, so a set of
 /// them needs no hashing: the statement ids the engine hands out are tested and added once
-/// per temporary, and a hashed set of every id handed out across a large document missed the
-/// cache on each (the ids tested are the newest, whose bits share a few words).
+/// per temporary, which in a hashed set of every id handed out cost a hash and a probe each
+/// (the ids tested are the newest, whose bits share a few words).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NameSet {
     words: Vec<u64>,
