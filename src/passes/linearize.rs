@@ -379,10 +379,12 @@ pub fn linearize_assignment(
                 node_of.insert(v, LocalNode::Operand(index));
             }
             ExprVertex::Intrinsic(intrinsic) => {
-                let name = cg.name(intrinsic.name).to_owned();
-                let definition = catalogue.get(&name).ok_or_else(|| LinearizeError::UnknownIntrinsic {
+                // By id: the text is looked up where it is needed, as the temporaries made
+                // below change the call graph (a copy of it was an allocation per operation).
+                let name = intrinsic.name;
+                let definition = catalogue.get(cg.name(name)).ok_or_else(|| LinearizeError::UnknownIntrinsic {
                     statement: cg.name(id).to_owned(),
-                    name: name.clone(),
+                    name: cg.name(name).to_owned(),
                 })?;
                 let operands = table.of(v);
                 let operation = graph.operations;
@@ -399,7 +401,7 @@ pub fn linearize_assignment(
                     }
                     let partial = definition.partials.get(i).ok_or_else(|| LinearizeError::MissingPartial {
                         statement: cg.name(id).to_owned(),
-                        name: name.clone(),
+                        name: cg.name(name).to_owned(),
                         argument: i + 1,
                     })?;
                     let value = match partial.kind {
@@ -407,7 +409,7 @@ pub fn linearize_assignment(
                         PartialKind::LinearMinusOne => PartialValue::Known(-1.0),
                         PartialKind::Passive => continue,
                         PartialKind::Linear | PartialKind::Nonlinear => {
-                            match fold(cg, rhs, operands, &partial.expression, &name) {
+                            match fold(cg, rhs, operands, &partial.expression, cg.name(name)) {
                                 Some(number) => PartialValue::Known(number),
                                 None => {
                                     for referenced in referenced_arguments(&partial.expression) {
