@@ -79,18 +79,20 @@ pub struct ReservedIds {
 
 impl ReservedIds {
     pub fn insert(&mut self, id: &str) {
-        if let Some(&first) = id.as_bytes().first() {
-            self.first_bytes[usize::from(first / 64)] |= 1 << (first % 64);
+        if let Some((word, bit)) = Self::first_byte(id) {
+            self.first_bytes[word] |= bit;
         }
         self.hashes.insert(Self::hash(id));
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        let may = match id.as_bytes().first() {
-            Some(&first) => self.first_bytes[usize::from(first / 64)] & (1 << (first % 64)) != 0,
-            None => true,
-        };
+        let may = Self::first_byte(id).is_none_or(|(word, bit)| self.first_bytes[word] & bit != 0);
         may && self.hashes.contains(&Self::hash(id))
+    }
+
+    /// Where `id`'s first byte stands in `first_bytes` (none for the empty id).
+    fn first_byte(id: &str) -> Option<(usize, u64)> {
+        id.as_bytes().first().map(|&first| (usize::from(first / 64), 1 << (first % 64)))
     }
 
     pub fn len(&self) -> usize {
@@ -224,7 +226,7 @@ impl Temporaries {
             log.push(Deferred::Temporary { scope, kind, symbol: id });
             return id;
         }
-        let (name, new) = loop {
+        let name = loop {
             let counter = self.counters.entry(kind).or_insert(0);
             self.text.clear();
             self.text.push_str(cg.names.get(cg.prefix));
@@ -234,16 +236,15 @@ impl Temporaries {
             *counter += 1;
             let known = cg.names.len();
             let name = cg.names.intern(&self.text);
-            // A name interned just now names no symbol yet.
-            let new = cg.names.len() > known;
-            if new || cg.lookup_symbol(scope, name).is_none() {
-                break (name, new);
+            // A name interned just now names no symbol yet: nothing to look up.
+            if cg.names.len() > known || cg.lookup_symbol(scope, name).is_none() {
+                break name;
             }
         };
         let mut symbol = Symbol::new(scope, name);
         symbol.temp = true;
         init(&mut symbol);
-        if new { cg.add_new_symbol(symbol) } else { cg.add_symbol(symbol) }
+        cg.add_new_symbol(symbol)
     }
 }
 

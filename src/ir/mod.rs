@@ -76,7 +76,7 @@ impl CallGraph {
     }
 
     /// [`Self::add_symbol`] of a symbol whose name no symbol of its scope has (a name just
-    /// interned): no lookup first.
+    /// interned, or one looked up already): no lookup first.
     pub fn add_new_symbol(&mut self, symbol: Symbol) -> SymbolId {
         let key = (symbol.scope, symbol.name);
         debug_assert!(!self.symbol_index.contains_key(&key));
