@@ -249,6 +249,14 @@ impl Names {
         span_str(&self.text, &self.spans, name)
     }
 
+    /// The text of `name` as bytes: what the writer copies, without the checks that a `str`
+    /// slice makes that both ends fall on character boundaries (every name is written, many
+    /// several times).
+    pub fn bytes(&self, name: Name) -> &[u8] {
+        let (start, end) = self.spans[name.0 as usize];
+        &self.text.as_bytes()[start as usize..end as usize]
+    }
+
     /// Whether the name holds `&`, `<`, `>`, `"` or white space other than blanks, which an
     /// XML attribute value must escape.
     pub fn needs_escape(&self, name: Name) -> bool {

@@ -136,16 +136,17 @@ impl<'a> Writer<'a, '_> {
 
     /// The indentation of the current depth followed by `prefix` (`<xaif:` or `</xaif:`), as
     /// one copy from [`INDENTED_OPEN`] or [`INDENTED_CLOSE`] when the depth fits (it always
-    /// does on real inputs): every element starts with both.
+    /// does on real inputs): every element starts with both. Then the element's `name` and
+    /// `suffix` (`>` and the line break of an end tag), in the same append.
     #[inline(always)]
-    fn indented(&mut self, padded: &'static str, prefix_len: usize) {
+    fn indented(&mut self, padded: &'static str, prefix_len: usize, name: &str, suffix: &'static [u8]) {
         let width = 2 * self.depth;
         let pad = padded.len() - prefix_len;
         if width <= pad {
-            self.out.extend_from_slice(&padded.as_bytes()[pad - width..]);
+            append(&mut self.out, [&padded.as_bytes()[pad - width..], name.as_bytes(), suffix]);
         } else {
             self.indent_wide(width);
-            self.out.extend_from_slice(&padded.as_bytes()[pad..]);
+            append(&mut self.out, [&padded.as_bytes()[pad..], name.as_bytes(), suffix]);
         }
     }
 
@@ -163,8 +164,7 @@ impl<'a> Writer<'a, '_> {
     /// `<xaif:name` at the current depth.
     #[inline(always)]
     fn open(&mut self, name: &str) {
-        self.indented(INDENTED_OPEN, "<xaif:".len());
-        self.out.extend_from_slice(name.as_bytes());
+        self.indented(INDENTED_OPEN, "<xaif:".len(), name, b"");
     }
 
     /// `key` is the whole ` name="` (see [`key!`]).
@@ -185,9 +185,7 @@ impl<'a> Writer<'a, '_> {
 
     #[inline(always)]
     fn attr_unescaped(&mut self, key: &'static str, value: &str) {
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.extend_from_slice(value.as_bytes());
-        self.out.push(b'"');
+        append(&mut self.out, [key.as_bytes(), value.as_bytes(), b"\""]);
     }
 
     /// Interned names know whether they need escaping: most are ids and symbol names written
@@ -197,12 +195,11 @@ impl<'a> Writer<'a, '_> {
         let names = &self.cg.names;
         if value.is_empty() {
             // Most annotations: nothing to look up or copy.
-            self.out.extend_from_slice(key.as_bytes());
-            self.out.push(b'"');
+            append(&mut self.out, [key.as_bytes(), b"\""]);
         } else if names.needs_escape(value) {
             self.attr(key, names.get(value));
         } else {
-            self.attr_unescaped(key, names.get(value));
+            append(&mut self.out, [key.as_bytes(), names.bytes(value), b"\""]);
         }
     }
 
@@ -217,13 +214,9 @@ impl<'a> Writer<'a, '_> {
     }
 
     fn attr_number(&mut self, key: &'static str, negative: bool, magnitude: u64) {
-        self.out.extend_from_slice(key.as_bytes());
         // Decimal digits without a temporary String: this runs for every key and position.
-        if negative {
-            self.out.push(b'-');
-        }
-        self.out.extend_from_slice(itoa::Buffer::new().format(magnitude).as_bytes());
-        self.out.push(b'"');
+        let sign: &[u8] = if negative { b"-" } else { b"" };
+        append(&mut self.out, [key.as_bytes(), sign, itoa::Buffer::new().format(magnitude).as_bytes(), b"\""]);
     }
 
     /// Ends a start tag whose element has children.
@@ -241,9 +234,7 @@ impl<'a> Writer<'a, '_> {
     #[inline(always)]
     fn close(&mut self, name: &str) {
         self.depth -= 1;
-        self.indented(INDENTED_CLOSE, "</xaif:".len());
-        self.out.extend_from_slice(name.as_bytes());
-        self.out.extend_from_slice(b">\n");
+        self.indented(INDENTED_CLOSE, "</xaif:".len(), name, b">\n");
     }
 
     /// `<xaif:name>` with no attributes, children to follow.
@@ -931,6 +922,63 @@ enum RefStyle {
     Lhs { live: bool },
     /// Operands of derivative propagators: only `deriv`.
     Propagator,
+}
+
+/// Appends `parts` after one capacity check, copying short parts inline. The writer appends
+/// millions of short pieces (keys, ids, names), each of which `extend_from_slice` checks for
+/// room and, where its length is not a constant, copies through a call to `memcpy`.
+#[inline(always)]
+fn append<const N: usize>(out: &mut Vec<u8>, parts: [&[u8]; N]) {
+    let total: usize = parts.iter().map(|part| part.len()).sum();
+    out.reserve(total);
+    // SAFETY: `reserve` left room for `total` bytes past the length; the parts are copied one
+    // after the other into that room, exactly filling it, before the length takes them in.
+    // They cannot overlap it: it was never handed out.
+    unsafe {
+        let start = out.len();
+        let mut at = out.as_mut_ptr().add(start);
+        for part in parts {
+            copy_short(part.as_ptr(), at, part.len());
+            at = at.add(part.len());
+        }
+        out.set_len(start + total);
+    }
+}
+
+/// `copy_nonoverlapping` for `len` bytes, inline for up to 32 (two overlapping loads and
+/// stores of the widest size that fits; an indentation with its `<xaif:` is up to 30 bytes on
+/// real inputs).
+///
+/// # Safety
+/// As `copy_nonoverlapping(src, dst, len)`.
+#[inline(always)]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: every access lies within the first `len` bytes of `src` and of `dst`.
+    unsafe {
+        if len > 32 {
+            std::ptr::copy_nonoverlapping(src, dst, len);
+        } else if len >= 16 {
+            let head = src.cast::<u128>().read_unaligned();
+            let tail = src.add(len - 16).cast::<u128>().read_unaligned();
+            dst.cast::<u128>().write_unaligned(head);
+            dst.add(len - 16).cast::<u128>().write_unaligned(tail);
+        } else if len >= 8 {
+            let head = src.cast::<u64>().read_unaligned();
+            let tail = src.add(len - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(head);
+            dst.add(len - 8).cast::<u64>().write_unaligned(tail);
+        } else if len >= 4 {
+            let head = src.cast::<u32>().read_unaligned();
+            let tail = src.add(len - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(head);
+            dst.add(len - 4).cast::<u32>().write_unaligned(tail);
+        } else if len > 0 {
+            // 1, 2 or 3 bytes: the first, the middle and the last.
+            *dst = *src;
+            *dst.add(len / 2) = *src.add(len / 2);
+            *dst.add(len - 1) = *src.add(len - 1);
+        }
+    }
 }
 
 /// Bytes an attribute value cannot hold literally.
