@@ -1077,6 +1077,26 @@ mod tests {
     use crate::xaif::intrinsics::Catalogue;
     use crate::xaif::{ReadOptions, read};
 
+    /// `append` copies short pieces with overlapping loads and stores: every length on each
+    /// side of the 4-, 8-, 16- and 32-byte tiers, into buffers whose room is exact or ample.
+    #[test]
+    fn append_writes_exactly_its_pieces() {
+        let source: Vec<u8> = (0..80u8).map(|b| b.wrapping_mul(37).wrapping_add(1)).collect();
+        for first in 0..=40 {
+            for second in [0, 1, 3, 7, 15, 31, 33, 70] {
+                for room in [0, 1, 64, 4096] {
+                    let mut out = Vec::with_capacity(room);
+                    out.extend_from_slice(b"ab");
+                    let a = &source[..first];
+                    let b = &source[80 - second..];
+                    append(&mut out, [a, b, b"\""]);
+                    let expected: Vec<u8> = [&b"ab"[..], a, b, b"\""].concat();
+                    assert_eq!(out, expected, "{first} + {second} bytes, room {room}");
+                }
+            }
+        }
+    }
+
     /// Names decide once whether they need escaping; they must agree with the writer on
     /// every byte, or a name would be written unescaped.
     #[test]
