@@ -190,10 +190,15 @@ impl IntrinsicDefinition {
 /// A set of intrinsic definitions by name.
 #[derive(Clone, Debug, Default)]
 pub struct Catalogue {
-    /// Sorted by name, one per name: looked up by binary search, and `names` is deterministic
-    /// without sorting on every call. (A slice, not a map: the built-in catalogue is a static
-    /// generated in order; a catalogue read from a file owns a vector.)
+    /// Sorted by name, one per name: `names` is deterministic without sorting on every call.
+    /// (A slice, not a map: the built-in catalogue is a static generated in order; a catalogue
+    /// read from a file owns a vector.)
     definitions: List<IntrinsicDefinition>,
+    /// Where each name is among `definitions`: an open-addressing table of [`name_hash`]es
+    /// ([`index_of`]). Every intrinsic of every linearized statement is looked up, several
+    /// times; a binary search compared some seven names for each. The built-in catalogue's
+    /// table is generated with its definitions, so it costs nothing at start.
+    index: List<u16>,
 }
 
 /// A catalogue's text: the built-in catalogue's is static, a catalogue file's owned.
@@ -212,13 +217,38 @@ impl CatalogueError {
     }
 }
 
+/// The hash of an intrinsic's name in a catalogue's index: the built-in catalogue's table is
+/// computed with it when `builtin.rs` is generated, so it must not change without that file
+/// (the test that generates it fails until it is current). FNV-1a over the bytes.
+pub(crate) fn name_hash(name: &[u8]) -> u32 {
+    name.iter().fold(0x811c_9dc5u32, |hash, &byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
+}
+
+/// The index of `definitions` (distinct names): a table of a power of two at least twice their
+/// number of slots, each empty (0) or the position of a definition plus one, placed at its
+/// name's hash or the first empty slot after it (wrapping around).
+pub(crate) fn index_of(definitions: &[IntrinsicDefinition]) -> Vec<u16> {
+    let slots = (2 * definitions.len()).next_power_of_two().max(16);
+    assert!(definitions.len() < usize::from(u16::MAX), "a catalogue of fewer than 65535 intrinsics");
+    let mut index = vec![0u16; slots];
+    for (position, definition) in definitions.iter().enumerate() {
+        let mut slot = name_hash(definition.name.as_bytes()) as usize & (slots - 1);
+        while index[slot] != 0 {
+            slot = (slot + 1) & (slots - 1);
+        }
+        index[slot] = position as u16 + 1;
+    }
+    index
+}
+
 impl Catalogue {
     /// The catalogue built into the binary: a static generated out of `schema/intrinsics/` (see
     /// `builtin.rs`), so nothing is parsed, built or allocated at run time. (Built at start-up
     /// from generated code, it had cost a small file's run 43 K instructions, 49 KB of code and
     /// the page faults of its allocations: four fewer in all without it.)
     pub fn builtin() -> &'static Catalogue {
-        static BUILTIN: Catalogue = Catalogue { definitions: Cow::Borrowed(builtin::DEFINITIONS) };
+        static BUILTIN: Catalogue =
+            Catalogue { definitions: Cow::Borrowed(builtin::DEFINITIONS), index: Cow::Borrowed(builtin::INDEX) };
         &BUILTIN
     }
 
@@ -229,10 +259,12 @@ impl Catalogue {
 
     /// The catalogue of `definitions`, a later one of a name replacing an earlier one.
     fn of(definitions: Vec<IntrinsicDefinition>) -> Catalogue {
-        let mut catalogue = Catalogue { definitions: Cow::Owned(Vec::with_capacity(definitions.len())) };
+        let mut catalogue =
+            Catalogue { definitions: Cow::Owned(Vec::with_capacity(definitions.len())), index: Cow::Borrowed(&[]) };
         for definition in definitions {
             catalogue.insert(definition);
         }
+        catalogue.index = Cow::Owned(index_of(&catalogue.definitions));
         catalogue
     }
 
@@ -254,12 +286,21 @@ impl Catalogue {
         for definition in definitions {
             self.insert(definition);
         }
+        self.index = Cow::Owned(index_of(&self.definitions));
         Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&IntrinsicDefinition> {
-        let at = self.definitions.binary_search_by(|d| d.name.as_ref().cmp(name)).ok()?;
-        Some(&self.definitions[at])
+        let mask = self.index.len().checked_sub(1)?;
+        let mut slot = name_hash(name.as_bytes()) as usize & mask;
+        loop {
+            let entry = *self.index.get(slot)?;
+            let definition = self.definitions.get(usize::from(entry).checked_sub(1)?)?;
+            if *definition.name == *name {
+                return Some(definition);
+            }
+            slot = (slot + 1) & mask;
+        }
     }
 
     /// All intrinsic names, sorted.

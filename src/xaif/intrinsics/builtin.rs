@@ -599,3 +599,16 @@ pub(super) static DEFINITIONS: &[IntrinsicDefinition] = &[
         shape_change: ShapeChange::NoChange,
     },
 ];
+
+/// Where each name is among `DEFINITIONS` (`index_of`: by `name_hash`, each slot empty or a
+/// position plus one).
+pub(super) static INDEX: &[u16] = &[
+    44, 0, 0, 21, 0, 0, 49, 1, 13, 20, 41, 0, 16, 0, 47, 0,
+    0, 15, 25, 24, 34, 0, 48, 0, 0, 0, 0, 7, 0, 32, 0, 0,
+    0, 0, 0, 0, 0, 29, 0, 0, 28, 31, 0, 0, 14, 26, 0, 0,
+    18, 23, 3, 17, 0, 0, 0, 0, 2, 36, 8, 9, 0, 0, 11, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 46, 19, 51, 0, 0, 0, 0, 0,
+    50, 0, 0, 22, 0, 0, 0, 0, 0, 0, 0, 0, 38, 0, 0, 0,
+    0, 0, 0, 39, 0, 45, 0, 0, 33, 35, 0, 0, 10, 30, 0, 0,
+    12, 0, 0, 37, 27, 40, 42, 0, 4, 52, 0, 5, 6, 43, 0, 0,
+];

@@ -642,7 +642,18 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
         )
         .expect("writing to a String");
     }
-    out.push_str("];\n");
+    out.push_str("];\n\n");
+    let index = index_of(&catalogue.definitions);
+    out.push_str(
+        "/// Where each name is among `DEFINITIONS` (`index_of`: by `name_hash`, each slot empty or a\n\
+         /// position plus one).\n\
+         pub(super) static INDEX: &[u16] = &[",
+    );
+    for (i, entry) in index.iter().enumerate() {
+        out.push_str(if i % 16 == 0 { "\n    " } else { " " });
+        write!(out, "{entry},").expect("writing to a String");
+    }
+    out.push_str("\n];\n");
     out
 }
 
@@ -660,4 +671,27 @@ fn builtin_source_is_current() {
         panic!("{path} was stale and has been rewritten: rebuild and commit it");
     }
     assert_eq!(parsed.definitions, Catalogue::builtin().definitions, "builtin() builds what the files say");
+    assert_eq!(parsed.index, Catalogue::builtin().index, "and indexes them as a parsed catalogue is");
+}
+
+/// The index finds every definition by its name and nothing else, in the built-in catalogue
+/// (a generated table) and in one read from files (a table built on reading).
+#[test]
+fn index_finds_every_name_and_only_those() {
+    let mut parsed = Catalogue::parse(BUILTIN_INLINABLE_XML.as_bytes(), "inlinable_intrinsics.xaif").expect("parses");
+    parsed.merge_noninlinable(BUILTIN_NONINLINABLE_XML.as_bytes(), "noninlinable_intrinsics.xaif").expect("merges");
+    for catalogue in [Catalogue::builtin(), &parsed] {
+        assert!(catalogue.len() > 50, "{} definitions", catalogue.len());
+        for definition in catalogue.definitions.iter() {
+            let found = catalogue.get(&definition.name).expect("indexed");
+            assert!(std::ptr::eq(found, definition), "{}", definition.name);
+            for other in [format!("{}_", definition.name), format!("_{}", definition.name)] {
+                assert!(catalogue.get(&other).is_none() || catalogue.definitions.iter().any(|d| *d.name == other));
+            }
+        }
+        for absent in ["", "a", "add_scal", "ADD_SCAL_SCAL", "zzz_unknown_intrinsic"] {
+            assert!(catalogue.get(absent).is_none(), "{absent:?}");
+        }
+    }
+    assert!(Catalogue::default().get("add_scal_scal").is_none());
 }
