@@ -673,8 +673,14 @@ fn build_rec(
 ) -> ExprVertexId {
     match partial {
         PartialExpr::Constant { value, .. } => {
-            let number = value.replace(['d', 'D'], "e").parse::<f64>().unwrap_or(f64::NAN);
-            add_constant(cg, target, number)
+            // (Rewritten only where Fortran's `D` exponent is there to rewrite: catalogue
+            // constants are mostly `1`, `2`, `0.5`, and this runs for every partial built.)
+            let number = if value.bytes().any(|b| b == b'd' || b == b'D') {
+                value.replace(['d', 'D'], "e").parse::<f64>()
+            } else {
+                value.parse::<f64>()
+            };
+            add_constant(cg, target, number.unwrap_or(f64::NAN))
         }
         PartialExpr::Argument(i) => {
             // `operands[0]` is the operation itself (argument 0), then its arguments.
@@ -688,7 +694,7 @@ fn build_rec(
             }
         }
         PartialExpr::Intrinsic { name, arguments } => {
-            let children: Vec<ExprVertexId> =
+            let children: smallvec::SmallVec<[ExprVertexId; 4]> =
                 arguments.iter().map(|a| build_rec(cg, rhs, operands, a, auxiliary_of, target)).collect();
             let name = cg.names.intern(name);
             let vertex = add_intrinsic(cg, target, name);
@@ -736,13 +742,13 @@ pub fn add_intrinsic(cg: &mut CallGraph, target: &mut Expression, name: Name) ->
 
 /// A constant vertex spelled so that it reads back as the same double.
 pub fn add_constant(cg: &mut CallGraph, target: &mut Expression, value: f64) -> ExprVertexId {
-    let (ty, text) = if value.fract() == 0.0 && value.abs() < 1e15 {
-        (ConstantType::Integer, format!("{}", value as i64))
+    let (ty, value) = if value.fract() == 0.0 && value.abs() < 1e15 {
+        // Its decimal digits, without a String (small ones found without hashing).
+        (ConstantType::Integer, cg.names.intern_integer(value as i64))
     } else {
         // Fortran reads `2.5e0` as single precision; the `D` exponent keeps every digit.
-        (ConstantType::Double, format!("{value:e}").replace('e', "D"))
+        (ConstantType::Double, cg.names.intern(&format!("{value:e}").replace('e', "D")))
     };
-    let value = cg.names.intern(&text);
     add_vertex(
         cg,
         target,
