@@ -552,9 +552,10 @@ fn needs_auxiliary(expression: &Expression, vertex: ExprVertexId) -> bool {
     !matches!(expression.vertices[vertex], ExprVertex::Variable(_) | ExprVertex::Constant(_))
 }
 
-fn referenced_arguments(partial: &PartialExpr) -> Vec<usize> {
-    let mut out = Vec::new();
-    fn walk(p: &PartialExpr, out: &mut Vec<usize>) {
+/// (On the stack: partials read one or two arguments, and this runs twice per partial.)
+fn referenced_arguments(partial: &PartialExpr) -> smallvec::SmallVec<[usize; 4]> {
+    let mut out = smallvec::SmallVec::new();
+    fn walk(p: &PartialExpr, out: &mut smallvec::SmallVec<[usize; 4]>) {
         match p {
             PartialExpr::Constant { .. } => {}
             PartialExpr::Argument(i) => out.push(*i),
@@ -630,11 +631,14 @@ fn copy_rec(
             work.extend(operands.iter().rev().map(|&o| (o, false, false)));
             continue;
         }
-        let children = copies.split_off(copies.len() - operands.len());
+        // The operands' copies are the last on the stack (taken in place, not split off into a
+        // vector of their own per vertex).
+        let first = copies.len() - operands.len();
         let copy = add_vertex(cg, target, source.vertices[v].clone());
-        for (i, child) in children.into_iter().enumerate() {
+        for (i, &child) in copies[first..].iter().enumerate() {
             add_edge(cg, target, child, copy, i as i64 + 1);
         }
+        copies.truncate(first);
         copies.push(copy);
     }
     copies.pop().expect("the copied subtree's root")
