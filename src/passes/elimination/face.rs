@@ -23,8 +23,17 @@ const NONE: usize = usize::MAX;
 
 /// A set of line-graph vertices as a sorted vector: the sets are small, and a vector costs
 /// one allocation where a tree costs a node per few entries and pointer chasing.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Eq)]
 struct VertexSet(Vec<usize>);
+
+/// Element by element, in line: the sets compared ([`LineGraph::find`], for every product a
+/// face elimination makes) hold a few entries each, for which the slices' comparison was a
+/// call to `memcmp`.
+impl PartialEq for VertexSet {
+    fn eq(&self, other: &VertexSet) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a == b)
+    }
+}
 
 impl VertexSet {
     fn insert(&mut self, v: usize) {
