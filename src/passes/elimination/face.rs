@@ -35,6 +35,41 @@ impl PartialEq for VertexSet {
     }
 }
 
+/// Values grouped by a key of at most `last` (keys `NONE` left out), each group in the order
+/// the values came: [`LineGraph::back_transformable`]'s lists of live vertices by LCG vertex.
+struct Runs {
+    /// Where each key's run begins in `values`, and where the last one ends.
+    starts: Vec<usize>,
+    values: Vec<usize>,
+}
+
+impl Runs {
+    fn of(pairs: impl Iterator<Item = (usize, usize)> + Clone, last: usize) -> Runs {
+        let mut starts = vec![0; last + 2];
+        for (key, _) in pairs.clone().filter(|&(key, _)| key != NONE) {
+            starts[key + 1] += 1;
+        }
+        for key in 0..=last {
+            starts[key + 1] += starts[key];
+        }
+        let mut next = starts.clone();
+        let mut values = vec![0; starts[last + 1]];
+        for (key, value) in pairs.filter(|&(key, _)| key != NONE) {
+            values[next[key]] = value;
+            next[key] += 1;
+        }
+        Runs { starts, values }
+    }
+
+    /// The values of `key` (empty past the last key).
+    fn at(&self, key: usize) -> &[usize] {
+        match (self.starts.get(key), self.starts.get(key + 1)) {
+            (Some(&from), Some(&to)) => &self.values[from..to],
+            _ => &[],
+        }
+    }
+}
+
 impl VertexSet {
     fn insert(&mut self, v: usize) {
         if let Err(at) = self.0.binary_search(&v) {
@@ -392,27 +427,20 @@ impl LineGraph {
 
     /// Whether this is the line graph of an LCG on the original vertices: every live vertex's
     /// predecessors are exactly the live vertices whose edge ends where its edge begins, and its
-    /// successors those whose edge begins where it ends. The live vertices are sorted by the
-    /// LCG vertex their edge ends (begins) at, so each such set is a run of one sorted list:
-    /// two allocations per check, where maps of sets took one per LCG vertex (a face run asks
-    /// after every step that could win).
+    /// successors those whose edge begins where it ends. The live vertices are gathered by the
+    /// LCG vertex their edge ends (begins) at, in increasing order within each (a counting
+    /// sort over the LCG's vertices: a comparison sort of the pairs had been a quarter of the
+    /// check, which a face run makes after every step that could win), so each such set is a
+    /// run of one list.
     pub(super) fn back_transformable(&self) -> bool {
         let live = || (0..self.label.len()).filter(|&v| self.alive[v]);
-        let mut by_head: Vec<(usize, usize)> =
-            live().filter(|&v| self.head[v] != NONE).map(|v| (self.head[v], v)).collect();
-        let mut by_tail: Vec<(usize, usize)> =
-            live().filter(|&v| self.tail[v] != NONE).map(|v| (self.tail[v], v)).collect();
-        by_head.sort_unstable();
-        by_tail.sort_unstable();
-        // The vertices of `sorted` at LCG vertex `at`, in increasing order, against `set`.
-        let same = |set: &VertexSet, sorted: &[(usize, usize)], at: usize| {
-            let from = sorted.partition_point(|&(key, _)| key < at);
-            let to = from + sorted[from..].partition_point(|&(key, _)| key == at);
-            set.0.len() == to - from && set.0.iter().zip(&sorted[from..to]).all(|(&u, &(_, w))| u == w)
-        };
+        let ends = live().flat_map(|v| [self.head[v], self.tail[v]]).filter(|&end| end != NONE);
+        let Some(last) = ends.max() else { return true };
+        let by_head = Runs::of(live().map(|v| (self.head[v], v)), last);
+        let by_tail = Runs::of(live().map(|v| (self.tail[v], v)), last);
         live().all(|v| {
-            let preds_ok = self.tail[v] == NONE || same(&self.preds[v], &by_head, self.tail[v]);
-            let succs_ok = self.head[v] == NONE || same(&self.succs[v], &by_tail, self.head[v]);
+            let preds_ok = self.tail[v] == NONE || self.preds[v].0 == by_head.at(self.tail[v]);
+            let succs_ok = self.head[v] == NONE || self.succs[v].0 == by_tail.at(self.head[v]);
             preds_ok && succs_ok
         })
     }
