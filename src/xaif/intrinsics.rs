@@ -198,7 +198,7 @@ pub struct Catalogue {
     /// ([`index_of`]). Every intrinsic of every linearized statement is looked up, several
     /// times; a binary search compared some seven names for each. The built-in catalogue's
     /// table is generated with its definitions, so it costs nothing at start.
-    index: List<u16>,
+    index: List<u32>,
 }
 
 /// A catalogue's text: the built-in catalogue's is static, a catalogue file's owned.
@@ -227,16 +227,16 @@ pub(crate) fn name_hash(name: &[u8]) -> u32 {
 /// The index of `definitions` (distinct names): a table of a power of two at least twice their
 /// number of slots, each empty (0) or the position of a definition plus one, placed at its
 /// name's hash or the first empty slot after it (wrapping around).
-pub(crate) fn index_of(definitions: &[IntrinsicDefinition]) -> Vec<u16> {
+pub(crate) fn index_of(definitions: &[IntrinsicDefinition]) -> Vec<u32> {
     let slots = (2 * definitions.len()).next_power_of_two().max(16);
-    assert!(definitions.len() < usize::from(u16::MAX), "a catalogue of fewer than 65535 intrinsics");
-    let mut index = vec![0u16; slots];
+    let mut index = vec![0u32; slots];
     for (position, definition) in definitions.iter().enumerate() {
         let mut slot = name_hash(definition.name.as_bytes()) as usize & (slots - 1);
         while index[slot] != 0 {
             slot = (slot + 1) & (slots - 1);
         }
-        index[slot] = position as u16 + 1;
+        // (A catalogue of 2^32 definitions would not fit in memory.)
+        index[slot] = position as u32 + 1;
     }
     index
 }
@@ -295,7 +295,7 @@ impl Catalogue {
         let mut slot = name_hash(name.as_bytes()) as usize & mask;
         loop {
             let entry = *self.index.get(slot)?;
-            let definition = self.definitions.get(usize::from(entry).checked_sub(1)?)?;
+            let definition = self.definitions.get((entry as usize).checked_sub(1)?)?;
             if *definition.name == *name {
                 return Some(definition);
             }

@@ -602,7 +602,7 @@ pub(super) static DEFINITIONS: &[IntrinsicDefinition] = &[
 
 /// Where each name is among `DEFINITIONS` (`index_of`: by `name_hash`, each slot empty or a
 /// position plus one).
-pub(super) static INDEX: &[u16] = &[
+pub(super) static INDEX: &[u32] = &[
     44, 0, 0, 21, 0, 0, 49, 1, 13, 20, 41, 0, 16, 0, 47, 0,
     0, 15, 25, 24, 34, 0, 48, 0, 0, 0, 0, 7, 0, 32, 0, 0,
     0, 0, 0, 0, 0, 29, 0, 0, 28, 31, 0, 0, 14, 26, 0, 0,

@@ -647,7 +647,7 @@ fn render_builtin_source(catalogue: &Catalogue) -> String {
     out.push_str(
         "/// Where each name is among `DEFINITIONS` (`index_of`: by `name_hash`, each slot empty or a\n\
          /// position plus one).\n\
-         pub(super) static INDEX: &[u16] = &[",
+         pub(super) static INDEX: &[u32] = &[",
     );
     for (i, entry) in index.iter().enumerate() {
         out.push_str(if i % 16 == 0 { "\n    " } else { " " });
@@ -686,7 +686,10 @@ fn index_finds_every_name_and_only_those() {
             let found = catalogue.get(&definition.name).expect("indexed");
             assert!(std::ptr::eq(found, definition), "{}", definition.name);
             for other in [format!("{}_", definition.name), format!("_{}", definition.name)] {
-                assert!(catalogue.get(&other).is_none() || catalogue.definitions.iter().any(|d| *d.name == other));
+                match catalogue.get(&other) {
+                    Some(found) => assert_eq!(*found.name, other),
+                    None => assert!(catalogue.definitions.iter().all(|d| *d.name != other), "{other} not found"),
+                }
             }
         }
         for absent in ["", "a", "add_scal", "ADD_SCAL_SCAL", "zzz_unknown_intrinsic"] {
