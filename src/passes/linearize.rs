@@ -323,6 +323,9 @@ pub fn linearize_assignment(
     // this runs for every active assignment). Which vertices carry a dependence on an active
     // variable:
     let mut active: ArenaMap<ExprVertexId, bool> = ArenaMap::with_capacity(rhs.vertices.len());
+    // How many active variables and operations there are, and how many operands the latter
+    // have: bounds for the vectors filled below, which then grow only once.
+    let (mut active_variables, mut active_operations, mut operation_operands) = (0, 0, 0);
     for &v in &order {
         let is_active = match &rhs.vertices[v] {
             ExprVertex::Variable(r) => is_active_reference(cg, r),
@@ -332,6 +335,15 @@ pub fn linearize_assignment(
                 return Err(LinearizeError::FunctionCall { statement: cg.name(id).to_owned() });
             }
         };
+        if is_active {
+            match &rhs.vertices[v] {
+                ExprVertex::Variable(_) => active_variables += 1,
+                _ => {
+                    active_operations += 1;
+                    operation_operands += table.of(v).len();
+                }
+            }
+        }
         active.insert(v, is_active);
     }
 
@@ -350,15 +362,21 @@ pub fn linearize_assignment(
         shapes.insert(v, shape);
     }
 
-    let mut graph = LocalGraph::default();
+    let mut graph = LocalGraph {
+        operands: Vec::with_capacity(active_variables),
+        operand_keys: Vec::with_capacity(active_variables),
+        operation_shapes: Vec::with_capacity(active_operations),
+        operation_names: Vec::with_capacity(active_operations),
+        ..LocalGraph::default()
+    };
     let mut node_of: ArenaMap<ExprVertexId, LocalNode> = ArenaMap::with_capacity(rhs.vertices.len());
     let mut operand_keys: FxHashMap<RefKey, usize> = FxHashMap::default();
     // Subexpressions stored in auxiliaries, by vertex.
     let mut auxiliary_of: FxHashMap<ExprVertexId, SymbolId> = FxHashMap::default();
     let mut auxiliaries = Vec::new();
     let mut partials = Vec::new();
-    let mut partial_edges: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
-    let mut operation_vertex: Vec<ExprVertexId> = Vec::new();
+    let mut partial_edges: Vec<(LocalNode, usize, PartialValue)> = Vec::with_capacity(operation_operands);
+    let mut operation_vertex: Vec<ExprVertexId> = Vec::with_capacity(active_operations);
 
     for &v in &order {
         if !active[v] {
@@ -456,7 +474,7 @@ pub fn linearize_assignment(
     }
 
     // Parallel edges (`x*x`) become one edge whose partial is the sum.
-    let mut merged: Vec<(LocalNode, usize, PartialValue)> = Vec::new();
+    let mut merged: Vec<(LocalNode, usize, PartialValue)> = Vec::with_capacity(partial_edges.len());
     let mut merged_at: FxHashMap<(LocalNode, usize), usize> = FxHashMap::default();
     for (source, target, value) in partial_edges {
         match merged_at.get(&(source, target)) {
@@ -470,6 +488,7 @@ pub fn linearize_assignment(
             }
         }
     }
+    graph.edges.reserve_exact(merged.len());
     for (source, target, value) in merged {
         let partial = match value {
             PartialValue::Known(0.0) => continue,
