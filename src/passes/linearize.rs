@@ -328,22 +328,25 @@ pub fn linearize_assignment(
     let (mut active_variables, mut active_operations, mut operation_operands) = (0, 0, 0);
     for &v in &order {
         let is_active = match &rhs.vertices[v] {
-            ExprVertex::Variable(r) => is_active_reference(cg, r),
+            ExprVertex::Variable(r) => {
+                let is_active = is_active_reference(cg, r);
+                active_variables += usize::from(is_active);
+                is_active
+            }
             ExprVertex::Constant(_) | ExprVertex::BooleanOperation(_) => false,
-            ExprVertex::Intrinsic(_) => table.of(v).iter().any(|&o| active[o]),
+            ExprVertex::Intrinsic(_) => {
+                let operands = table.of(v);
+                let is_active = operands.iter().any(|&o| active[o]);
+                if is_active {
+                    active_operations += 1;
+                    operation_operands += operands.len();
+                }
+                is_active
+            }
             ExprVertex::FunctionCall(_) => {
                 return Err(LinearizeError::FunctionCall { statement: cg.name(id).to_owned() });
             }
         };
-        if is_active {
-            match &rhs.vertices[v] {
-                ExprVertex::Variable(_) => active_variables += 1,
-                _ => {
-                    active_operations += 1;
-                    operation_operands += table.of(v).len();
-                }
-            }
-        }
         active.insert(v, is_active);
     }
 

@@ -35,8 +35,8 @@ impl PartialEq for VertexSet {
     }
 }
 
-/// Values grouped by a key of at most `last` (keys `NONE` left out), each group in the order
-/// the values came: [`LineGraph::back_transformable`]'s lists of live vertices by LCG vertex.
+/// Values grouped by key (keys `NONE` left out), each group in the order the values came:
+/// [`LineGraph::back_transformable`]'s lists of live vertices by LCG vertex.
 struct Runs {
     /// Where each key's run begins in `values`, and where the last one ends.
     starts: Vec<usize>,
@@ -44,17 +44,19 @@ struct Runs {
 }
 
 impl Runs {
-    fn of(pairs: impl Iterator<Item = (usize, usize)> + Clone, last: usize) -> Runs {
-        let mut starts = vec![0; last + 2];
-        for (key, _) in pairs.clone().filter(|&(key, _)| key != NONE) {
+    fn of(pairs: impl Iterator<Item = (usize, usize)> + Clone) -> Runs {
+        let pairs = pairs.filter(|&(key, _)| key != NONE);
+        let keys = pairs.clone().map(|(key, _)| key).max().map_or(0, |last| last + 1);
+        let mut starts = vec![0; keys + 1];
+        for (key, _) in pairs.clone() {
             starts[key + 1] += 1;
         }
-        for key in 0..=last {
+        for key in 0..keys {
             starts[key + 1] += starts[key];
         }
         let mut next = starts.clone();
-        let mut values = vec![0; starts[last + 1]];
-        for (key, value) in pairs.filter(|&(key, _)| key != NONE) {
+        let mut values = vec![0; starts[keys]];
+        for (key, value) in pairs {
             values[next[key]] = value;
             next[key] += 1;
         }
@@ -434,10 +436,8 @@ impl LineGraph {
     /// run of one list.
     pub(super) fn back_transformable(&self) -> bool {
         let live = || (0..self.label.len()).filter(|&v| self.alive[v]);
-        let ends = live().flat_map(|v| [self.head[v], self.tail[v]]).filter(|&end| end != NONE);
-        let Some(last) = ends.max() else { return true };
-        let by_head = Runs::of(live().map(|v| (self.head[v], v)), last);
-        let by_tail = Runs::of(live().map(|v| (self.tail[v], v)), last);
+        let by_head = Runs::of(live().map(|v| (self.head[v], v)));
+        let by_tail = Runs::of(live().map(|v| (self.tail[v], v)));
         live().all(|v| {
             let preds_ok = self.tail[v] == NONE || self.preds[v].0 == by_head.at(self.tail[v]);
             let succs_ok = self.head[v] == NONE || self.succs[v].0 == by_tail.at(self.head[v]);
