@@ -2,7 +2,7 @@
 //! calls. Passes that add code go through here, so every invented name follows one convention
 //! (`<prefix><kind>_N`) and every created symbol is marked `temp`.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::*;
 
@@ -11,7 +11,9 @@ use super::*;
 /// name is never reused across routines or passes.
 #[derive(Debug, Default)]
 pub struct Temporaries {
-    counters: FxHashMap<&'static str, usize>,
+    /// The next number of each kind, in the order kinds were first asked for. A handful of
+    /// kinds, so a list: an `FxHashMap` lookup hashed the kind's text for every temporary.
+    counters: Vec<(&'static str, usize)>,
     /// Statement ids in use: the document's and those handed out.
     statement_ids: NameSet,
     /// Statement ids of the document known by their text only: the streaming driver finds
@@ -227,7 +229,7 @@ impl Temporaries {
             return id;
         }
         let name = loop {
-            let counter = self.counters.entry(kind).or_insert(0);
+            let counter = counter(&mut self.counters, kind);
             self.text.clear();
             self.text.push_str(cg.names.get(cg.prefix));
             self.text.push_str(kind);
@@ -246,6 +248,20 @@ impl Temporaries {
         init(&mut symbol);
         cg.add_new_symbol(symbol)
     }
+}
+
+/// The counter of `kind` among `counters`, new at 0. Kinds are string literals: the same
+/// address, as a rule, so comparing addresses decides before the texts need comparing.
+fn counter<'c>(counters: &'c mut Vec<(&'static str, usize)>, kind: &'static str) -> &'c mut usize {
+    let same = |known: &str| std::ptr::eq(known, kind) || crate::bytes::eq(known.as_bytes(), kind.as_bytes());
+    let index = match counters.iter().position(|(known, _)| same(known)) {
+        Some(index) => index,
+        None => {
+            counters.push((kind, 0));
+            counters.len() - 1
+        }
+    };
+    &mut counters[index].1
 }
 
 /// The schema's array shape of the given rank (rank 0 is a scalar).
