@@ -18,6 +18,7 @@
 
 mod activity;
 mod fragments;
+mod routine;
 mod tree;
 
 use std::sync::{Arc, OnceLock};

@@ -68,6 +68,19 @@ pub(super) fn check_in_windows(
     progress: Option<&Progress>,
     window: usize,
 ) -> Option<Vec<Diagnostic>> {
+    check_in_windows_with(text, file, strict, progress, window, true)
+}
+
+/// [`check_in_windows`], routines taking the one-pass checks first (`one_pass`) or not: the
+/// two give the same findings (`routine.rs` tests hold them to it).
+pub(super) fn check_in_windows_with(
+    text: &str,
+    file: &str,
+    strict: bool,
+    progress: Option<&Progress>,
+    window: usize,
+    one_pass: bool,
+) -> Option<Vec<Diagnostic>> {
     // The streaming driver's survey, found on the way, for a transformation waiting beside.
     let mut layout = Layout::scan(text, progress.is_some());
     if let Some(progress) = progress {
@@ -132,7 +145,15 @@ pub(super) fn check_in_windows(
     // window of them at a time on every core for large documents, their findings then taken
     // in document order (the findings are sorted by place at the end, and a child's own stay
     // in the order they were found), so they are those of one walk.
-    let context = ChildContext { text, file, strict, tables: &tables, routine_ids: &routine_ids };
+    let xaif_prefix = if one_pass { super::routine::xaif_prefix(layout.root_tag) } else { None };
+    let context = ChildContext {
+        text,
+        file,
+        strict,
+        tables: &tables,
+        routine_ids: &routine_ids,
+        xaif_prefix: xaif_prefix.as_deref(),
+    };
     let mut child_errors = 0;
     for steps in steps.chunks(window.max(1)) {
         let lines = &validator.lines;
@@ -178,6 +199,9 @@ struct ChildContext<'c, 't> {
     strict: bool,
     tables: &'c Tables<'t>,
     routine_ids: &'c FxHashSet<&'c str>,
+    /// The root's prefix for the XAIF namespace, with its colon, for the routines' one-pass
+    /// checks (`routine::clean`; none where the root does not bind one plainly).
+    xaif_prefix: Option<&'c str>,
 }
 
 impl<'t> ChildContext<'_, 't> {
@@ -191,6 +215,13 @@ impl<'t> ChildContext<'_, 't> {
         step: super::Step,
         lines: &Arc<std::sync::OnceLock<super::LineIndex<'t>>>,
     ) -> Option<ChildFindings> {
+        // A routine the one-pass checks find nothing in has no findings: no tree to build.
+        if let (super::Step::Descend(content @ (Content::ControlFlowGraph | Content::ReplacementList)), Some(prefix)) =
+            (step, self.xaif_prefix)
+            && super::routine::clean(self.text, span.start, span.end, content, prefix, self.tables)
+        {
+            return Some((Vec::new(), 0));
+        }
         let map = fragment.map(&span);
         let mut validator = Validator::new(self.text.as_bytes(), self.file, self.strict, map);
         validator.lines = lines.clone();

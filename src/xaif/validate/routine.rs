@@ -1,0 +1,647 @@
+//! The checks of one routine (a `ControlFlowGraph` or `ReplacementList` child of the
+//! `CallGraph`) in one pass over its text, for the common case: a routine they find nothing
+//! in.
+//!
+//! Why: on large documents the checks' tree of each routine (`tree::scan`, a node and its
+//! attributes written for every element) and the walks over it cost more than reading and
+//! transforming the routine together, and validation runs beside them on the same cores.
+//! Front ends write routines the checks accept, so this pass answers one question only —
+//! would the checks of the routine's tree find nothing? — and answers "yes" only when it is
+//! sure. Anything else, a finding or anything it does not take (a comment, a namespace
+//! declaration, single quotes, a character to decode, white space where the tree scan allows
+//! it but this pass does not look for it), sends the routine to the checks of its tree,
+//! which report exactly what they did before. It must never accept what they would report:
+//! `every_accepted_routine_has_no_findings` holds it to them on the corpus, the shared
+//! examples and tens of thousands of mutated routines.
+//!
+//! The rules are the checks' own tables (`attributes`, `child_content`, `required_children`,
+//! `bad_value`) applied to what the scan reads: structure (which children where, which
+//! attributes, their values, required children and attributes), references (scopes, symbols,
+//! alias, du-ud and DO keys) and the graphs (unique vertex ids, edges between vertices that
+//! exist, the control flow graph's entry, exit and structure).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::super::lexer::{first_non_blank, is_blank};
+use super::{Content, MAX_NESTING, Tables, attributes, bad_value, child_content, required_children};
+
+/// Whether the checks of the routine `text[start..end]`, of `content`, would find nothing in
+/// it; `false` also when this pass cannot tell. `prefix` is the one the root binds to the XAIF
+/// namespace, with its colon (`xaif:`).
+pub(super) fn clean(text: &str, start: usize, end: usize, content: Content, prefix: &str, tables: &Tables<'_>) -> bool {
+    debug_assert!(matches!(content, Content::ControlFlowGraph | Content::ReplacementList));
+    let mut pass = Pass {
+        text,
+        bytes: text.as_bytes(),
+        prefix: prefix.as_bytes(),
+        tables,
+        frames: Vec::new(),
+        graphs: Vec::new(),
+        open_graphs: 0,
+    };
+    let clean = pass.routine(start, end, content).is_some();
+    #[cfg(test)]
+    if clean {
+        tests::ACCEPTED.with(|accepted| accepted.set(accepted.get() + 1));
+    }
+    clean
+}
+
+/// The root's prefix for the XAIF namespace, with its colon, from its start tag: where exactly
+/// one plain `xmlns:P="…"` binds one (else `None`: no routine takes this pass). The tag is read
+/// attribute by attribute, so that nothing inside a value is taken for a declaration.
+pub(super) fn xaif_prefix(root_tag: &str) -> Option<String> {
+    let bytes = root_tag.as_bytes();
+    let mut p = 1 + bytes.iter().skip(1).position(|&b| is_blank(b) || b == b'>' || b == b'/')?;
+    let mut found = None;
+    loop {
+        p += first_non_blank(&bytes[p..]);
+        match bytes.get(p) {
+            Some(b'>' | b'/') | None => return found,
+            Some(_) => {}
+        }
+        let name_start = p;
+        p += bytes[p..].iter().position(|&b| b == b'=' || is_blank(b))?;
+        let name = &root_tag[name_start..p];
+        let quote = *bytes.get(p + 1).filter(|q| matches!(q, b'"' | b'\''))?;
+        let value_start = p + 2;
+        let value_end = value_start + bytes[value_start..].iter().position(|&b| b == quote)?;
+        let value = &root_tag[value_start..value_end];
+        p = value_end + 1;
+        let Some(prefix) = name.strip_prefix("xmlns:") else { continue };
+        if value.contains('&') {
+            return None;
+        }
+        if value == super::XAIF_NAMESPACE {
+            let plain = !prefix.is_empty()
+                && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+            if !plain || found.is_some() {
+                return None;
+            }
+            found = Some(format!("{prefix}:"));
+        }
+    }
+}
+
+/// An open element.
+struct Frame<'t> {
+    content: Content,
+    local: &'t str,
+    /// Bit `k`: the `k`-th of its [`required_children`] was met.
+    required_met: u8,
+    /// The graph it holds, an index into [`Pass::graphs`].
+    graph: Option<usize>,
+}
+
+/// The vertices and edges of one graph, checked when its element closes.
+struct Graph<'t> {
+    /// A control flow graph: whether it says it is structured.
+    flow: Option<bool>,
+    vertices: Vec<(&'t str, Vertex)>,
+    /// Edge id, source, target.
+    edges: Vec<(&'t str, &'t str, &'t str)>,
+}
+
+/// What the control flow checks count of a vertex.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Vertex {
+    Entry,
+    Exit,
+    /// `If` or `Branch`, which an `EndBranch` closes.
+    Branch,
+    EndBranch,
+    /// `ForLoop`, `PreLoop` or `PostLoop`, which an `EndLoop` closes.
+    Loop,
+    EndLoop,
+    Other,
+}
+
+impl Vertex {
+    fn of(local: &str) -> Vertex {
+        match local {
+            "Entry" => Vertex::Entry,
+            "Exit" => Vertex::Exit,
+            "If" | "Branch" => Vertex::Branch,
+            "EndBranch" => Vertex::EndBranch,
+            "ForLoop" | "PreLoop" | "PostLoop" => Vertex::Loop,
+            "EndLoop" => Vertex::EndLoop,
+            _ => Vertex::Other,
+        }
+    }
+}
+
+struct Pass<'p, 't> {
+    text: &'t str,
+    bytes: &'t [u8],
+    prefix: &'p [u8],
+    tables: &'p Tables<'p>,
+    frames: Vec<Frame<'t>>,
+    /// The graphs of the open elements, innermost last, then closed ones kept for their vectors.
+    graphs: Vec<Graph<'t>>,
+    /// How many of `graphs` belong to open elements.
+    open_graphs: usize,
+}
+
+/// The most attributes a content type knows (`attributes`).
+const MOST_KNOWN: usize = 16;
+
+impl<'t> Pass<'_, 't> {
+    /// The routine from its start tag at `start` to its end tag ending at `end`.
+    fn routine(&mut self, start: usize, end: usize, content: Content) -> Option<()> {
+        let mut at = self.start_tag(start, Some(content))?;
+        while !self.frames.is_empty() {
+            // Only blank text between tags, and nothing past the routine's end.
+            if at >= end {
+                return None;
+            }
+            at += first_non_blank(&self.bytes[at..end]);
+            if at >= end || self.bytes[at] != b'<' {
+                return None;
+            }
+            if self.bytes.get(at + 1) == Some(&b'/') {
+                at = self.end_tag(at)?;
+            } else {
+                at = self.start_tag(at, None)?;
+            }
+        }
+        (at == end).then_some(())
+    }
+
+    /// The start tag at `at` (and, for an empty element, its end): the element's structure,
+    /// attributes and references. `content` is the routine's own; other elements get theirs
+    /// from their parent's. Returns where the tag ends.
+    fn start_tag(&mut self, at: usize, content: Option<Content>) -> Option<usize> {
+        let (bytes, text) = (self.bytes, self.text);
+        let mut p = at + 1;
+        if !crate::bytes::starts_with(&bytes[p..], self.prefix) {
+            return None;
+        }
+        p += self.prefix.len();
+        let local_start = p;
+        while p < bytes.len() && !is_blank(bytes[p]) && bytes[p] != b'/' && bytes[p] != b'>' {
+            p += 1;
+        }
+        // Both ends are next to ASCII bytes (`:` before, a delimiter or the end after).
+        let local = &text[local_start..p];
+        let content = match (content, self.frames.last()) {
+            (Some(content), _) => content,
+            (None, Some(parent)) => child_content(parent.content, local)?,
+            (None, None) => return None,
+        };
+        // The routine is at depth 2, under the root.
+        if self.frames.len() + 2 > MAX_NESTING {
+            return None;
+        }
+
+        // Attributes: one blank or more before each, `name="value"` with plain values.
+        let known = attributes(content);
+        if known.len() > MOST_KNOWN {
+            return None;
+        }
+        let mut values = [None::<&'t str>; MOST_KNOWN];
+        let mut met = 0u32;
+        let empty = loop {
+            let blanks = first_non_blank(&bytes[p..]);
+            p += blanks;
+            match bytes.get(p) {
+                Some(b'>') => {
+                    p += 1;
+                    break false;
+                }
+                Some(b'/') if bytes.get(p + 1) == Some(&b'>') => {
+                    p += 2;
+                    break true;
+                }
+                Some(_) if blanks > 0 => {}
+                _ => return None,
+            }
+            let name_start = p;
+            while p < bytes.len() && bytes[p] != b'=' && !is_blank(bytes[p]) && bytes[p] != b'>' {
+                p += 1;
+            }
+            if bytes.get(p) != Some(&b'=') || bytes.get(p + 1) != Some(&b'"') {
+                return None;
+            }
+            let name = &bytes[name_start..p];
+            p += 2;
+            let value_start = p;
+            loop {
+                match bytes.get(p) {
+                    Some(b'"') => break,
+                    Some(&b) if b.wrapping_sub(0x20) < 0x5f && b != b'<' && b != b'&' => p += 1,
+                    _ => return None,
+                }
+            }
+            // After `"` and at `"`: both ends are character boundaries.
+            let value = &text[value_start..p];
+            p += 1;
+            let index = known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name))?;
+            if met & (1 << index) != 0 {
+                return None;
+            }
+            met |= 1 << index;
+            values[index] = Some(value);
+        };
+        for ((_, value, required), found) in known.iter().zip(values) {
+            match found {
+                None if *required => return None,
+                Some(text) if bad_value(*value, text).is_some() => return None,
+                _ => {}
+            }
+        }
+        let attribute = |name: &str| {
+            known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name.as_bytes())).and_then(|k| values[k])
+        };
+        self.references(content, &attribute)?;
+
+        // Its place in its parent: a required child met, a vertex or an edge of its graph.
+        if let Some(parent) = self.frames.last_mut() {
+            let required = required_children(parent.content);
+            if !required.is_empty()
+                && let Some(k) = required.iter().position(|name| *name == local)
+            {
+                parent.required_met |= 1 << k;
+            }
+            if let Some(graph) = parent.graph {
+                let vertex_id = || attribute("vertex_id").unwrap_or("1");
+                let edge = || Some((attribute("edge_id")?, attribute("source")?, attribute("target")?));
+                let graph = &mut self.graphs[graph];
+                match (parent.content, content) {
+                    (Content::ControlFlowGraph | Content::Replacement, Content::ControlFlowEdge) => {
+                        graph.edges.push(edge()?)
+                    }
+                    (
+                        Content::ControlFlowGraph | Content::Replacement,
+                        Content::PlainVertex | Content::BasicBlock | Content::Conditional | Content::ForLoop,
+                    ) => graph.vertices.push((vertex_id(), Vertex::of(local))),
+                    (Content::ControlFlowGraph | Content::Replacement, _) => {}
+                    (Content::Expression, Content::ExpressionEdge) => graph.edges.push(edge()?),
+                    (Content::Expression, _) => graph.vertices.push((vertex_id(), Vertex::Other)),
+                    (_, Content::Edge) => graph.edges.push(edge()?),
+                    (_, Content::SymbolReference | Content::ArrayElementReference) => {
+                        graph.vertices.push((vertex_id(), Vertex::Other))
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        // What it holds: a graph, for the elements whose checks look at one.
+        let flow = match content {
+            Content::ControlFlowGraph | Content::Replacement => {
+                Some(Some(!matches!(attribute("structured"), Some("false" | "0"))))
+            }
+            Content::Expression | Content::VariableReference | Content::Lhs | Content::PropagatorOperand => Some(None),
+            _ => None,
+        };
+        let graph = flow.map(|flow| {
+            let open = self.open_graphs;
+            if open == self.graphs.len() {
+                self.graphs.push(Graph { flow, vertices: Vec::new(), edges: Vec::new() });
+            } else {
+                let graph = &mut self.graphs[open];
+                graph.flow = flow;
+                graph.vertices.clear();
+                graph.edges.clear();
+            }
+            self.open_graphs += 1;
+            open
+        });
+        self.frames.push(Frame { content, local, required_met: 0, graph });
+        if empty {
+            self.close()?;
+        }
+        Some(p)
+    }
+
+    /// The end tag at `at`, which must close the innermost open element; returns where it ends.
+    fn end_tag(&mut self, at: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let local = self.frames.last()?.local.as_bytes();
+        let mut p = at + 2;
+        if !crate::bytes::starts_with(&bytes[p..], self.prefix) {
+            return None;
+        }
+        p += self.prefix.len();
+        if !crate::bytes::starts_with(&bytes[p..], local) || bytes.get(p + local.len()) != Some(&b'>') {
+            return None;
+        }
+        self.close()?;
+        Some(p + local.len() + 1)
+    }
+
+    /// The checks of the innermost open element once its children are known.
+    fn close(&mut self) -> Option<()> {
+        let frame = self.frames.pop()?;
+        let required = required_children(frame.content);
+        if u32::from(frame.required_met).count_ones() as usize != required.len() {
+            return None;
+        }
+        match frame.graph {
+            Some(graph) => {
+                self.open_graphs -= 1;
+                check_graph(&self.graphs[graph])
+            }
+            None => Some(()),
+        }
+    }
+
+    /// The reference checks of one element: the scopes and symbols it names, and its keys of
+    /// the alias, du-ud and DO maps.
+    fn references(&self, content: Content, attribute: &dyn Fn(&str) -> Option<&'t str>) -> Option<()> {
+        // Each content type below stands for one element name (`child_content`).
+        let tables = self.tables;
+        let scope_attribute = match content {
+            Content::BasicBlock => Some("scope_id"),
+            Content::ControlFlowGraph | Content::ReplacementList => Some("controlflowgraph_scope_id"),
+            _ => None,
+        };
+        if let Some(scope) = scope_attribute.and_then(attribute)
+            && !tables.scopes.contains_key(scope)
+        {
+            return None;
+        }
+        if matches!(
+            content,
+            Content::SymbolReference
+                | Content::ArgumentSymbolReference
+                | Content::ControlFlowGraph
+                | Content::ReplacementList
+                | Content::SubroutineCall
+                | Content::FunctionCall
+        ) && let (Some(symbol), Some(scope)) = (attribute("symbol_id"), attribute("scope_id"))
+            && !tables.scopes.get(scope)?.contains(symbol)
+        {
+            return None;
+        }
+        for (name, keys) in [("alias", &tables.alias_keys), ("du_ud", &tables.duud_keys), ("do_chain", &tables.do_keys)]
+        {
+            let Some(value) = attribute(name) else { continue };
+            let Ok(key) = value.trim().parse::<i64>() else { continue };
+            if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
+                return None;
+            }
+        }
+        // An older front end's call without its argument count is reported (leniently).
+        if content == Content::SubroutineCall && attribute("formalArgCount").is_none() {
+            return None;
+        }
+        Some(())
+    }
+}
+
+/// A graph's own checks: unique vertex and edge ids, edges between its vertices, and for a
+/// control flow graph one entry and one exit, no edge into the entry or out of the exit, and,
+/// if structured, as many branch and loop ends as branches and loops.
+fn check_graph(graph: &Graph<'_>) -> Option<()> {
+    let vertex_ids = || graph.vertices.iter().map(|(id, _)| *id);
+    if !unique(vertex_ids()) || !unique(graph.edges.iter().map(|(id, _, _)| *id)) {
+        return None;
+    }
+    let index: FxHashMap<&str, Vertex> =
+        if graph.vertices.len() > SHORT { graph.vertices.iter().copied().collect() } else { FxHashMap::default() };
+    let kind_of = |id: &str| match index.is_empty() {
+        true => graph.vertices.iter().find(|(v, _)| crate::bytes::eq(v.as_bytes(), id.as_bytes())).map(|v| v.1),
+        false => index.get(id).copied(),
+    };
+    for &(_, source, target) in &graph.edges {
+        let (source, target) = (kind_of(source)?, kind_of(target)?);
+        if graph.flow.is_some() && (source == Vertex::Exit || target == Vertex::Entry) {
+            return None;
+        }
+    }
+    if let Some(structured) = graph.flow {
+        let count = |kind: Vertex| graph.vertices.iter().filter(|(_, k)| *k == kind).count();
+        if !graph.vertices.is_empty() && (count(Vertex::Entry) != 1 || count(Vertex::Exit) != 1) {
+            return None;
+        }
+        if structured
+            && (count(Vertex::Branch) != count(Vertex::EndBranch) || count(Vertex::Loop) != count(Vertex::EndLoop))
+        {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// Up to this many ids are compared pairwise; more go through a hash set.
+const SHORT: usize = 16;
+
+/// Whether no two of `ids` are equal.
+fn unique<'a>(ids: impl Iterator<Item = &'a str> + Clone) -> bool {
+    let count = ids.clone().count();
+    if count <= SHORT {
+        let ids: smallvec::SmallVec<[&str; SHORT]> = ids.collect();
+        return ids
+            .iter()
+            .enumerate()
+            .all(|(k, a)| ids[k + 1..].iter().all(|b| !crate::bytes::eq(a.as_bytes(), b.as_bytes())));
+    }
+    let mut seen = FxHashSet::default();
+    ids.into_iter().all(|id| seen.insert(id))
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::cell::Cell;
+    use std::path::{Path, PathBuf};
+
+    use super::super::fragments::check_in_windows_with;
+
+    thread_local! {
+        /// How many routines this thread's one-pass checks accepted.
+        pub(in super::super) static ACCEPTED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The findings of `text` with the one-pass checks and without them, strict and not; the
+    /// number of routines they accepted.
+    fn compare(text: &str) -> Result<usize, String> {
+        let before = ACCEPTED.with(Cell::get);
+        for strict in [false, true] {
+            let with = check_in_windows_with(text, "t.xaif", strict, None, 1, true);
+            let without = check_in_windows_with(text, "t.xaif", strict, None, 1, false);
+            if with != without {
+                return Err(format!("strict {strict}: with the one-pass checks {with:#?}, without {without:#?}"));
+            }
+        }
+        Ok((ACCEPTED.with(Cell::get) - before) / 2)
+    }
+
+    fn xaif_files(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                xaif_files(&path, files);
+            } else if path.extension().is_some_and(|e| e == "xaif") {
+                files.push(path);
+            }
+        }
+    }
+
+    fn shared() -> PathBuf {
+        let shared = std::env::var_os("XAIF_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
+        assert!(
+            shared.join("corpus").is_dir(),
+            "reference material not found at {} (set XAIF_SHARED to the shared directory)",
+            shared.display()
+        );
+        shared
+    }
+
+    /// Every test document and every document of the shared material: the same findings with
+    /// the one-pass checks as without, and the one-pass checks take nearly every routine of the
+    /// corpus inputs (a front end's output).
+    #[test]
+    fn every_accepted_routine_has_no_findings() {
+        let mut files = Vec::new();
+        xaif_files(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata")), &mut files);
+        xaif_files(&shared(), &mut files);
+        files.sort();
+        let (mut inputs, mut accepted, mut routines) = (0, 0, 0);
+        for file in &files {
+            let Ok(text) = std::fs::read_to_string(file) else { continue };
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            let taken = compare(text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            if file.to_string_lossy().contains("corpus")
+                && file.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".in.xaif"))
+            {
+                inputs += 1;
+                accepted += taken;
+                routines +=
+                    text.matches("<xaif:ControlFlowGraph ").count() + text.matches("<xaif:ReplacementList ").count();
+            }
+        }
+        assert!(inputs >= 300, "only {inputs} corpus inputs");
+        assert!(accepted * 100 >= routines * 95, "the one-pass checks took {accepted} of {routines} corpus routines");
+    }
+
+    /// A routine with a little of everything the checks look at, under a head that declares
+    /// what it names.
+    const SAMPLE: &str = r#"<?xml version="1.0"?>
+<xaif:CallGraph xmlns:xaif="http://www.mcs.anl.gov/XAIF" program_name="p">
+  <xaif:ScopeHierarchy>
+    <xaif:Scope vertex_id="1"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="head" kind="subroutine" type="void"/>
+      <xaif:Symbol symbol_id="foo" kind="subroutine" type="void"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:Scope vertex_id="2"><xaif:SymbolTable>
+      <xaif:Symbol symbol_id="x" kind="variable" type="real" shape="vector" active="true"/>
+      <xaif:Symbol symbol_id="y" kind="variable" type="real" active="true"/>
+      <xaif:Symbol symbol_id="i" kind="variable" type="integer"/>
+    </xaif:SymbolTable></xaif:Scope>
+    <xaif:ScopeEdge edge_id="1" source="2" target="1"/>
+  </xaif:ScopeHierarchy>
+  <xaif:AliasSetMap><xaif:AliasSet key="0"/><xaif:AliasSet key="1"/></xaif:AliasSetMap>
+  <xaif:DUUDSetMap><xaif:StmtIdSet key="0"/><xaif:StmtIdSet key="2"/></xaif:DUUDSetMap>
+  <xaif:DOSetMap><xaif:StmtIdSet key="0"/><xaif:StmtIdSet key="3"/></xaif:DOSetMap>
+  <xaif:ControlFlowGraph vertex_id="1" symbol_id="head" scope_id="1" controlflowgraph_scope_id="2" structured="true">
+    <xaif:ArgumentList><xaif:ArgumentSymbolReference position="1" symbol_id="x" scope_id="2" intent="inout"/></xaif:ArgumentList>
+    <xaif:Entry vertex_id="1"/>
+    <xaif:ForLoop vertex_id="2" reversal="anonymous">
+      <xaif:Initialization statement_id="i1"><xaif:AssignmentLHS vertex_id="1"><xaif:SymbolReference vertex_id="1" symbol_id="i" scope_id="2"/></xaif:AssignmentLHS><xaif:AssignmentRHS><xaif:Constant vertex_id="1" type="integer" value="1"/></xaif:AssignmentRHS></xaif:Initialization>
+      <xaif:Condition><xaif:BooleanOperation vertex_id="1" name="less_than"/><xaif:VariableReference vertex_id="2"><xaif:SymbolReference vertex_id="1" symbol_id="i" scope_id="2"/></xaif:VariableReference><xaif:Constant vertex_id="3" type="integer" value="3"/><xaif:ExpressionEdge edge_id="1" source="2" target="1" position="1"/><xaif:ExpressionEdge edge_id="2" source="3" target="1" position="2"/></xaif:Condition>
+      <xaif:Update statement_id="u1"><xaif:AssignmentLHS vertex_id="1"><xaif:SymbolReference vertex_id="1" symbol_id="i" scope_id="2"/></xaif:AssignmentLHS><xaif:AssignmentRHS><xaif:Constant vertex_id="1" type="integer" value="2"/></xaif:AssignmentRHS></xaif:Update>
+    </xaif:ForLoop>
+    <xaif:BasicBlock vertex_id="3" scope_id="2">
+      <xaif:Assignment statement_id="a1" do_chain="3" lineNumber="4">
+        <xaif:AssignmentLHS vertex_id="1" alias="1" du_ud="2"><xaif:SymbolReference vertex_id="1" symbol_id="x" scope_id="2"/><xaif:ArrayElementReference vertex_id="2"><xaif:IndexTriplet><xaif:Index><xaif:VariableReference vertex_id="1"><xaif:SymbolReference vertex_id="1" symbol_id="i" scope_id="2"/></xaif:VariableReference></xaif:Index></xaif:IndexTriplet></xaif:ArrayElementReference><xaif:VariableReferenceEdge edge_id="1" source="1" target="2"/></xaif:AssignmentLHS>
+        <xaif:AssignmentRHS><xaif:Intrinsic vertex_id="1" name="sin_scal"/><xaif:VariableReference vertex_id="2" alias="1" du_ud="2"><xaif:SymbolReference vertex_id="1" symbol_id="y" scope_id="2"/></xaif:VariableReference><xaif:ExpressionEdge edge_id="1" source="2" target="1" position="1"/></xaif:AssignmentRHS>
+      </xaif:Assignment>
+      <xaif:SubroutineCall statement_id="c1" symbol_id="foo" scope_id="1" active="true" formalArgCount="1"><xaif:Argument position="1"><xaif:VariableReference vertex_id="1"><xaif:SymbolReference vertex_id="1" symbol_id="y" scope_id="2"/></xaif:VariableReference></xaif:Argument></xaif:SubroutineCall>
+      <xaif:Marker statement_id="m1" annotation="here"/>
+    </xaif:BasicBlock>
+    <xaif:EndLoop vertex_id="4"/>
+    <xaif:If vertex_id="5"><xaif:Condition><xaif:Constant vertex_id="1" type="bool" value="true"/></xaif:Condition></xaif:If>
+    <xaif:EndBranch vertex_id="6"/>
+    <xaif:Exit vertex_id="7"/>
+    <xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>
+    <xaif:ControlFlowEdge edge_id="2" source="2" target="3" has_condition_value="true" condition_value="1"/>
+    <xaif:ControlFlowEdge edge_id="3" source="3" target="4"/>
+    <xaif:ControlFlowEdge edge_id="4" source="4" target="2"/>
+    <xaif:ControlFlowEdge edge_id="5" source="2" target="5" has_condition_value="true" condition_value="0"/>
+    <xaif:ControlFlowEdge edge_id="6" source="5" target="6"/>
+    <xaif:ControlFlowEdge edge_id="7" source="6" target="7"/>
+  </xaif:ControlFlowGraph>
+  <xaif:ReplacementList vertex_id="2" template_name="t" symbol_id="foo" scope_id="1" controlflowgraph_scope_id="2">
+    <xaif:Replacement placeholder="1"><xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="1" source="1" target="2"/></xaif:Replacement>
+    <xaif:Replacement placeholder="2"/>
+  </xaif:ReplacementList>
+</xaif:CallGraph>
+"#;
+
+    #[test]
+    fn the_sample_routines_are_taken_whole() {
+        assert_eq!(compare(SAMPLE), Ok(2));
+        // A copy of a routine's vertex id where it must be unique is a finding: not taken.
+        let repeated = SAMPLE.replacen(r#"<xaif:EndLoop vertex_id="4"/>"#, r#"<xaif:EndLoop vertex_id="3"/>"#, 1);
+        assert_eq!(compare(&repeated), Ok(1));
+        // Findings that break no edge: a vertex id repeated in a flow graph and in an
+        // expression, a second exit, an end of loop too many (none where the graph says it is
+        // not structured), a branch end too many.
+        let cases = [
+            (r#"<xaif:EndBranch vertex_id="6"/>"#, r#"<xaif:EndBranch vertex_id="6"/><xaif:Label vertex_id="7"/>"#, 1),
+            (
+                r#"<xaif:Intrinsic vertex_id="1" name="sin_scal"/>"#,
+                r#"<xaif:Intrinsic vertex_id="1" name="sin_scal"/><xaif:Constant vertex_id="2" type="real" value="1"/>"#,
+                1,
+            ),
+            (r#"<xaif:Exit vertex_id="7"/>"#, r#"<xaif:Exit vertex_id="7"/><xaif:Exit vertex_id="8"/>"#, 1),
+            (r#"<xaif:Exit vertex_id="7"/>"#, r#"<xaif:Exit vertex_id="7"/><xaif:EndLoop vertex_id="8"/>"#, 1),
+            (r#"<xaif:Exit vertex_id="7"/>"#, r#"<xaif:Exit vertex_id="7"/><xaif:EndBranch vertex_id="8"/>"#, 1),
+            (
+                r#"structured="true">"#,
+                r#"structured="0"><xaif:EndLoop vertex_id="8"/><xaif:EndBranch vertex_id="9"/>"#,
+                2,
+            ),
+        ];
+        for (from, to, accepted) in cases {
+            let changed = SAMPLE.replacen(from, to, 1);
+            assert_ne!(changed, SAMPLE);
+            assert_eq!(compare(&changed), Ok(accepted), "{to}");
+        }
+        // A repeated attribute makes the document malformed: checked whole, as without.
+        let twice =
+            SAMPLE.replacen(r#"<xaif:Entry vertex_id="1"/>"#, r#"<xaif:Entry vertex_id="1" vertex_id="1"/>"#, 1);
+        assert_eq!(compare(&twice), Ok(0));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(50000))]
+        /// One to three pieces of the sample (most in its routines) replaced by ids, names,
+        /// attributes, markup, blanks or nothing: the findings are the same with the one-pass
+        /// checks as without.
+        #[test]
+        fn mutated_routines_have_the_same_findings(
+            edits in proptest::collection::vec((0usize..10_000, 0usize..12, proptest::sample::select(vec![
+                "", "1", "2", "3", "7", "9", "0", "-1", "x", "y", "i", "foo", "head", "\"", "'", "<", ">", "/", "=", " ",
+                "\n", "\t", ":", "&amp;", "<!-- c -->", "é", "xaif:", "x:", " vertex_id=\"1\"", " edge_id=\"2\"",
+                " alias=\"5\"", " du_ud=\"0\"", " do_chain=\"4\"", " structured=\"false\"", " colour=\"red\"",
+                " xmlns:x=\"urn:x\"", "<xaif:Entry vertex_id=\"8\"/>", "<xaif:Exit vertex_id=\"9\"/>",
+                "<xaif:EndBranch vertex_id=\"10\"/>", "</xaif:BasicBlock>", "<xaif:Marker statement_id=\"m2\"/>",
+                "Entry", "Exit", "If", "Branch", "EndLoop", "SymbolReference", "ArrayElementReference", "Constant",
+                "ExpressionEdge", "VariableReferenceEdge", "Argument", "scope_id", "symbol_id", "source", "target",
+                "formalArgCount", "position", "true", "false", "<xaif:Label vertex_id=\"7\"/>",
+                "<xaif:EndLoop vertex_id=\"11\"/>", "<xaif:Constant vertex_id=\"2\" type=\"real\" value=\"1\"/>",
+            ])), 1..4)
+        ) {
+            // Most edits in the routines; one in eight anywhere (the head's tables change what
+            // the routines may name).
+            let routines = if edits[0].0 % 8 == 0 { 0 } else { SAMPLE.find("  <xaif:ControlFlowGraph").expect("a routine") };
+            let mut text = SAMPLE.to_owned();
+            for (at, length, insert) in edits {
+                let span = text.len() - routines - "</xaif:CallGraph>\n".len();
+                let mut at = routines + at % span;
+                while !text.is_char_boundary(at) { at -= 1; }
+                let mut end = (at + length % 12).min(text.len());
+                while !text.is_char_boundary(end) { end += 1; }
+                text.replace_range(at..end, insert);
+            }
+            if let Err(e) = compare(&text) {
+                proptest::prop_assert!(false, "{e}\n{text}");
+            }
+        }
+    }
+}
