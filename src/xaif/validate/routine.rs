@@ -198,8 +198,11 @@ impl<'t> Pass<'_, 't> {
         if known.len() > MOST_KNOWN {
             return None;
         }
-        let mut values = [None::<&'t str>; MOST_KNOWN];
+        let mut slots = Slots::default();
         let mut met = 0u32;
+        // Front ends write attributes in the order the table lists them: the one after the last
+        // found is tried first, at the tag's bytes, before the name is scanned for.
+        let mut next = 0;
         let empty = loop {
             let blanks = first_non_blank(&bytes[p..]);
             p += blanks;
@@ -215,14 +218,24 @@ impl<'t> Pass<'_, 't> {
                 Some(_) if blanks > 0 => {}
                 _ => return None,
             }
-            let name_start = p;
-            while p < bytes.len() && bytes[p] != b'=' && !is_blank(bytes[p]) && bytes[p] != b'>' {
-                p += 1;
-            }
+            let expected = known.get(next).map(|(k, _, _)| k.as_bytes());
+            let index = match expected {
+                Some(k) if crate::bytes::starts_with(&bytes[p..], k) && bytes.get(p + k.len()) == Some(&b'=') => {
+                    p += k.len();
+                    next
+                }
+                _ => {
+                    let name_start = p;
+                    while p < bytes.len() && bytes[p] != b'=' && !is_blank(bytes[p]) && bytes[p] != b'>' {
+                        p += 1;
+                    }
+                    let name = &bytes[name_start..p];
+                    known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name))?
+                }
+            };
             if bytes.get(p) != Some(&b'=') || bytes.get(p + 1) != Some(&b'"') {
                 return None;
             }
-            let name = &bytes[name_start..p];
             p += 2;
             let value_start = p;
             loop {
@@ -235,24 +248,24 @@ impl<'t> Pass<'_, 't> {
             // After `"` and at `"`: both ends are character boundaries.
             let value = &text[value_start..p];
             p += 1;
-            let index = known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name))?;
             if met & (1 << index) != 0 {
                 return None;
             }
             met |= 1 << index;
-            values[index] = Some(value);
-        };
-        for ((_, value, required), found) in known.iter().zip(values) {
-            match found {
-                None if *required => return None,
-                Some(text) if bad_value(*value, text).is_some() => return None,
-                _ => {}
+            next = index + 1;
+            let (name, kind, _) = known[index];
+            if bad_value(kind, value).is_some() {
+                return None;
             }
-        }
-        let attribute = |name: &str| {
-            known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name.as_bytes())).and_then(|k| values[k])
+            if let Some(slot) = Slot::of(name) {
+                slots.0[slot as usize] = Some(value);
+            }
         };
-        self.references(content, &attribute)?;
+        if known.iter().enumerate().any(|(k, (_, _, required))| *required && met & (1 << k) == 0) {
+            return None;
+        }
+        let attribute = |slot: Slot| slots.0[slot as usize];
+        self.references(content, &slots)?;
 
         // Its place in its parent: a required child met, a vertex or an edge of its graph.
         if let Some(parent) = self.frames.last_mut() {
@@ -263,8 +276,8 @@ impl<'t> Pass<'_, 't> {
                 parent.required_met |= 1 << k;
             }
             if let Some(graph) = parent.graph {
-                let vertex_id = || attribute("vertex_id").unwrap_or("1");
-                let edge = || Some((attribute("edge_id")?, attribute("source")?, attribute("target")?));
+                let vertex_id = || attribute(Slot::VertexId).unwrap_or("1");
+                let edge = || Some((attribute(Slot::EdgeId)?, attribute(Slot::Source)?, attribute(Slot::Target)?));
                 let graph = &mut self.graphs[graph];
                 match (parent.content, content) {
                     (Content::ControlFlowGraph | Content::Replacement, Content::ControlFlowEdge) => {
@@ -289,7 +302,7 @@ impl<'t> Pass<'_, 't> {
         // What it holds: a graph, for the elements whose checks look at one.
         let flow = match content {
             Content::ControlFlowGraph | Content::Replacement => {
-                Some(Some(!matches!(attribute("structured"), Some("false" | "0"))))
+                Some(Some(!matches!(attribute(Slot::Structured), Some("false" | "0"))))
             }
             Content::Expression | Content::VariableReference | Content::Lhs | Content::PropagatorOperand => Some(None),
             _ => None,
@@ -348,12 +361,13 @@ impl<'t> Pass<'_, 't> {
 
     /// The reference checks of one element: the scopes and symbols it names, and its keys of
     /// the alias, du-ud and DO maps.
-    fn references(&self, content: Content, attribute: &dyn Fn(&str) -> Option<&'t str>) -> Option<()> {
+    fn references(&self, content: Content, slots: &Slots<'t>) -> Option<()> {
         // Each content type below stands for one element name (`child_content`).
         let tables = self.tables;
+        let attribute = |slot: Slot| slots.0[slot as usize];
         let scope_attribute = match content {
-            Content::BasicBlock => Some("scope_id"),
-            Content::ControlFlowGraph | Content::ReplacementList => Some("controlflowgraph_scope_id"),
+            Content::BasicBlock => Some(Slot::ScopeId),
+            Content::ControlFlowGraph | Content::ReplacementList => Some(Slot::FlowGraphScopeId),
             _ => None,
         };
         if let Some(scope) = scope_attribute.and_then(attribute)
@@ -369,46 +383,76 @@ impl<'t> Pass<'_, 't> {
                 | Content::ReplacementList
                 | Content::SubroutineCall
                 | Content::FunctionCall
-        ) && let (Some(symbol), Some(scope)) = (attribute("symbol_id"), attribute("scope_id"))
+        ) && let (Some(symbol), Some(scope)) = (attribute(Slot::SymbolId), attribute(Slot::ScopeId))
             && !tables.scopes.get(scope)?.contains(symbol)
         {
             return None;
         }
-        for (name, keys) in [("alias", &tables.alias_keys), ("du_ud", &tables.duud_keys), ("do_chain", &tables.do_keys)]
+        for (slot, keys) in
+            [(Slot::Alias, &tables.alias_keys), (Slot::DuUd, &tables.duud_keys), (Slot::DoChain, &tables.do_keys)]
         {
-            let Some(value) = attribute(name) else { continue };
+            let Some(value) = attribute(slot) else { continue };
             let Ok(key) = value.trim().parse::<i64>() else { continue };
             if key != 0 && !u64::try_from(key).is_ok_and(|k| keys.contains(&k)) {
                 return None;
             }
         }
         // An older front end's call without its argument count is reported (leniently).
-        if content == Content::SubroutineCall && attribute("formalArgCount").is_none() {
+        if content == Content::SubroutineCall && attribute(Slot::FormalArgCount).is_none() {
             return None;
         }
         Some(())
     }
 }
 
+/// The attributes the checks beyond their values look at.
+#[derive(Copy, Clone)]
+enum Slot {
+    VertexId,
+    EdgeId,
+    Source,
+    Target,
+    SymbolId,
+    ScopeId,
+    FlowGraphScopeId,
+    Alias,
+    DuUd,
+    DoChain,
+    Structured,
+    FormalArgCount,
+}
+
+impl Slot {
+    fn of(name: &str) -> Option<Slot> {
+        Some(match name {
+            "vertex_id" => Slot::VertexId,
+            "edge_id" => Slot::EdgeId,
+            "source" => Slot::Source,
+            "target" => Slot::Target,
+            "symbol_id" => Slot::SymbolId,
+            "scope_id" => Slot::ScopeId,
+            "controlflowgraph_scope_id" => Slot::FlowGraphScopeId,
+            "alias" => Slot::Alias,
+            "du_ud" => Slot::DuUd,
+            "do_chain" => Slot::DoChain,
+            "structured" => Slot::Structured,
+            "formalArgCount" => Slot::FormalArgCount,
+            _ => return None,
+        })
+    }
+}
+
+/// The values of an element's [`Slot`] attributes.
+#[derive(Default)]
+struct Slots<'t>([Option<&'t str>; 12]);
+
 /// A graph's own checks: unique vertex and edge ids, edges between its vertices, and for a
 /// control flow graph one entry and one exit, no edge into the entry or out of the exit, and,
 /// if structured, as many branch and loop ends as branches and loops.
 fn check_graph(graph: &Graph<'_>) -> Option<()> {
-    let vertex_ids = || graph.vertices.iter().map(|(id, _)| *id);
-    if !unique(vertex_ids()) || !unique(graph.edges.iter().map(|(id, _, _)| *id)) {
-        return None;
-    }
-    let index: FxHashMap<&str, Vertex> =
-        if graph.vertices.len() > SHORT { graph.vertices.iter().copied().collect() } else { FxHashMap::default() };
-    let kind_of = |id: &str| match index.is_empty() {
-        true => graph.vertices.iter().find(|(v, _)| crate::bytes::eq(v.as_bytes(), id.as_bytes())).map(|v| v.1),
-        false => index.get(id).copied(),
-    };
-    for &(_, source, target) in &graph.edges {
-        let (source, target) = (kind_of(source)?, kind_of(target)?);
-        if graph.flow.is_some() && (source == Vertex::Exit || target == Vertex::Entry) {
-            return None;
-        }
+    match numbered(graph) {
+        Some(found) => found?,
+        None => by_text(graph)?,
     }
     if let Some(structured) = graph.flow {
         let count = |kind: Vertex| graph.vertices.iter().filter(|(_, k)| *k == kind).count();
@@ -422,6 +466,97 @@ fn check_graph(graph: &Graph<'_>) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// The ids and edges of a graph whose vertex ids are all [`small_number`]s (front ends number
+/// them 1, 2, …), checked with sets of bits: `None` when they are not, else whether the checks
+/// pass. An endpoint that is not such a number names no vertex: its text differs from all of
+/// theirs.
+fn numbered(graph: &Graph<'_>) -> Option<Option<()>> {
+    let (mut all, mut entries, mut exits) = (Bits::default(), Bits::default(), Bits::default());
+    for &(id, kind) in &graph.vertices {
+        let n = small_number(id)?;
+        if !all.insert(n) {
+            return Some(None);
+        }
+        match kind {
+            Vertex::Entry => _ = entries.insert(n),
+            Vertex::Exit => _ = exits.insert(n),
+            _ => {}
+        }
+    }
+    let edge_ids = || graph.edges.iter().map(|(id, _, _)| *id);
+    let unique_edges = if edge_ids().all(|id| small_number(id).is_some()) {
+        let mut seen = Bits::default();
+        edge_ids().filter_map(small_number).all(|n| seen.insert(n))
+    } else {
+        unique(edge_ids())
+    };
+    Some(unique_edges.then_some(()).and(ends(graph, &all, &entries, &exits)))
+}
+
+/// The edges' ends of a [`numbered`] graph: vertices of it, not into its entry nor out of its
+/// exit.
+fn ends(graph: &Graph<'_>, all: &Bits, entries: &Bits, exits: &Bits) -> Option<()> {
+    for &(_, source, target) in &graph.edges {
+        let (source, target) = (small_number(source)?, small_number(target)?);
+        if !all.has(source) || !all.has(target) || exits.has(source) || entries.has(target) {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// The ids and edges of any graph, by their texts.
+fn by_text(graph: &Graph<'_>) -> Option<()> {
+    let vertex_ids = || graph.vertices.iter().map(|(id, _)| *id);
+    if !unique(vertex_ids()) || !unique(graph.edges.iter().map(|(id, _, _)| *id)) {
+        return None;
+    }
+    let index: FxHashMap<&str, Vertex> =
+        if graph.vertices.len() > SHORT { graph.vertices.iter().copied().collect() } else { FxHashMap::default() };
+    let kind_of = |id: &str| match index.is_empty() {
+        true => graph.vertices.iter().find(|(v, _)| crate::bytes::eq(v.as_bytes(), id.as_bytes())).map(|v| v.1),
+        false => index.get(id).copied(),
+    };
+    for &(_, source, target) in &graph.edges {
+        if kind_of(source)? == Vertex::Exit || kind_of(target)? == Vertex::Entry {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// The value of `id` when it is a decimal number below 256 written plainly (no sign, no
+/// leading zero, no blank): two such ids are equal texts exactly when their values are equal.
+fn small_number(id: &str) -> Option<usize> {
+    match *id.as_bytes() {
+        [a @ b'0'..=b'9'] => Some(usize::from(a - b'0')),
+        [a @ b'1'..=b'9', b @ b'0'..=b'9'] => Some(usize::from(a - b'0') * 10 + usize::from(b - b'0')),
+        [a @ b'1'..=b'2', b @ b'0'..=b'9', c @ b'0'..=b'9'] => {
+            let n = usize::from(a - b'0') * 100 + usize::from(b - b'0') * 10 + usize::from(c - b'0');
+            (n < 256).then_some(n)
+        }
+        _ => None,
+    }
+}
+
+/// A set of numbers below 256.
+#[derive(Default)]
+struct Bits([u64; 4]);
+
+impl Bits {
+    /// Adds `n`: false when it was in already.
+    fn insert(&mut self, n: usize) -> bool {
+        let (word, bit) = (n / 64, 1u64 << (n % 64));
+        let fresh = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        fresh
+    }
+
+    fn has(&self, n: usize) -> bool {
+        self.0[n / 64] & (1 << (n % 64)) != 0
+    }
 }
 
 /// Up to this many ids are compared pairwise; more go through a hash set.
@@ -596,16 +731,105 @@ pub(super) mod tests {
                 r#"structured="0"><xaif:EndLoop vertex_id="8"/><xaif:EndBranch vertex_id="9"/>"#,
                 2,
             ),
+            (
+                r#"<xaif:Exit vertex_id="7"/>"#,
+                r#"<xaif:Exit vertex_id="7"/><xaif:ControlFlowEdge edge_id="8" source="7" target="3"/>"#,
+                1,
+            ),
         ];
         for (from, to, accepted) in cases {
             let changed = SAMPLE.replacen(from, to, 1);
             assert_ne!(changed, SAMPLE);
             assert_eq!(compare(&changed), Ok(accepted), "{to}");
         }
+        // Ids that are not plain numbers are compared as texts.
+        let replacement = r#"<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="1" source="1" target="2"/>"#;
+        let graphs = [
+            (
+                r#"<xaif:Entry vertex_id="a"/><xaif:Label vertex_id="b"/><xaif:Exit vertex_id="c"/><xaif:ControlFlowEdge edge_id="e" source="a" target="b"/>"#,
+                2,
+            ),
+            (
+                r#"<xaif:Entry vertex_id="a"/><xaif:Label vertex_id="b"/><xaif:Exit vertex_id="b"/><xaif:ControlFlowEdge edge_id="e" source="a" target="b"/>"#,
+                1,
+            ),
+            (
+                r#"<xaif:Entry vertex_id="a"/><xaif:Exit vertex_id="b"/><xaif:ControlFlowEdge edge_id="e" source="a" target="b"/><xaif:ControlFlowEdge edge_id="e" source="a" target="b"/>"#,
+                1,
+            ),
+            (
+                r#"<xaif:Entry vertex_id="a"/><xaif:Exit vertex_id="b"/><xaif:ControlFlowEdge edge_id="e" source="b" target="b"/>"#,
+                1,
+            ),
+            (
+                r#"<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="e" source="1" target="2"/><xaif:ControlFlowEdge edge_id="e" source="1" target="2"/>"#,
+                1,
+            ),
+            (
+                r#"<xaif:Entry vertex_id="1"/><xaif:Exit vertex_id="2"/><xaif:ControlFlowEdge edge_id="e" source="1" target="02"/>"#,
+                1,
+            ),
+        ];
+        for (graph, accepted) in graphs {
+            let changed = SAMPLE.replacen(replacement, graph, 1);
+            assert_ne!(changed, SAMPLE);
+            assert_eq!(compare(&changed), Ok(accepted), "{graph}");
+        }
+        // Graphs too large to compare ids pairwise, by text (named) and by number (numbered
+        // from 240 on, past the sets of bits).
+        for base in ["v", "", "2"] {
+            let long = |duplicate: bool, out_of_exit: bool| {
+                let id = |k: usize| if base == "2" { format!("{}", 240 + k) } else { format!("{base}{k}") };
+                let mut graph = String::new();
+                for k in 0..20 {
+                    let kind = match k {
+                        0 => "Entry",
+                        19 => "Exit",
+                        _ => "Label",
+                    };
+                    graph.push_str(&format!(r#"<xaif:{kind} vertex_id="{}"/>"#, id(k)));
+                }
+                if duplicate {
+                    graph.push_str(&format!(r#"<xaif:Label vertex_id="{}"/>"#, id(3)));
+                }
+                for k in 0..19 {
+                    graph.push_str(&format!(
+                        r#"<xaif:ControlFlowEdge edge_id="{k}" source="{}" target="{}"/>"#,
+                        id(k),
+                        id(k + 1)
+                    ));
+                }
+                if out_of_exit {
+                    graph.push_str(&format!(
+                        r#"<xaif:ControlFlowEdge edge_id="x" source="{}" target="{}"/>"#,
+                        id(19),
+                        id(5)
+                    ));
+                }
+                SAMPLE.replacen(replacement, &graph, 1)
+            };
+            assert_eq!(compare(&long(false, false)), Ok(2), "{base}");
+            assert_eq!(compare(&long(true, false)), Ok(1), "{base}");
+            assert_eq!(compare(&long(false, true)), Ok(1), "{base}");
+        }
         // A repeated attribute makes the document malformed: checked whole, as without.
         let twice =
             SAMPLE.replacen(r#"<xaif:Entry vertex_id="1"/>"#, r#"<xaif:Entry vertex_id="1" vertex_id="1"/>"#, 1);
         assert_eq!(compare(&twice), Ok(0));
+    }
+
+    /// Numbers are small numbers exactly when written plainly, and two are equal as texts
+    /// exactly when their values are.
+    #[test]
+    fn small_numbers_are_their_texts() {
+        let texts: Vec<String> = (0..300).map(|n: u32| n.to_string()).collect();
+        for text in &texts {
+            let n: usize = text.parse().unwrap();
+            assert_eq!(super::small_number(text), (n < 256).then_some(n), "{text}");
+        }
+        for text in ["", "01", "001", "-1", "+1", " 1", "1 ", "1a", "a", "1000", "٣"] {
+            assert_eq!(super::small_number(text), None, "{text:?}");
+        }
     }
 
     proptest::proptest! {
@@ -624,7 +848,7 @@ pub(super) mod tests {
                 "Entry", "Exit", "If", "Branch", "EndLoop", "SymbolReference", "ArrayElementReference", "Constant",
                 "ExpressionEdge", "VariableReferenceEdge", "Argument", "scope_id", "symbol_id", "source", "target",
                 "formalArgCount", "position", "true", "false", "<xaif:Label vertex_id=\"7\"/>",
-                "<xaif:EndLoop vertex_id=\"11\"/>", "<xaif:Constant vertex_id=\"2\" type=\"real\" value=\"1\"/>",
+                "<xaif:EndLoop vertex_id=\"11\"/>", "01", "255", "256", " 1", "<xaif:Constant vertex_id=\"2\" type=\"real\" value=\"1\"/>",
             ])), 1..4)
         ) {
             // Most edits in the routines; one in eight anywhere (the head's tables change what
