@@ -23,7 +23,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::super::lexer::{first_non_blank, is_blank};
-use super::{Content, MAX_NESTING, Tables, attributes, bad_value, child_content, required_children};
+use super::{Content, MAX_NESTING, Tables, Value, attributes, bad_value, child_content, required_children};
 
 /// Whether the checks of the routine `text[start..end]`, of `content`, would find nothing in
 /// it; `false` also when this pass cannot tell. `prefix` is the one the root binds to the XAIF
@@ -38,6 +38,7 @@ pub(super) fn clean(text: &str, start: usize, end: usize, content: Content, pref
         frames: Vec::new(),
         graphs: Vec::new(),
         open_graphs: 0,
+        last_scope: None,
     };
     let clean = pass.routine(start, end, content).is_some();
     #[cfg(test)]
@@ -81,6 +82,39 @@ pub(super) fn xaif_prefix(root_tag: &str) -> Option<String> {
             found = Some(format!("{prefix}:"));
         }
     }
+}
+
+/// How long the element name at the start of `bytes` is: up to a blank, `/` or `>` (or the
+/// end), sixteen bytes at a time where sixteen remain.
+fn name_length(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 16) {
+        let ends = name_end_mask(chunk.try_into().expect("sixteen bytes"));
+        if ends != 0 {
+            return at + ends.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    at + bytes[at..].iter().position(|&b| is_blank(b) || b == b'/' || b == b'>').unwrap_or(bytes.len() - at)
+}
+
+/// Bit `k` set where byte `k` of sixteen is a blank, `/` or `>`.
+#[cfg(target_arch = "x86_64")]
+fn name_end_mask(chunk: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is part of every x86_64 processor; the unaligned load reads the sixteen
+    // bytes `chunk` refers to and nothing else.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let is = |byte: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(byte as i8));
+        let blank = _mm_or_si128(_mm_or_si128(is(b' '), is(b'\n')), _mm_or_si128(is(b'\t'), is(b'\r')));
+        _mm_movemask_epi8(_mm_or_si128(blank, _mm_or_si128(is(b'/'), is(b'>')))) as u32
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn name_end_mask(chunk: &[u8; 16]) -> u32 {
+    chunk.iter().enumerate().fold(0u32, |m, (k, &b)| m | u32::from(is_blank(b) || b == b'/' || b == b'>') << k)
 }
 
 /// An open element.
@@ -140,12 +174,15 @@ struct Pass<'p, 't> {
     graphs: Vec<Graph<'t>>,
     /// How many of `graphs` belong to open elements.
     open_graphs: usize,
+    /// The scope named last, and its symbols: the references of a routine name few scopes,
+    /// mostly one after the other.
+    last_scope: Option<(&'t str, Option<&'p FxHashSet<Box<str>>>)>,
 }
 
 /// The most attributes a content type knows (`attributes`).
 const MOST_KNOWN: usize = 16;
 
-impl<'t> Pass<'_, 't> {
+impl<'p, 't> Pass<'p, 't> {
     /// The routine from its start tag at `start` to its end tag ending at `end`.
     fn routine(&mut self, start: usize, end: usize, content: Content) -> Option<()> {
         let mut at = self.start_tag(start, Some(content))?;
@@ -178,9 +215,7 @@ impl<'t> Pass<'_, 't> {
         }
         p += self.prefix.len();
         let local_start = p;
-        while p < bytes.len() && !is_blank(bytes[p]) && bytes[p] != b'/' && bytes[p] != b'>' {
-            p += 1;
-        }
+        p += name_length(&bytes[p..]);
         // Both ends are next to ASCII bytes (`:` before, a delimiter or the end after).
         let local = &text[local_start..p];
         let content = match (content, self.frames.last()) {
@@ -204,7 +239,11 @@ impl<'t> Pass<'_, 't> {
         // found is tried first, at the tag's bytes, before the name is scanned for.
         let mut next = 0;
         let empty = loop {
-            let blanks = first_non_blank(&bytes[p..]);
+            // Mostly one space, taken without the scan for blanks.
+            let blanks = match bytes.get(p..p + 2) {
+                Some([b' ', next]) if !is_blank(*next) => 1,
+                _ => first_non_blank(&bytes[p..]),
+            };
             p += blanks;
             match bytes.get(p) {
                 Some(b'>') => {
@@ -254,7 +293,7 @@ impl<'t> Pass<'_, 't> {
             met |= 1 << index;
             next = index + 1;
             let (name, kind, _) = known[index];
-            if bad_value(kind, value).is_some() {
+            if !matches!(kind, Value::Text) && bad_value(kind, value).is_some() {
                 return None;
             }
             if let Some(slot) = Slot::of(name) {
@@ -327,6 +366,18 @@ impl<'t> Pass<'_, 't> {
         Some(p)
     }
 
+    /// The symbols of the scope `id` (`None`: no such scope).
+    fn scope(&mut self, id: &'t str) -> Option<&'p FxHashSet<Box<str>>> {
+        if let Some((last, symbols)) = self.last_scope
+            && crate::bytes::eq(last.as_bytes(), id.as_bytes())
+        {
+            return symbols;
+        }
+        let symbols = self.tables.scopes.get(id);
+        self.last_scope = Some((id, symbols));
+        symbols
+    }
+
     /// The end tag at `at`, which must close the innermost open element; returns where it ends.
     fn end_tag(&mut self, at: usize) -> Option<usize> {
         let bytes = self.bytes;
@@ -361,7 +412,7 @@ impl<'t> Pass<'_, 't> {
 
     /// The reference checks of one element: the scopes and symbols it names, and its keys of
     /// the alias, du-ud and DO maps.
-    fn references(&self, content: Content, slots: &Slots<'t>) -> Option<()> {
+    fn references(&mut self, content: Content, slots: &Slots<'t>) -> Option<()> {
         // Each content type below stands for one element name (`child_content`).
         let tables = self.tables;
         let attribute = |slot: Slot| slots.0[slot as usize];
@@ -371,7 +422,7 @@ impl<'t> Pass<'_, 't> {
             _ => None,
         };
         if let Some(scope) = scope_attribute.and_then(attribute)
-            && !tables.scopes.contains_key(scope)
+            && self.scope(scope).is_none()
         {
             return None;
         }
@@ -384,7 +435,7 @@ impl<'t> Pass<'_, 't> {
                 | Content::SubroutineCall
                 | Content::FunctionCall
         ) && let (Some(symbol), Some(scope)) = (attribute(Slot::SymbolId), attribute(Slot::ScopeId))
-            && !tables.scopes.get(scope)?.contains(symbol)
+            && !self.scope(scope)?.contains(symbol)
         {
             return None;
         }
