@@ -64,6 +64,9 @@ pub(super) fn xaif_prefix(root_tag: &str) -> Option<String> {
         let name_start = p;
         p += bytes[p..].iter().position(|&b| b == b'=' || is_blank(b))?;
         let name = &root_tag[name_start..p];
+        if bytes[p] != b'=' {
+            return None;
+        }
         let quote = *bytes.get(p + 1).filter(|q| matches!(q, b'"' | b'\''))?;
         let value_start = p + 2;
         let value_end = value_start + bytes[value_start..].iter().position(|&b| b == quote)?;
@@ -867,6 +870,21 @@ pub(super) mod tests {
         let twice =
             SAMPLE.replacen(r#"<xaif:Entry vertex_id="1"/>"#, r#"<xaif:Entry vertex_id="1" vertex_id="1"/>"#, 1);
         assert_eq!(compare(&twice), Ok(0));
+    }
+
+    /// The prefix comes from a declaration of the root's own, not from text inside a value,
+    /// and only where one plain declaration binds it.
+    #[test]
+    fn the_prefix_is_the_roots_plain_declaration() {
+        let xaif = "http://www.mcs.anl.gov/XAIF";
+        let prefix = |tag: String| super::xaif_prefix(&tag);
+        assert_eq!(prefix(format!(r#"<xaif:CallGraph xmlns:xaif="{xaif}" program_name="p">"#)), Some("xaif:".into()));
+        assert_eq!(prefix(format!(r#"<a:CallGraph xmlns:xsi="urn:x" xmlns:a='{xaif}'>"#)), Some("a:".into()));
+        assert_eq!(prefix(format!(r#"<CallGraph xmlns="{xaif}">"#)), None);
+        assert_eq!(prefix(format!(r#"<x:CallGraph note='xmlns:x="{xaif}"' xmlns:x="urn:x">"#)), None);
+        assert_eq!(prefix(format!(r#"<x:CallGraph xmlns:x="{xaif}" xmlns:y="{xaif}">"#)), None);
+        assert_eq!(prefix(format!(r#"<x:CallGraph xmlns:x = "{xaif}">"#)), None);
+        assert_eq!(prefix(r#"<x:CallGraph xmlns:x="http://www.mcs.anl.gov/XAI&#70;">"#.into()), None);
     }
 
     /// Numbers are small numbers exactly when written plainly, and two are equal as texts
