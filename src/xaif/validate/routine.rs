@@ -120,6 +120,19 @@ fn name_end_mask(chunk: &[u8; 16]) -> u32 {
     chunk.iter().enumerate().fold(0u32, |m, (k, &b)| m | u32::from(is_blank(b) || b == b'/' || b == b'>') << k)
 }
 
+/// Whether `value` is of `kind` in the form front ends write it (digits, at most nine, with a
+/// sign for integers), told without parsing it; `false` leaves the question to `bad_value`.
+fn plainly_valid(kind: Value, value: &str) -> bool {
+    let digits = |text: &str| (1..=9).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit());
+    match kind {
+        Value::Text => true,
+        Value::Integer => digits(value.strip_prefix('-').unwrap_or(value)),
+        Value::NonNegative | Value::Count => digits(value),
+        Value::Positive | Value::Position => digits(value) && value.bytes().any(|b| b != b'0'),
+        Value::Boolean | Value::OneOf(_) => false,
+    }
+}
+
 /// An open element.
 struct Frame<'t> {
     content: Content,
@@ -296,7 +309,7 @@ impl<'p, 't> Pass<'p, 't> {
             met |= 1 << index;
             next = index + 1;
             let (name, kind, _) = known[index];
-            if !matches!(kind, Value::Text) && bad_value(kind, value).is_some() {
+            if !plainly_valid(kind, value) && bad_value(kind, value).is_some() {
                 return None;
             }
             if let Some(slot) = Slot::of(name) {
@@ -885,6 +898,43 @@ pub(super) mod tests {
         assert_eq!(prefix(format!(r#"<x:CallGraph xmlns:x="{xaif}" xmlns:y="{xaif}">"#)), None);
         assert_eq!(prefix(format!(r#"<x:CallGraph xmlns:x = "{xaif}">"#)), None);
         assert_eq!(prefix(r#"<x:CallGraph xmlns:x="http://www.mcs.anl.gov/XAI&#70;">"#.into()), None);
+    }
+
+    /// What `plainly_valid` accepts, the values' own check accepts too.
+    #[test]
+    fn plainly_valid_values_are_valid() {
+        use super::super::{Value, bad_value};
+        let kinds = [
+            Value::Text,
+            Value::Boolean,
+            Value::Integer,
+            Value::NonNegative,
+            Value::Positive,
+            Value::Position,
+            Value::Count,
+            Value::OneOf(&["a"]),
+        ];
+        let mut texts: Vec<String> = ["", "-", "+1", " 1", "1 ", "-0", "00", "0", "a", "1.5", "٣", "4294967296"]
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        for digits in 1..=12 {
+            for lead in ['0', '1', '4', '9'] {
+                let number: String = std::iter::once(lead).chain(std::iter::repeat_n('9', digits - 1)).collect();
+                texts.push(format!("-{number}"));
+                texts.push(number);
+            }
+        }
+        let mut accepted = 0;
+        for kind in kinds {
+            for text in &texts {
+                if super::plainly_valid(kind, text) {
+                    accepted += 1;
+                    assert_eq!(bad_value(kind, text), None, "{text:?}");
+                }
+            }
+        }
+        assert!(accepted > 100, "{accepted}");
     }
 
     /// Numbers are small numbers exactly when written plainly, and two are equal as texts
