@@ -472,7 +472,8 @@ impl<'p, 't> Pass<'p, 't> {
     }
 }
 
-/// The attributes the checks beyond their values look at.
+/// The attributes the checks beyond their values look at (`FormalArgCount` last: [`Slots`]
+/// holds one value for each).
 #[derive(Copy, Clone)]
 enum Slot {
     VertexId,
@@ -511,7 +512,7 @@ impl Slot {
 
 /// The values of an element's [`Slot`] attributes.
 #[derive(Default)]
-struct Slots<'t>([Option<&'t str>; 12]);
+struct Slots<'t>([Option<&'t str>; Slot::FormalArgCount as usize + 1]);
 
 /// A graph's own checks: unique vertex and edge ids, edges between its vertices, and for a
 /// control flow graph one entry and one exit, no edge into the entry or out of the exit, and,
@@ -646,9 +647,10 @@ fn unique<'a>(ids: impl Iterator<Item = &'a str> + Clone) -> bool {
 #[cfg(test)]
 pub(super) mod tests {
     use std::cell::Cell;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use super::super::fragments::check_in_windows_with;
+    use super::super::tree::tests::{shared_dir, walk};
 
     thread_local! {
         /// How many routines this thread's one-pass checks accepted.
@@ -669,38 +671,14 @@ pub(super) mod tests {
         Ok((ACCEPTED.with(Cell::get) - before) / 2)
     }
 
-    fn xaif_files(dir: &Path, files: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                xaif_files(&path, files);
-            } else if path.extension().is_some_and(|e| e == "xaif") {
-                files.push(path);
-            }
-        }
-    }
-
-    fn shared() -> PathBuf {
-        let shared = std::env::var_os("XAIF_SHARED")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
-        assert!(
-            shared.join("corpus").is_dir(),
-            "reference material not found at {} (set XAIF_SHARED to the shared directory)",
-            shared.display()
-        );
-        shared
-    }
-
     /// Every test document and every document of the shared material: the same findings with
     /// the one-pass checks as without, and the one-pass checks take nearly every routine of the
     /// corpus inputs (a front end's output).
     #[test]
     fn every_accepted_routine_has_no_findings() {
-        let mut files = Vec::new();
-        xaif_files(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata")), &mut files);
-        xaif_files(&shared(), &mut files);
+        let mut files = walk(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata")));
+        files.extend(walk(&shared_dir()));
+        files.retain(|path| path.extension().is_some_and(|e| e == "xaif"));
         files.sort();
         let (mut inputs, mut accepted, mut routines) = (0, 0, 0);
         for file in &files {

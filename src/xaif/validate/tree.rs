@@ -789,7 +789,7 @@ impl<'i> Scan<'i> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// What the checks can see of a tree: elements (parent, name, namespace, attributes,
@@ -918,16 +918,8 @@ mod tests {
     /// stage outputs): the scan agrees with roxmltree, and takes nearly all of them.
     #[test]
     fn the_scan_agrees_on_the_shared_documents() {
-        let shared = std::env::var_os("XAIF_SHARED")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
-        assert!(
-            shared.join("corpus").is_dir(),
-            "reference material not found at {} (set XAIF_SHARED to the shared directory)",
-            shared.display()
-        );
         let (mut scanned, mut total) = (0, 0);
-        for entry in walk(&shared) {
+        for entry in walk(&shared_dir()) {
             let Ok(text) = std::fs::read_to_string(&entry) else { continue };
             total += 1;
             let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -940,7 +932,22 @@ mod tests {
         assert!(total > 1000 && scanned * 100 >= total * 95, "the scan took {scanned} of {total} documents");
     }
 
-    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    /// The shared material (`XAIF_SHARED`, default `../shared`); a test that needs it fails
+    /// when it is missing.
+    pub(in super::super) fn shared_dir() -> std::path::PathBuf {
+        let shared = std::env::var_os("XAIF_SHARED")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
+        assert!(
+            shared.join("corpus").is_dir(),
+            "reference material not found at {} (set XAIF_SHARED to the shared directory)",
+            shared.display()
+        );
+        shared
+    }
+
+    /// The XAIF and XML files under `dir`, sorted.
+    pub(in super::super) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(dir) = stack.pop() {
