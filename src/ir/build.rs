@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashSet;
 
+use super::names::SeriesId;
 use super::*;
 
 /// Hands out the engine's temporaries (`<prefix>aux_N`, `lin_N`, `tyc_N`, `Symbol_N`, …). One
@@ -13,7 +14,7 @@ use super::*;
 pub struct Temporaries {
     /// The next number of each kind, in the order kinds were first asked for. A handful of
     /// kinds, so a list: an `FxHashMap` lookup hashed the kind's text for every temporary.
-    counters: Vec<(&'static str, usize)>,
+    counters: Vec<Counter>,
     /// Statement ids in use: the document's and those handed out.
     statement_ids: NameSet,
     /// Statement ids of the document known by their text only: the streaming driver finds
@@ -228,18 +229,30 @@ impl Temporaries {
             log.push(Deferred::Temporary { scope, kind, symbol: id });
             return id;
         }
+        let counter = counter(&mut self.counters, kind);
+        let series = match counter.series {
+            Some((table, series)) if table == cg.names.identity() => series,
+            _ => {
+                // `<prefix><kind>_` numbers the temporaries, and `_<prefix><kind>_` the
+                // statement ids of their assignments ([`Self::assignment_id`]): both are
+                // series of the name table.
+                self.text.clear();
+                self.text.push('_');
+                self.text.push_str(cg.names.get(cg.prefix));
+                self.text.push_str(kind);
+                self.text.push('_');
+                cg.names.series(&self.text);
+                let series = cg.names.series(&self.text[1..]);
+                counter.series = Some((cg.names.identity(), series));
+                series
+            }
+        };
         let name = loop {
-            let counter = counter(&mut self.counters, kind);
-            self.text.clear();
-            self.text.push_str(cg.names.get(cg.prefix));
-            self.text.push_str(kind);
-            self.text.push('_');
-            self.text.push_str(itoa::Buffer::new().format(*counter));
-            *counter += 1;
-            let known = cg.names.len();
-            let name = cg.names.intern(&self.text);
+            let number = counter.next;
+            counter.next += 1;
+            let (name, new) = cg.names.numbered(series, number);
             // A name interned just now names no symbol yet: nothing to look up.
-            if cg.names.len() > known || cg.lookup_symbol(scope, name).is_none() {
+            if new || cg.lookup_symbol(scope, name).is_none() {
                 break name;
             }
         };
@@ -250,18 +263,29 @@ impl Temporaries {
     }
 }
 
+/// The numbering of one kind of temporaries.
+#[derive(Debug)]
+struct Counter {
+    kind: &'static str,
+    /// The number to try next.
+    next: usize,
+    /// The series of the kind's names in the name table of this identity
+    /// ([`crate::ir::Names::identity`]), as that table registered it.
+    series: Option<(u64, SeriesId)>,
+}
+
 /// The counter of `kind` among `counters`, new at 0. Kinds are string literals: the same
 /// address, as a rule, so comparing addresses decides before the texts need comparing.
-fn counter<'c>(counters: &'c mut Vec<(&'static str, usize)>, kind: &'static str) -> &'c mut usize {
+fn counter<'c>(counters: &'c mut Vec<Counter>, kind: &'static str) -> &'c mut Counter {
     let same = |known: &str| std::ptr::eq(known, kind) || crate::bytes::eq(known.as_bytes(), kind.as_bytes());
-    let index = match counters.iter().position(|(known, _)| same(known)) {
+    let index = match counters.iter().position(|counter| same(counter.kind)) {
         Some(index) => index,
         None => {
-            counters.push((kind, 0));
+            counters.push(Counter { kind, next: 0, series: None });
             counters.len() - 1
         }
     };
-    &mut counters[index].1
+    &mut counters[index]
 }
 
 /// The schema's array shape of the given rank (rank 0 is a scalar).

@@ -91,8 +91,10 @@ impl Extend<Name> for NameSet {
 /// The interner. All strings live in one buffer (one allocation per growth, not two per
 /// name); the table holds only ids and finds a string's id by hashing it and comparing
 /// against the buffer.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Names {
+    /// This table's own number, a copy's too ([`Names::identity`]).
+    identity: u64,
     text: String,
     /// `(start, end)` of each name in `text`, by id.
     spans: Vec<(u32, u32)>,
@@ -103,6 +105,60 @@ pub struct Names {
     /// literally. Known once per name, the writer need not scan the text of every attribute
     /// it writes (names are written many times each).
     needs_escape: Vec<bool>,
+    /// Numbered series (`<prefix>prp_0`, `<prefix>prp_1`, …): every name of a series' form is
+    /// found by its number instead of in `table` ([`Names::series`]).
+    series: Vec<Series>,
+    /// The first bytes of the series' starts, one bit each: a name beginning otherwise is in
+    /// none of them, found without comparing it to their starts.
+    series_first: [u64; 4],
+}
+
+/// One numbered series of names: `start` followed by a number in plain decimal (no sign, no
+/// leading zero) below [`SERIES_NUMBERS`].
+///
+/// The engine invents its temporaries and their statement ids this way, one after the other,
+/// hundreds of thousands in a large document. Found through the hashed table, each cost a
+/// probe of a table as large as every name of the document, a cache miss or two apiece (at
+/// 64 MiB of input, 7% of the run's time); by number, the one looked up is next to the last.
+#[derive(Clone, Debug)]
+struct Series {
+    start: Box<str>,
+    /// Whether `start` holds what an attribute value must escape (its names then do).
+    escapes: bool,
+    /// By number: the name, or [`Name::EMPTY`] where none is interned.
+    by_number: Vec<Name>,
+}
+
+/// Numbers of a series from this on are names like any other, in the hashed table: a
+/// document's own names may have the form of a series with any number, which would otherwise
+/// take memory in proportion to the number (here at most 4 MiB per series).
+const SERIES_NUMBERS: usize = 1 << 20;
+
+/// A series of names, as [`Names::series`] registered it in one table.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct SeriesId(u32);
+
+/// The numbers tables are given, one each ([`Names::identity`]).
+static IDENTITIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn new_identity() -> u64 {
+    IDENTITIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Clone for Names {
+    /// A copy is a table of its own: what it registers later is not the original's.
+    fn clone(&self) -> Self {
+        Names {
+            identity: new_identity(),
+            text: self.text.clone(),
+            spans: self.spans.clone(),
+            table: self.table.clone(),
+            small: self.small.clone(),
+            needs_escape: self.needs_escape.clone(),
+            series: self.series.clone(),
+            series_first: self.series_first,
+        }
+    }
 }
 
 impl Default for Names {
@@ -116,11 +172,14 @@ impl Names {
     /// grow (and rehash) the table step by step.
     pub fn with_capacity(count: usize, bytes: usize) -> Names {
         let mut names = Names {
+            identity: new_identity(),
             text: String::with_capacity(bytes),
             spans: Vec::with_capacity(count),
             table: hashbrown::HashTable::with_capacity(count),
             small: Vec::new(),
             needs_escape: Vec::with_capacity(count),
+            series: Vec::new(),
+            series_first: [0; 4],
         };
         // Stored first, so that `intern("")` can answer without looking.
         let empty = names.intern_slow("");
@@ -136,6 +195,41 @@ fn hash(s: &str) -> u64 {
 fn span_str<'t>(text: &'t str, spans: &[(u32, u32)], name: Name) -> &'t str {
     let (start, end) = spans[name.0 as usize];
     &text[start as usize..end as usize]
+}
+
+fn escape_needed(s: &str) -> bool {
+    s.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t'))
+}
+
+/// The number `digits` spells in plain decimal (no sign, no leading zero), if below
+/// [`SERIES_NUMBERS`].
+fn series_number(digits: &[u8]) -> Option<usize> {
+    match digits {
+        [] => None,
+        [b'0'] => Some(0),
+        [b'0', ..] => None,
+        // Seven digits and more are past the numbers a series holds.
+        _ if digits.len() > 7 || !digits.iter().all(u8::is_ascii_digit) => None,
+        _ => {
+            let n = digits.iter().fold(0, |n, &d| n * 10 + usize::from(d - b'0'));
+            (n < SERIES_NUMBERS).then_some(n)
+        }
+    }
+}
+
+/// Which of `series` `s` belongs to, and its number there. The starts end in a character
+/// other than a digit, so no name belongs to two: its start is all of it but the digits it
+/// ends with, which only one series can have.
+fn in_series(series: &[Series], first: &[u64; 4], s: &str) -> Option<(usize, usize)> {
+    let bytes = s.as_bytes();
+    let &lead = bytes.first()?;
+    if first[usize::from(lead / 64)] & (1 << (lead % 64)) == 0 {
+        return None;
+    }
+    let digits = bytes.iter().rev().take(8).take_while(|b| b.is_ascii_digit()).count();
+    let (start, digits) = bytes.split_at(bytes.len() - digits);
+    let number = series_number(digits)?;
+    series.iter().position(|one| one.start.as_bytes() == start).map(|k| (k, number))
 }
 
 impl Names {
@@ -181,6 +275,11 @@ impl Names {
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
+        if !self.series.is_empty()
+            && let Some((series, number)) = in_series(&self.series, &self.series_first, s)
+        {
+            return self.numbered(SeriesId(series as u32), number).0;
+        }
         let Names { text, spans, table, needs_escape, .. } = self;
         let h = hash(s);
         if let Some(&name) = table.find(h, |&n| crate::bytes::eq(span_str(text, spans, n).as_bytes(), s.as_bytes())) {
@@ -190,9 +289,78 @@ impl Names {
         let start = text.len() as u32;
         text.push_str(s);
         spans.push((start, text.len() as u32));
-        needs_escape.push(s.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\n' | b'\r' | b'\t')));
+        needs_escape.push(escape_needed(s));
         table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
+    }
+
+    /// The series of names `start` followed by a number ([`Series`]), registered in this
+    /// table the first time it is asked for: from then on every name of that form, interned
+    /// before or after, is found by its number. `start` must end in a character other than a
+    /// digit (none of its names could belong to another series).
+    pub fn series(&mut self, start: &str) -> SeriesId {
+        debug_assert!(start.bytes().last().is_some_and(|b| !b.is_ascii_digit()), "{start:?}");
+        if let Some(k) = self.series.iter().position(|one| *one.start == *start) {
+            return SeriesId(k as u32);
+        }
+        let id = SeriesId(self.series.len() as u32);
+        let mut one = Series { start: start.into(), escapes: escape_needed(start), by_number: Vec::new() };
+        // Names of its form interned before move out of the table.
+        let Names { text, spans, table, .. } = self;
+        for index in 1..spans.len() {
+            let name = Name(index as u32);
+            let s = span_str(text, spans, name);
+            let Some(number) = s.as_bytes().strip_prefix(start.as_bytes()).and_then(series_number) else { continue };
+            if let Ok(entry) = table.find_entry(hash(s), |&n| n == name) {
+                entry.remove();
+            }
+            if one.by_number.len() <= number {
+                one.by_number.resize(number + 1, Name::EMPTY);
+            }
+            one.by_number[number] = name;
+        }
+        if let Some(&lead) = start.as_bytes().first() {
+            self.series_first[usize::from(lead / 64)] |= 1 << (lead % 64);
+        }
+        self.series.push(one);
+        id
+    }
+
+    /// A number no other table has, a copy included: what a caller learnt of one table (the
+    /// id of a series, say) holds for the table of the same number.
+    pub fn identity(&self) -> u64 {
+        self.identity
+    }
+
+    /// The name of `series` numbered `number`, interned now if it was not (then `true`). A
+    /// number past what a series holds is interned as any name is.
+    pub fn numbered(&mut self, series: SeriesId, number: usize) -> (Name, bool) {
+        if number >= SERIES_NUMBERS {
+            let start = &self.series[series.0 as usize].start;
+            let mut spelled = String::with_capacity(start.len() + 20);
+            spelled.push_str(start);
+            spelled.push_str(itoa::Buffer::new().format(number));
+            let known = self.len();
+            let name = self.intern(&spelled);
+            return (name, self.len() > known);
+        }
+        let Names { text, spans, needs_escape, series: all, .. } = self;
+        let one = &mut all[series.0 as usize];
+        if let Some(&name) = one.by_number.get(number).filter(|name| !name.is_empty()) {
+            return (name, false);
+        }
+        let name = Name(spans.len() as u32);
+        let start = text.len() as u32;
+        text.push_str(&one.start);
+        text.push_str(itoa::Buffer::new().format(number));
+        spans.push((start, text.len() as u32));
+        needs_escape.push(one.escapes);
+        if one.by_number.len() <= number {
+            // Numbers come one after the other: room for as many again.
+            one.by_number.resize((number + 1).max(2 * one.by_number.len()), Name::EMPTY);
+        }
+        one.by_number[number] = name;
+        (name, true)
     }
 
     /// The names interned from the `first`-th (by [`Name::index`]) on.
@@ -223,11 +391,15 @@ impl Names {
         if len >= self.spans.len() {
             return;
         }
-        let Names { text, spans, table, small, needs_escape } = self;
+        let Names { text, spans, table, small, needs_escape, series, series_first, .. } = self;
         for index in (len..spans.len()).rev() {
             let name = Name(index as u32);
             let s = span_str(text, spans, name);
-            if let Ok(entry) = table.find_entry(hash(s), |&n| n == name) {
+            if let Some((k, number)) = in_series(series, series_first, s) {
+                if let Some(slot) = series[k].by_number.get_mut(number) {
+                    *slot = Name::EMPTY;
+                }
+            } else if let Ok(entry) = table.find_entry(hash(s), |&n| n == name) {
                 entry.remove();
             }
         }
@@ -242,6 +414,9 @@ impl Names {
     }
 
     pub fn find(&self, s: &str) -> Option<Name> {
+        if let Some((k, number)) = in_series(&self.series, &self.series_first, s) {
+            return self.series[k].by_number.get(number).copied().filter(|name| !name.is_empty());
+        }
         self.table.find(hash(s), |&n| self.get(n) == s).copied()
     }
 
@@ -345,5 +520,138 @@ mod tests {
         assert_eq!(names.len(), 1);
         assert_eq!(names.intern(""), Name::EMPTY);
         assert_eq!(names.intern("q"), x);
+    }
+
+    #[test]
+    fn a_series_finds_its_names_before_and_after_it_was_registered() {
+        let mut names = Names::default();
+        let early = names.intern("T_7");
+        let padded = names.intern("T_07");
+        let other = names.intern("U_7");
+        let series = names.series("T_");
+        assert_eq!(names.series("T_"), series, "registered once");
+        // Interned before: found by number, the same name whichever way it is asked for.
+        assert_eq!(names.numbered(series, 7), (early, false));
+        assert_eq!(names.intern("T_7"), early);
+        assert_eq!(names.find("T_7"), Some(early));
+        // Not of the series' form: as before, in the table.
+        assert_eq!(names.intern("T_07"), padded);
+        assert_eq!(names.intern("U_7"), other);
+        assert_eq!(names.find("T_"), None);
+        // New numbers, either way.
+        let (eight, new) = names.numbered(series, 8);
+        assert!(new);
+        assert_eq!(names.get(eight), "T_8");
+        assert_eq!(names.intern("T_8"), eight);
+        let nine = names.intern("T_9");
+        assert_eq!(names.numbered(series, 9), (nine, false));
+        assert_eq!(names.find("T_10"), None);
+        // Past the numbers a series holds: a name like any other, the same either way.
+        let far = SERIES_NUMBERS + 3;
+        let (big, new) = names.numbered(series, far);
+        assert!(new);
+        assert_eq!(names.get(big), format!("T_{far}"));
+        assert_eq!(names.intern(&format!("T_{far}")), big);
+        assert_eq!(names.numbered(series, far), (big, false));
+        // Starts that need escaping make names that do.
+        let quoted = names.series("a<b_");
+        let (name, _) = names.numbered(quoted, 0);
+        assert!(names.needs_escape(name));
+        assert!(!names.needs_escape(eight));
+    }
+
+    #[test]
+    fn truncating_forgets_names_of_series_too() {
+        let mut names = Names::default();
+        let series = names.series("T_");
+        let len = names.len();
+        let (zero, _) = names.numbered(series, 0);
+        let x = names.intern("x");
+        let one = names.intern("T_1");
+        names.truncate(len);
+        assert_eq!(names.find("T_0"), None);
+        assert_eq!(names.find("T_1"), None);
+        assert_eq!(names.find("x"), None);
+        assert_eq!(names.numbered(series, 0), (zero, true));
+        assert_eq!(names.intern("x"), x);
+        assert_eq!(names.intern("T_1"), one);
+    }
+
+    #[test]
+    fn a_copy_is_a_table_of_its_own() {
+        let names = Names::default();
+        let copy = names.clone();
+        assert_ne!(names.identity(), copy.identity());
+        assert_ne!(names.identity(), Names::default().identity());
+    }
+
+    /// One step of [`names_stay_one_per_text`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        Intern(String),
+        Series(&'static str),
+        Numbered(&'static str, usize),
+        Truncate(usize),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        const STARTS: [&str; 3] = ["T_", "_T_", "U1_"];
+        let start = proptest::sample::select(&STARTS[..]);
+        // Texts of a series' form and texts near it (leading zeros, other starts, no digits).
+        let text = proptest::string::string_regex("(_?T_|U1_|U_|T)?(0|[1-9][0-9]{0,2}|0[0-9]|x)?").expect("a regex");
+        prop_oneof![
+            4 => text.prop_map(Step::Intern),
+            1 => start.clone().prop_map(Step::Series),
+            3 => (start, 0usize..40).prop_map(|(start, number)| Step::Numbered(start, number)),
+            1 => (0usize..40).prop_map(Step::Truncate),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever is interned, registered and forgotten in whatever order, a text has one
+        /// name, names are numbered in the order their texts first came, and each names its
+        /// text: as a plain list of the texts would have it.
+        #[test]
+        fn names_stay_one_per_text(steps in proptest::collection::vec(step(), 0..60)) {
+            let mut names = Names::default();
+            let mut texts: Vec<String> = vec![String::new()];
+            for step in steps {
+                let (text, name, new) = match step {
+                    Step::Intern(text) => {
+                        let known = names.len();
+                        let name = names.intern(&text);
+                        (text, name, names.len() > known)
+                    }
+                    Step::Series(start) => {
+                        names.series(start);
+                        continue;
+                    }
+                    Step::Numbered(start, number) => {
+                        let series = names.series(start);
+                        let (name, new) = names.numbered(series, number);
+                        (format!("{start}{number}"), name, new)
+                    }
+                    Step::Truncate(len) => {
+                        names.truncate(len);
+                        texts.truncate(len.max(1));
+                        proptest::prop_assert_eq!(names.len(), texts.len());
+                        continue;
+                    }
+                };
+                let expected = texts.iter().position(|known| *known == text);
+                proptest::prop_assert_eq!(new, expected.is_none(), "{:?}", text);
+                if expected.is_none() {
+                    texts.push(text.clone());
+                }
+                proptest::prop_assert_eq!(name.index(), expected.unwrap_or(texts.len() - 1), "{:?}", text);
+                proptest::prop_assert_eq!(names.len(), texts.len());
+            }
+            for (index, text) in texts.iter().enumerate() {
+                proptest::prop_assert_eq!(names.get(Name(index as u32)), text.as_str());
+                let found = if text.is_empty() { Some(Name::EMPTY) } else { names.find(text) };
+                proptest::prop_assert_eq!(found, Some(Name(index as u32)), "{:?}", text);
+            }
+        }
     }
 }
