@@ -59,7 +59,7 @@ pub struct CallGraph {
     pub routines: Arena<Routine>,
     pub call_edges: Vec<CallGraphEdge>,
     /// `(scope, symbol name) → symbol`, kept in step with `symbols` by [`CallGraph::add_symbol`].
-    pub symbol_index: FxHashMap<(ScopeId, Name), SymbolId>,
+    pub symbol_index: SymbolIndex,
     /// About how many bytes this call graph takes written as XAIF: the size it was read from
     /// (0 when built otherwise), raised by passes that add code. The writer's first guess at
     /// its output size, which saves growing the output buffer step by step.
@@ -69,8 +69,8 @@ pub struct CallGraph {
 impl CallGraph {
     /// Adds a symbol to its scope's table; returns the existing one if the name is taken.
     pub fn add_symbol(&mut self, symbol: Symbol) -> SymbolId {
-        match self.symbol_index.get(&(symbol.scope, symbol.name)) {
-            Some(&existing) => existing,
+        match self.lookup_symbol(symbol.scope, symbol.name) {
+            Some(existing) => existing,
             None => self.add_new_symbol(symbol),
         }
     }
@@ -78,12 +78,11 @@ impl CallGraph {
     /// [`Self::add_symbol`] of a symbol whose name no symbol of its scope has (a name just
     /// interned, or one looked up already): no lookup first.
     pub fn add_new_symbol(&mut self, symbol: Symbol) -> SymbolId {
-        let key = (symbol.scope, symbol.name);
-        debug_assert!(!self.symbol_index.contains_key(&key));
-        let scope = symbol.scope;
+        let (scope, name) = (symbol.scope, symbol.name);
+        debug_assert!(self.lookup_symbol(scope, name).is_none());
         let id = self.symbols.alloc(symbol);
         self.scopes[scope].symbols.push(id);
-        self.symbol_index.insert(key, id);
+        self.symbol_index.insert(scope, name, id, &self.symbols);
         id
     }
 
@@ -99,13 +98,13 @@ impl CallGraph {
             } else {
                 scope.retain(|&s| s != id);
             }
-            self.symbol_index.remove(&(symbol.scope, symbol.name));
+            self.symbol_index.remove(symbol.scope, symbol.name, id);
         }
         self.symbols.truncate(len);
     }
 
     pub fn lookup_symbol(&self, scope: ScopeId, name: Name) -> Option<SymbolId> {
-        self.symbol_index.get(&(scope, name)).copied()
+        self.symbol_index.get(scope, name, &self.symbols)
     }
 
     pub fn name(&self, name: Name) -> &str {
@@ -134,6 +133,74 @@ impl CallGraph {
             Routine::ControlFlowGraph(cfg) => Some((id, cfg)),
             Routine::ReplacementList(_) => None,
         })
+    }
+}
+
+/// `(scope, symbol name) → symbol`, for [`CallGraph::lookup_symbol`].
+///
+/// Most names name one symbol: every temporary the engine invents, and most of a document's
+/// own. Those are found by the name's number in a list, without hashing; the temporaries,
+/// named one after the other, are added next to the last (at 64 MiB of input, inserting each
+/// into a hashed map of every symbol missed the cache, 1.8% of a tangent run's samples).
+/// Names that several scopes use (a loop counter, a routine's local `x`) go to a hashed map
+/// keyed by scope and name.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolIndex {
+    /// By name: [`NO_SYMBOL`], the one symbol of that name, or [`SHARED_NAME`].
+    by_name: Vec<u32>,
+    /// The symbols of the names several symbols have.
+    shared: FxHashMap<(ScopeId, Name), SymbolId>,
+}
+
+/// No symbol has the name.
+const NO_SYMBOL: u32 = u32::MAX;
+/// Several symbols have the name: see [`SymbolIndex::shared`].
+const SHARED_NAME: u32 = u32::MAX - 1;
+
+fn symbol_id(raw: u32) -> SymbolId {
+    SymbolId::from_raw(la_arena::RawIdx::from_u32(raw))
+}
+
+impl SymbolIndex {
+    fn get(&self, scope: ScopeId, name: Name, symbols: &SymbolArena) -> Option<SymbolId> {
+        match self.by_name.get(name.index()).copied().unwrap_or(NO_SYMBOL) {
+            NO_SYMBOL => None,
+            SHARED_NAME => self.shared.get(&(scope, name)).copied(),
+            one => Some(symbol_id(one)).filter(|&id| symbols[id].scope == scope),
+        }
+    }
+
+    /// `id`, of `name` in `scope`, where no symbol of `scope` has that name yet.
+    fn insert(&mut self, scope: ScopeId, name: Name, id: SymbolId, symbols: &SymbolArena) {
+        let raw = id.into_raw().into_u32();
+        assert!(raw < SHARED_NAME, "more symbols than the index can number");
+        if self.by_name.len() <= name.index() {
+            self.by_name.resize(name.index() + 1, NO_SYMBOL);
+        }
+        let slot = &mut self.by_name[name.index()];
+        match *slot {
+            NO_SYMBOL => *slot = raw,
+            SHARED_NAME => {
+                self.shared.insert((scope, name), id);
+            }
+            one => {
+                let other = symbol_id(one);
+                self.shared.insert((symbols[other].scope, name), other);
+                self.shared.insert((scope, name), id);
+                *slot = SHARED_NAME;
+            }
+        }
+    }
+
+    /// Forgets `id`, of `name` in `scope`.
+    fn remove(&mut self, scope: ScopeId, name: Name, id: SymbolId) {
+        match self.by_name.get_mut(name.index()) {
+            Some(slot) if *slot == id.into_raw().into_u32() => *slot = NO_SYMBOL,
+            Some(&mut SHARED_NAME) => {
+                self.shared.remove(&(scope, name));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -997,4 +1064,65 @@ pub struct IndexTriplet {
     pub index: Option<Expression>,
     pub bound: Option<Expression>,
     pub stride: Option<Expression>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One step of [`symbols_are_found_by_scope_and_name`]: add a symbol of name `.1` to
+    /// scope `.0` (if it has none of that name), or forget the symbols from the `n`-th on.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Add(usize, usize),
+        Forget(usize),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            5 => (0usize..3, 0usize..6).prop_map(|(scope, name)| Step::Add(scope, name)),
+            1 => (0usize..20).prop_map(Step::Forget),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever symbols are added and forgotten, each `(scope, name)` finds the symbol a
+        /// plain list of them finds, whether the name is one symbol's or several scopes'.
+        #[test]
+        fn symbols_are_found_by_scope_and_name(steps in proptest::collection::vec(step(), 0..50)) {
+            let mut cg = CallGraph::default();
+            let scopes: Vec<ScopeId> = (0..3)
+                .map(|_| cg.scopes.alloc(Scope { id: Name::EMPTY, annotation: Name::EMPTY, symbols: Vec::new() }))
+                .collect();
+            let names: Vec<Name> = (0..6).map(|k| cg.names.intern(&format!("v{k}"))).collect();
+            let mut model: Vec<(ScopeId, Name)> = Vec::new();
+            for step in steps {
+                match step {
+                    Step::Add(scope, name) => {
+                        let (scope, name) = (scopes[scope], names[name]);
+                        let known = model.iter().position(|&entry| entry == (scope, name));
+                        let id = cg.add_symbol(Symbol::new(scope, name));
+                        match known {
+                            Some(k) => proptest::prop_assert_eq!(id.into_raw().into_u32() as usize, k),
+                            None => model.push((scope, name)),
+                        }
+                    }
+                    Step::Forget(len) => {
+                        let len = len.min(model.len());
+                        cg.forget_symbols_from(len);
+                        model.truncate(len);
+                    }
+                }
+                proptest::prop_assert_eq!(cg.symbols.len(), model.len());
+                for &scope in &scopes {
+                    for &name in &names {
+                        let expected = model.iter().position(|&entry| entry == (scope, name));
+                        let found = cg.lookup_symbol(scope, name).map(|id| id.into_raw().into_u32() as usize);
+                        proptest::prop_assert_eq!(found, expected);
+                    }
+                }
+            }
+        }
+    }
 }
