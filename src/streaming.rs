@@ -23,6 +23,7 @@
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
 mod parallel;
+mod writer;
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -51,7 +52,8 @@ use crate::xaif::read::{
     ReadError, ReadOptions, ReadOutput, RoutineSink as ReadSink, read_streaming, read_streaming_for_summaries,
 };
 use crate::xaif::validate::Progress;
-use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine, write_tail};
+use crate::xaif::write::{WriteOptions, write_head, write_tail};
+use writer::Output;
 
 /// A streamed run's results.
 #[derive(Debug)]
@@ -99,7 +101,7 @@ pub fn identity(
     options: &ReadOptions,
     config: &Config,
     write: &WriteOptions,
-    body: &mut dyn RoutineSink,
+    body: &mut (dyn RoutineSink + Send),
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
@@ -109,10 +111,36 @@ pub fn identity(
     // (`concurrency.gate`): what it writes is what the reader took in, and the caller keeps it
     // only once they have passed. Their first verdict comes after a scan of the whole
     // document; waiting for it left a core idle for a tenth of a 16 MiB run.
-    let mut driver = Driver::new(None, config, Temporaries::default(), None, body, None);
-    driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
-    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
-    driver.finish(read, write)
+    let drive = |output| {
+        let mut driver = Driver::new(None, config, Temporaries::default(), None, output, None);
+        driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
+        let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
+        driver.finish(read, write)
+    };
+    if !(concurrency.pipelined && concurrency.writer) {
+        return drive(Output::here(body));
+    }
+    std::thread::scope(|scope| {
+        let (handle, thread) = writer::spawn(scope, body);
+        joined(drive(Output::Thread(handle)), thread)
+    })
+}
+
+/// What a run whose routines a writing thread wrote ([`writer`]) comes to, once that thread
+/// is done: the driver's result, or the body's error where writing failed (the driver then
+/// found the thread gone, or finished before it did).
+fn joined<T>(
+    driven: Result<T, StreamError>,
+    thread: std::thread::ScopedJoinHandle<'_, std::io::Result<()>>,
+) -> Result<T, StreamError> {
+    let written = match thread.join() {
+        Ok(written) => written,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    match (driven, written) {
+        (Ok(_) | Err(StreamError::Io(_)), Err(error)) => Err(error.into()),
+        (driven, _) => driven,
+    }
 }
 
 /// The tangent-linear mode, routine by routine: for each, derivative initialization (`-D`),
@@ -124,29 +152,38 @@ pub fn tangent(
     catalogue: &Catalogue,
     config: &Config,
     write: &WriteOptions,
-    body: &mut dyn RoutineSink,
+    body: &mut (dyn RoutineSink + Send),
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     refuse_whole_document_switches(config)?;
-    let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
-    // What the passes need to know of the whole document; pipelined, learnt while the reading
-    // thread reads the head.
-    let learn_document = |driver: &mut Driver| -> Result<(), StreamError> {
-        let survey = survey(input, concurrency.gate)?;
-        driver.temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
-        driver.bodies = Some(survey.bodies);
-        Ok(())
+    let drive = |output| {
+        let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, output, concurrency.gate);
+        // What the passes need to know of the whole document; pipelined, learnt while the
+        // reading thread reads the head.
+        let learn_document = |driver: &mut Driver| -> Result<(), StreamError> {
+            let survey = survey(input, concurrency.gate)?;
+            driver.temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
+            driver.bodies = Some(survey.bodies);
+            Ok(())
+        };
+        // Reports that print each sequence's graph spell the names a worker only has
+        // placeholders for.
+        driver.workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
+        let read = if concurrency.pipelined {
+            read_pipelined(&mut driver, input, file, options, learn_document)
+        } else {
+            learn_document(&mut driver)?;
+            read_into(&mut driver, input, file, options, false)
+        };
+        driver.finish(read, write)
     };
-    // Reports that print each sequence's graph spell the names a worker only has placeholders
-    // for.
-    driver.workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
-    let read = if concurrency.pipelined {
-        read_pipelined(&mut driver, input, file, options, learn_document)
-    } else {
-        learn_document(&mut driver)?;
-        read_into(&mut driver, input, file, options, false)
-    };
-    driver.finish(read, write)
+    if !(concurrency.pipelined && concurrency.writer) {
+        return drive(Output::here(body));
+    }
+    std::thread::scope(|scope| {
+        let (handle, thread) = writer::spawn(scope, body);
+        joined(drive(Output::Thread(handle)), thread)
+    })
 }
 
 /// The adjoint mode, routine by routine, in two passes over the document (or three, below).
@@ -189,7 +226,8 @@ pub fn adjoint(
 
     // First pass: summaries.
     let mut sink = std::io::sink();
-    let mut first = Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+    let mut first =
+        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::here(&mut sink), concurrency.gate);
     first.adjoint =
         Some(AdjointPass::Summarize { summaries: ArenaMap::default(), frames: ArenaMap::default(), alias_keys: None });
     let summarized = read_pass(&mut first).map_err(whole_document_on_failure)?;
@@ -228,8 +266,14 @@ pub fn adjoint(
     // callers' restores depend on.
     let directs = if calls_later {
         let mut sink = std::io::sink();
-        let mut between =
-            Driver::new(Some(catalogue), config, Temporaries::default(), None, &mut sink, concurrency.gate);
+        let mut between = Driver::new(
+            Some(catalogue),
+            config,
+            Temporaries::default(),
+            None,
+            Output::here(&mut sink),
+            concurrency.gate,
+        );
         (between.workers, between.routines_per_worker) = (workers, per_worker);
         let recording = Recording::from_contexts(effects.clone(), contexts.clone());
         between.adjoint = Some(AdjointPass::Directs {
@@ -248,7 +292,8 @@ pub fn adjoint(
         .with_directs(directs);
 
     // Last pass: reversal.
-    let mut second = Driver::new(Some(catalogue), config, Temporaries::default(), None, body, concurrency.gate);
+    let mut second =
+        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::here(body), concurrency.gate);
     (second.workers, second.routines_per_worker) = (workers, per_worker);
     second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
     let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
@@ -312,6 +357,9 @@ pub struct Concurrency<'p> {
     /// the workers; 0 transforms on this thread alone. The output is the same whatever the
     /// number.
     pub workers: usize,
+    /// Pipelined tangent and identity: write the routines on a thread of their own
+    /// (`streaming::writer`). The output is the same either way.
+    pub writer: bool,
 }
 
 /// Reads the document, handing each routine to `driver` as it is read.
@@ -510,7 +558,7 @@ impl Streamed {
         if self.head_in_body {
             return Ok(());
         }
-        write_head_to(&self.call_graph, &self.options, sink)
+        crate::xaif::write::write_head_to(&self.call_graph, &self.options, sink)
     }
 }
 
@@ -563,22 +611,6 @@ impl<W: Write> Write for Plain<W> {
 
 impl<W: Write> RoutineSink for Plain<W> {}
 
-/// Writes one routine to `body`, through `buffer` where it lends none.
-fn write_routine_to(
-    cg: &CallGraph,
-    routine: RoutineId,
-    body: &mut dyn RoutineSink,
-    buffer: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    if let Some(lent) = body.lend() {
-        write_routine(cg, routine, lent);
-        return body.appended();
-    }
-    buffer.clear();
-    write_routine(cg, routine, buffer);
-    body.write_all(buffer)
-}
-
 /// A mode whose head goes to the body writer before the first routine (identity).
 struct HeadFirst {
     options: WriteOptions,
@@ -603,11 +635,9 @@ struct Driver<'c> {
     /// that the passes, which walk every routine, see only the one being transformed.
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
     /// Where written routines go, one after the other.
-    body: &'c mut dyn RoutineSink,
+    output: Output<'c>,
     /// Elimination plans by graph shape, across routines.
     plans: PlanCache,
-    /// One routine's text, reused.
-    buffer: Vec<u8>,
     report: Report,
     failure: Option<StreamError>,
     /// Validation running at the same time: a routine is transformed only once it has passed.
@@ -638,7 +668,7 @@ impl<'c> Driver<'c> {
         config: &'c Config,
         temporaries: Temporaries,
         bodies: Option<FxHashSet<(Box<str>, Box<str>)>>,
-        body: &'c mut dyn RoutineSink,
+        output: Output<'c>,
         gate: Option<&'c Progress>,
     ) -> Driver<'c> {
         Driver {
@@ -649,8 +679,7 @@ impl<'c> Driver<'c> {
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
             waiting: VecDeque::new(),
-            body,
-            buffer: Vec::new(),
+            output,
             plans: PlanCache::default(),
             report: Report::default(),
             failure: None,
@@ -747,7 +776,7 @@ impl<'c> Driver<'c> {
         match &mut self.head_first {
             Some(head) if !head.written => {
                 head.written = true;
-                write_head_to(cg, &head.options, self.body)
+                self.output.write_head(cg, &head.options)
             }
             _ => Ok(()),
         }
@@ -782,11 +811,12 @@ impl<'c> Driver<'c> {
                 }
             };
             let writes = !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. }));
-            if writes && let Err(error) = write_routine_to(cg, routine, self.body, &mut self.buffer) {
-                self.failure = Some(error.into());
+            if !writes {
+                cg.routines[routine].drop_graphs();
+            } else if let Err(error) = self.output.write_routine(cg, routine) {
+                self.failure = Some(error);
                 return;
             }
-            cg.routines[routine].drop_graphs();
             if let Some(head) = head {
                 cg.routines[routine] = head;
             }
@@ -816,7 +846,7 @@ impl<'c> Driver<'c> {
             }
             _ => (parallel::Mode::Tangent, None),
         };
-        let (buffer, body) = (&mut self.buffer, &mut *self.body);
+        let output = &mut self.output;
         let mut write = |cg: &mut CallGraph, routine: RoutineId, finished: parallel::Finished| {
             if let Some(reverser) = reverser.as_deref_mut() {
                 reverser.stats.absorb(&finished.stats);
@@ -825,7 +855,7 @@ impl<'c> Driver<'c> {
                 }
             }
             if writes {
-                write_routine_to(cg, routine, body, buffer)?;
+                output.write_routine(cg, routine)?;
             }
             cg.routines[routine].drop_graphs();
             if let Some(head) = finished.head {

@@ -111,6 +111,9 @@ pub struct Names {
     /// The first bytes of the series' starts, one bit each: a name beginning otherwise is in
     /// none of them, found without comparing it to their starts.
     series_first: [u64; 4],
+    /// Names were appended without being entered in `table` or the series
+    /// ([`Names::append_batch`]): looking a name up means comparing it with every name.
+    unindexed: bool,
 }
 
 /// One numbered series of names: `start` followed by a number in plain decimal (no sign, no
@@ -157,6 +160,7 @@ impl Clone for Names {
             needs_escape: self.needs_escape.clone(),
             series: self.series.clone(),
             series_first: self.series_first,
+            unindexed: self.unindexed,
         }
     }
 }
@@ -180,6 +184,7 @@ impl Names {
             needs_escape: Vec::with_capacity(count),
             series: Vec::new(),
             series_first: [0; 4],
+            unindexed: false,
         };
         // Stored first, so that `intern("")` can answer without looking.
         let empty = names.intern_slow("");
@@ -275,28 +280,29 @@ impl Names {
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
+        if self.unindexed {
+            return self.intern_unindexed(s);
+        }
         if !self.series.is_empty()
             && let Some((series, number)) = in_series(&self.series, &self.series_first, s)
         {
             return self.numbered(SeriesId(series as u32), number).0;
         }
-        let Names { text, spans, table, needs_escape, .. } = self;
         let h = hash(s);
+        let Names { text, spans, table, .. } = self;
         if let Some(&name) = table.find(h, |&n| crate::bytes::eq(span_str(text, spans, n).as_bytes(), s.as_bytes())) {
             return name;
         }
-        let name = Name(spans.len() as u32);
-        let start = text.len() as u32;
-        text.push_str(s);
-        spans.push((start, text.len() as u32));
-        needs_escape.push(escape_needed(s));
+        let name = self.push(s);
+        let Names { text, spans, table, .. } = self;
         table.insert_unique(h, name, |&n| hash(span_str(text, spans, n)));
         name
     }
 
-    /// The series of names `start` followed by a number ([`Series`]), registered in this
-    /// table the first time it is asked for: from then on every name of that form, interned
-    /// before or after, is found by its number. `start` must end in a character other than a
+    /// The series of names `start` followed by a number in plain decimal (below 2^20;
+    /// larger numbers are names like any other), registered in this table the first time it
+    /// is asked for: from then on every name of that form, interned before or after, is found
+    /// by its number. `start` must end in a character other than a
     /// digit (none of its names could belong to another series).
     pub fn series(&mut self, start: &str) -> SeriesId {
         debug_assert!(start.bytes().last().is_some_and(|b| !b.is_ascii_digit()), "{start:?}");
@@ -335,7 +341,7 @@ impl Names {
     /// The name of `series` numbered `number`, interned now if it was not (then `true`). A
     /// number past what a series holds is interned as any name is.
     pub fn numbered(&mut self, series: SeriesId, number: usize) -> (Name, bool) {
-        if number >= SERIES_NUMBERS {
+        if number >= SERIES_NUMBERS || self.unindexed {
             let start = &self.series[series.0 as usize].start;
             let mut spelled = String::with_capacity(start.len() + 20);
             spelled.push_str(start);
@@ -371,6 +377,38 @@ impl Names {
             batch.ends.push(batch.text.len() as u32);
         }
         batch
+    }
+
+    /// Appends the names of `batch` as the next ids, in order, without looking any up: for a
+    /// copy of another table that only spells names (the streaming writer's,
+    /// `streaming::writer`), taking in the names that table made since, all new to the copy.
+    /// Entering each in the hashed table was two fifths of what that thread did beside
+    /// writing. The copy can still look names up, but only by comparing with every name.
+    pub fn append_batch(&mut self, batch: &NameBatch) {
+        self.unindexed = true;
+        let mut start = 0;
+        for &end in &batch.ends {
+            let s = &batch.text[start..end as usize];
+            self.push(s);
+            start = end as usize;
+        }
+    }
+
+    /// `s` as a new name, entered nowhere.
+    #[inline]
+    fn push(&mut self, s: &str) -> Name {
+        let name = Name(self.spans.len() as u32);
+        let start = self.text.len() as u32;
+        self.text.push_str(s);
+        self.spans.push((start, self.text.len() as u32));
+        self.needs_escape.push(escape_needed(s));
+        name
+    }
+
+    /// [`Names::intern`] in a table with names entered nowhere ([`Names::append_batch`]).
+    #[cold]
+    fn intern_unindexed(&mut self, s: &str) -> Name {
+        self.find(s).unwrap_or_else(|| self.push(s))
     }
 
     /// Interns the names of `batch` in order, appending what each became to `ids`.
@@ -414,6 +452,9 @@ impl Names {
     }
 
     pub fn find(&self, s: &str) -> Option<Name> {
+        if self.unindexed {
+            return (0..self.spans.len()).map(|k| Name(k as u32)).find(|&name| self.get(name) == s);
+        }
         if let Some((k, number)) = in_series(&self.series, &self.series_first, s) {
             return self.series[k].by_number.get(number).copied().filter(|name| !name.is_empty());
         }

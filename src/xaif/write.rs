@@ -73,8 +73,13 @@ struct Drain<'w> {
 
 /// Appends one routine (a control flow graph or a replacement list), as [`write()`] does.
 pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
+    write_routine_value(cg, &cg.routines[routine], out);
+}
+
+/// [`write_routine`] of a routine held apart from `cg`, whose names and symbols it uses.
+pub fn write_routine_value(cg: &CallGraph, routine: &Routine, out: &mut Vec<u8>) {
     let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None };
-    match &cg.routines[routine] {
+    match routine {
         Routine::ControlFlowGraph(cfg) => w.control_flow_graph(cfg),
         Routine::ReplacementList(list) => w.replacement_list(list),
     }
