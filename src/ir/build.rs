@@ -231,7 +231,7 @@ impl Temporaries {
         }
         let counter = counter(&mut self.counters, kind);
         let series = match counter.series {
-            Some((table, series)) if table == cg.names.identity() => series,
+            Some((table, prefix, series)) if table == cg.names.identity() && prefix == cg.prefix => series,
             _ => {
                 // `<prefix><kind>_` numbers the temporaries, and `_<prefix><kind>_` the
                 // statement ids of their assignments ([`Self::assignment_id`]): both are
@@ -243,7 +243,7 @@ impl Temporaries {
                 self.text.push('_');
                 cg.names.series(&self.text);
                 let series = cg.names.series(&self.text[1..]);
-                counter.series = Some((cg.names.identity(), series));
+                counter.series = Some((cg.names.identity(), cg.prefix, series));
                 series
             }
         };
@@ -270,8 +270,8 @@ struct Counter {
     /// The number to try next.
     next: usize,
     /// The series of the kind's names in the name table of this identity
-    /// ([`crate::ir::Names::identity`]), as that table registered it.
-    series: Option<(u64, SeriesId)>,
+    /// ([`crate::ir::Names::identity`]) under this prefix, as that table registered it.
+    series: Option<(u64, Name, SeriesId)>,
 }
 
 /// The counter of `kind` among `counters`, new at 0. Kinds are string literals: the same
