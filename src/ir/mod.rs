@@ -173,13 +173,17 @@ impl SymbolIndex {
     /// `id`, of `name` in `scope`, where no symbol of `scope` has that name yet.
     fn insert(&mut self, scope: ScopeId, name: Name, id: SymbolId, symbols: &SymbolArena) {
         let raw = id.into_raw().into_u32();
-        assert!(raw < SHARED_NAME, "more symbols than the index can number");
         if self.by_name.len() <= name.index() {
             self.by_name.resize(name.index() + 1, NO_SYMBOL);
         }
         let slot = &mut self.by_name[name.index()];
         match *slot {
-            NO_SYMBOL => *slot = raw,
+            // (A symbol numbered like the markers goes to the map.)
+            NO_SYMBOL if raw < SHARED_NAME => *slot = raw,
+            NO_SYMBOL => {
+                self.shared.insert((scope, name), id);
+                *slot = SHARED_NAME;
+            }
             SHARED_NAME => {
                 self.shared.insert((scope, name), id);
             }

@@ -619,6 +619,31 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_takes_in_what_the_original_made_since_by_appending() {
+        let mut names = Names::default();
+        names.intern("x");
+        let series = names.series("T_");
+        let mut copy = names.clone();
+        let from = names.len();
+        let made = [names.intern("y"), names.numbered(series, 3).0, names.intern("x<"), names.intern("T_4")];
+        copy.append_batch(&names.batch_since(from));
+        assert_eq!(copy.len(), names.len());
+        for name in made {
+            assert_eq!(copy.get(name), names.get(name));
+            assert_eq!(copy.needs_escape(name), names.needs_escape(name));
+            // Looked up by comparing with every name, still one id per text.
+            assert_eq!(copy.find(names.get(name)), Some(name));
+            assert_eq!(copy.intern(names.get(name)), name);
+        }
+        assert_eq!(copy.numbered(series, 3), (made[1], false));
+        assert_eq!(copy.intern("x"), names.intern("x"));
+        let (five, new) = copy.numbered(series, 5);
+        assert!(new);
+        assert_eq!(copy.get(five), "T_5");
+        assert_eq!(copy.intern("T_5"), five);
+    }
+
+    #[test]
     fn a_copy_is_a_table_of_its_own() {
         let names = Names::default();
         let copy = names.clone();

@@ -4,7 +4,9 @@
 //! On a large run the driver's thread is the critical path: the reader and the checks share
 //! the other core, which has room to spare (16 MiB tangent on two cores: the driver busy for
 //! 340 of 412 ms, the others for about 250). Writing each routine's text and freeing its
-//! graphs was a sixth of the driver's time; a writing thread takes both over.
+//! graphs was a sixth of the driver's time; a writing thread takes both over. It costs work
+//! of its own and memory (the copy below), so the command line asks for it only where a core
+//! is free for it and the input is large (`WRITER_CORES`, `WRITER_FROM` in `main.rs`).
 //!
 //! It writes from a copy of the call graph that follows the driver's, as the transforming side
 //! follows the reader's ([`super::read_pipelined`]). The head is copied with the first routine;
