@@ -51,7 +51,7 @@ impl Output<'_> {
                 cg.routines[routine].drop_graphs();
                 Ok(())
             }
-            Output::Thread(handle) => handle.send_routine(cg, routine),
+            Output::Thread(handle) => Ok(handle.send_routine(cg, routine)?),
         }
     }
 
@@ -103,18 +103,18 @@ pub(super) fn spawn<'scope>(
     (Handle { sender, sent: None, head_shape: [0; 4] }, thread)
 }
 
-/// What the writing thread's channel said when it was found closed: the thread stopped at an
-/// error of the body, which its result gives.
-fn stopped() -> StreamError {
-    StreamError::Io(io::Error::other("the thread writing the routines stopped"))
+/// Sending to the writing thread found its channel closed: the thread stopped at an error of
+/// the body, which its result gives (`joined` in `streaming.rs` reports that one).
+fn stopped() -> io::Error {
+    io::Error::other("the thread writing the routines stopped")
 }
 
 impl Handle {
-    fn send(&self, message: Message) -> Result<(), StreamError> {
+    fn send(&self, message: Message) -> io::Result<()> {
         self.sender.send(message).map_err(|_| stopped())
     }
 
-    fn send_routine(&mut self, cg: &mut CallGraph, id: RoutineId) -> Result<(), StreamError> {
+    fn send_routine(&mut self, cg: &mut CallGraph, id: RoutineId) -> io::Result<()> {
         // The graphs go over; a copy of the head stays, as a written routine's does.
         let graphs = take_graphs(&mut cg.routines[id]);
         let mut routine = cg.routines[id].clone();
@@ -147,7 +147,7 @@ impl Write for Handle {
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.sender.send(Message::Text(bytes.to_vec())).map_err(|_| io::Error::other("the writing thread stopped"))
+        self.send(Message::Text(bytes.to_vec()))
     }
 
     fn flush(&mut self) -> io::Result<()> {
