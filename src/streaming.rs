@@ -117,30 +117,33 @@ pub fn identity(
         let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
         driver.finish(read, write)
     };
-    if !(concurrency.pipelined && concurrency.writer) {
+    with_output(body, concurrency.pipelined && concurrency.writer, drive)
+}
+
+/// Runs `drive` with the routines going to `body`: written on this thread, or, when
+/// `threaded`, on a thread of their own ([`writer`]). Then the run's result is the driver's, or
+/// the body's error where writing failed (the driver then found the thread gone, or finished
+/// before it did).
+fn with_output<'b, T>(
+    body: &'b mut (dyn RoutineSink + Send),
+    threaded: bool,
+    drive: impl FnOnce(Output<'b>) -> Result<T, StreamError>,
+) -> Result<T, StreamError> {
+    if !threaded {
         return drive(Output::here(body));
     }
     std::thread::scope(|scope| {
         let (handle, thread) = writer::spawn(scope, body);
-        joined(drive(Output::Thread(handle)), thread)
+        let driven = drive(Output::Thread(handle));
+        let written = match thread.join() {
+            Ok(written) => written,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match (driven, written) {
+            (Ok(_) | Err(StreamError::Io(_)), Err(error)) => Err(error.into()),
+            (driven, _) => driven,
+        }
     })
-}
-
-/// What a run whose routines a writing thread wrote ([`writer`]) comes to, once that thread
-/// is done: the driver's result, or the body's error where writing failed (the driver then
-/// found the thread gone, or finished before it did).
-fn joined<T>(
-    driven: Result<T, StreamError>,
-    thread: std::thread::ScopedJoinHandle<'_, std::io::Result<()>>,
-) -> Result<T, StreamError> {
-    let written = match thread.join() {
-        Ok(written) => written,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
-    match (driven, written) {
-        (Ok(_) | Err(StreamError::Io(_)), Err(error)) => Err(error.into()),
-        (driven, _) => driven,
-    }
 }
 
 /// The tangent-linear mode, routine by routine: for each, derivative initialization (`-D`),
@@ -177,13 +180,7 @@ pub fn tangent(
         };
         driver.finish(read, write)
     };
-    if !(concurrency.pipelined && concurrency.writer) {
-        return drive(Output::here(body));
-    }
-    std::thread::scope(|scope| {
-        let (handle, thread) = writer::spawn(scope, body);
-        joined(drive(Output::Thread(handle)), thread)
-    })
+    with_output(body, concurrency.pipelined && concurrency.writer, drive)
 }
 
 /// The adjoint mode, routine by routine, in two passes over the document (or three, below).

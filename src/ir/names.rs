@@ -386,11 +386,8 @@ impl Names {
     /// writing. The copy can still look names up, but only by comparing with every name.
     pub fn append_batch(&mut self, batch: &NameBatch) {
         self.unindexed = true;
-        let mut start = 0;
-        for &end in &batch.ends {
-            let s = &batch.text[start..end as usize];
+        for s in batch.iter() {
             self.push(s);
-            start = end as usize;
         }
     }
 

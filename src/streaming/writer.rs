@@ -104,7 +104,7 @@ pub(super) fn spawn<'scope>(
 }
 
 /// Sending to the writing thread found its channel closed: the thread stopped at an error of
-/// the body, which its result gives (`joined` in `streaming.rs` reports that one).
+/// the body, which its result gives (`with_output` in `streaming.rs` reports that one).
 fn stopped() -> io::Error {
     io::Error::other("the thread writing the routines stopped")
 }
