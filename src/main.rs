@@ -1127,7 +1127,15 @@ fn concurrency(
     };
     let writer =
         pipelined && writer_set().unwrap_or_else(|| bytes >= WRITER_FROM && xaifbooster::cores() >= WRITER_CORES);
-    streaming::Concurrency { gate, pipelined, workers, writer }
+    let planner = pipelined && workers == 0 && planner_set().unwrap_or(true);
+    streaming::Concurrency { gate, pipelined, workers, writer, planner }
+}
+
+/// `XAIFBOOSTER_PLANNER` (0 or 1), when set: whether a pipelined tangent run without workers
+/// makes its elimination plans on a thread of their own (`streaming::planner`; by default it
+/// does: a pipelined run has two cores).
+fn planner_set() -> Option<bool> {
+    std::env::var("XAIFBOOSTER_PLANNER").ok().and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0)
 }
 
 /// From how many cores a pipelined run writes its routines on a thread of their own

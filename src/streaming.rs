@@ -23,6 +23,7 @@
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
 mod parallel;
+mod planner;
 mod writer;
 
 use std::collections::VecDeque;
@@ -39,10 +40,10 @@ use crate::ir::{
     CallGraph, CfgVertexKind, ControlFlowGraph, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId,
 };
 use crate::passes::adjoint::RoutineByRoutine;
-use crate::passes::elimination::PlanCache;
+use crate::passes::elimination::{PlanCache, Planner};
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::TangentConfig;
-use crate::passes::tangent::tangent_with_plans;
+use crate::passes::tangent::{Linearized, finish_routines, linearize_routines, tangent_with_plans};
 use crate::passes::type_change::{TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
@@ -159,8 +160,14 @@ pub fn tangent(
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     refuse_whole_document_switches(config)?;
-    let drive = |output| {
+    // Reports that print each sequence's graph spell the names a worker only has placeholders
+    // for.
+    let workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
+    let drive_with = |output, planner: Option<planner::Away>| {
         let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, output, concurrency.gate);
+        if let Some(planner) = planner {
+            driver.plans = Box::new(planner);
+        }
         // What the passes need to know of the whole document; pipelined, learnt while the
         // reading thread reads the head.
         let learn_document = |driver: &mut Driver| -> Result<(), StreamError> {
@@ -169,9 +176,7 @@ pub fn tangent(
             driver.bodies = Some(survey.bodies);
             Ok(())
         };
-        // Reports that print each sequence's graph spell the names a worker only has
-        // placeholders for.
-        driver.workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
+        driver.workers = workers;
         let read = if concurrency.pipelined {
             read_pipelined(&mut driver, input, file, options, learn_document)
         } else {
@@ -179,6 +184,17 @@ pub fn tangent(
             read_into(&mut driver, input, file, options, false)
         };
         driver.finish(read, write)
+    };
+    // Workers plan for themselves. The planning thread ends once the driver, which holds its
+    // end, is dropped, however the driver ends.
+    let drive = |output| {
+        if !(concurrency.pipelined && concurrency.planner && workers == 0) {
+            return drive_with(output, None);
+        }
+        std::thread::scope(|scope| match planner::spawn(scope) {
+            Some((away, _)) => drive_with(output, Some(away)),
+            None => drive_with(output, None),
+        })
     };
     with_output(body, concurrency.pipelined && concurrency.writer, drive)
 }
@@ -357,6 +373,9 @@ pub struct Concurrency<'p> {
     /// Pipelined tangent and identity: write the routines on a thread of their own
     /// (`streaming::writer`). The output is the same either way.
     pub writer: bool,
+    /// Pipelined tangent without workers: make elimination plans on a thread of their own
+    /// (`streaming::planner`). The output is the same either way.
+    pub planner: bool,
 }
 
 /// Reads the document, handing each routine to `driver` as it is read.
@@ -633,8 +652,9 @@ struct Driver<'c> {
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
     /// Where written routines go, one after the other.
     output: Output<'c>,
-    /// Elimination plans by graph shape, across routines.
-    plans: PlanCache,
+    /// Elimination plans by graph shape, across routines: made here, or on a thread of their
+    /// own ([`planner`]).
+    plans: Box<dyn Planner + 'c>,
     report: Report,
     failure: Option<StreamError>,
     /// Validation running at the same time: a routine is transformed only once it has passed.
@@ -649,6 +669,12 @@ struct Driver<'c> {
     /// How many routines each worker takes at a time.
     routines_per_worker: usize,
     parallel: Option<parallel::Workers>,
+    /// Tangent with a planner that makes plans elsewhere: the routine transformed last, up to
+    /// its plans ([`linearize_routine`]), finished and written once the next one is linearized
+    /// (or at the end).
+    unfinished: Option<(RoutineId, Linearized)>,
+    /// The routine [`Driver::transform`] has just linearized and left unfinished.
+    linearized: Option<(RoutineId, Linearized)>,
     /// The adjoint's pass, in adjoint mode.
     adjoint: Option<AdjointPass<'c>>,
     /// The adjoint's interprocedural facts, copied once for the workers to copy.
@@ -677,7 +703,7 @@ impl<'c> Driver<'c> {
             formal_counts: FxHashMap::default(),
             waiting: VecDeque::new(),
             output,
-            plans: PlanCache::default(),
+            plans: Box::new(PlanCache::default()),
             report: Report::default(),
             failure: None,
             gate,
@@ -686,6 +712,8 @@ impl<'c> Driver<'c> {
             workers: 0,
             routines_per_worker: parallel::ROUTINES_PER_WORKER,
             parallel: None,
+            unfinished: None,
+            linearized: None,
             adjoint: None,
             adjoint_facts: None,
             head_symbols: 0,
@@ -807,6 +835,14 @@ impl<'c> Driver<'c> {
                     return;
                 }
             };
+            if let Some(linearized) = self.linearized.take() {
+                if let Err(error) = self.finish_unfinished(cg) {
+                    self.failure = Some(error);
+                    return;
+                }
+                self.unfinished = Some(linearized);
+                continue;
+            }
             let writes = !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. }));
             if !writes {
                 cg.routines[routine].drop_graphs();
@@ -819,8 +855,22 @@ impl<'c> Driver<'c> {
             }
         }
         if end {
+            if let Err(error) = self.finish_unfinished(cg) {
+                self.failure = Some(error);
+                return;
+            }
             self.transform_queued(cg, true);
         }
+    }
+
+    /// Finishes the routine left unfinished, if any, and writes it.
+    fn finish_unfinished(&mut self, cg: &mut CallGraph) -> Result<(), StreamError> {
+        let (Some((routine, linearized)), Some(catalogue)) = (self.unfinished.take(), self.catalogue) else {
+            return Ok(());
+        };
+        let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
+        finish_routine(cg, catalogue, self.config, temporaries, plans, report, linearized);
+        self.output.write_routine(cg, routine)
     }
 
     /// Parallel: transforms the routines queued for the workers while the ones transformed
@@ -910,9 +960,15 @@ impl<'c> Driver<'c> {
     /// passes need once it is written (a control flow graph's, as before its reversal).
     fn transform(&mut self, cg: &mut CallGraph, routine: RoutineId) -> Result<Option<Routine>, StreamError> {
         let Some(catalogue) = self.catalogue else { return Ok(None) };
-        let (temporaries, plans, report) = (&mut self.temporaries, &mut self.plans, &mut self.report);
+        let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
         let Some(pass) = self.adjoint.as_mut() else {
-            transform_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?;
+            let linearized = linearize_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?;
+            if plans.defers() {
+                // Finished once the next routine is linearized, while its plans are made.
+                self.linearized = Some((routine, linearized));
+            } else {
+                finish_routine(cg, catalogue, self.config, temporaries, plans, report, linearized);
+            }
             return Ok(None);
         };
         let size_hint = cg.size_hint;
@@ -961,7 +1017,7 @@ fn adjoint_tangent(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
-    plans: &mut PlanCache,
+    plans: &mut dyn Planner,
     tangent: &TangentConfig,
     routine: RoutineId,
     report: &mut Report,
@@ -976,29 +1032,57 @@ fn adjoint_tangent(
 }
 
 /// The tangent mode's passes over `routine`, the one routine of `cg` that has its graphs, as
-/// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`. The
-/// passes skip the other routines' heads without work (they hold every routine read so far).
+/// [`crate::pipeline::tangent`] runs them over all, up to the elimination plans: what they did
+/// goes into `report`, and [`finish_routine`] does the rest. The passes skip the other
+/// routines' heads without work (they hold every routine read so far).
+fn linearize_routine(
+    cg: &mut CallGraph,
+    routine: RoutineId,
+    catalogue: &Catalogue,
+    config: &Config,
+    temporaries: &mut Temporaries,
+    plans: &mut dyn Planner,
+    report: &mut Report,
+) -> Result<Linearized, PipelineError> {
+    if config.initialize_derivatives {
+        report.initialized_derivatives += initialize_derivatives(cg);
+    }
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
+    merge_type_change(&mut report.type_change, type_change);
+    Ok(linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?)
+}
+
+/// [`linearize_routine`] and [`finish_routine`] in one go.
 fn transform_routine(
     cg: &mut CallGraph,
     routine: RoutineId,
     catalogue: &Catalogue,
     config: &Config,
     temporaries: &mut Temporaries,
-    plans: &mut PlanCache,
+    plans: &mut dyn Planner,
     report: &mut Report,
 ) -> Result<(), PipelineError> {
-    if config.initialize_derivatives {
-        report.initialized_derivatives += initialize_derivatives(cg);
-    }
+    let linearized = linearize_routine(cg, routine, catalogue, config, temporaries, plans, report)?;
+    finish_routine(cg, catalogue, config, temporaries, plans, report, linearized);
+    Ok(())
+}
+
+/// The rest of the tangent passes over what [`linearize_routine`] gave.
+fn finish_routine(
+    cg: &mut CallGraph,
+    catalogue: &Catalogue,
+    config: &Config,
+    temporaries: &mut Temporaries,
+    plans: &mut dyn Planner,
+    report: &mut Report,
+    linearized: Linearized,
+) {
     let size_hint = cg.size_hint;
-    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
-    merge_type_change(&mut report.type_change, type_change);
-    let tangent = tangent_with_plans(cg, catalogue, temporaries, &config.tangent, plans)?;
+    let tangent = finish_routines(cg, catalogue, temporaries, &config.tangent, plans, linearized);
     report.tangent.sequences.extend(tangent.sequences);
     // The passes grow the size hint for a whole document's output; one routine at a time
     // it would grow without bound.
     cg.size_hint = size_hint;
-    Ok(())
 }
 
 /// Adds one routine's TypeChange figures to the run's.

@@ -101,7 +101,8 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
     // Read on the driver's thread, and on a second one as the command line does from 1 MiB
     // on (the reader then holds a copy of the head).
     for pipelined in [false, true] {
-        let concurrency = streaming::Concurrency { gate: None, pipelined, workers: 0, writer: false };
+        let concurrency =
+            streaming::Concurrency { gate: None, pipelined, workers: 0, writer: false, planner: pipelined };
         let mut peaks = Vec::new();
         for megabytes in ["2", "8"] {
             let path = dir.path().join(format!("synthetic_{megabytes}.xaif"));
@@ -257,7 +258,13 @@ fn streamed_adjoint_peak_memory_is_a_fraction_of_the_whole_documents() {
             configurations.push((true, 3, 5, (3, 5)));
         }
         for (pipelined, workers, bound, of_whole) in configurations {
-            let concurrency = streaming::Concurrency { gate: None, pipelined, workers, writer: false };
+            let concurrency = streaming::Concurrency {
+                gate: None,
+                pipelined,
+                workers,
+                writer: false,
+                planner: pipelined && workers == 0,
+            };
             let streamed = streamed_peak(&bytes, concurrency);
             let size = bytes.len();
             eprintln!(
@@ -282,7 +289,7 @@ fn streamed_adjoint_peak_memory_is_a_fraction_of_the_whole_documents() {
         // One thread: the same allocations every run.
         let streamed = streamed_peak(
             &reversed,
-            streaming::Concurrency { gate: None, pipelined: false, workers: 0, writer: false },
+            streaming::Concurrency { gate: None, pipelined: false, workers: 0, writer: false, planner: false },
         );
         let size = reversed.len();
         eprintln!(

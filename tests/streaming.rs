@@ -46,15 +46,18 @@ fn statistics(report: &pipeline::Report) -> String {
 
 /// Reading on the driver's thread, then on a second one; then routines transformed by one,
 /// two and three workers (each number puts routines back in windows of its own size); with
-/// the routines written on a thread of their own, with and without workers.
-const READINGS: [Concurrency<'static>; 7] = [
-    Concurrency { gate: None, pipelined: false, workers: 0, writer: false },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: false },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: true },
-    Concurrency { gate: None, pipelined: true, workers: 1, writer: false },
-    Concurrency { gate: None, pipelined: true, workers: 2, writer: true },
-    Concurrency { gate: None, pipelined: true, workers: 2, writer: false },
-    Concurrency { gate: None, pipelined: true, workers: 3, writer: false },
+/// the routines written on a thread of their own, with and without workers; with the
+/// tangent's elimination plans made on a thread of their own, and with the writer too.
+const READINGS: [Concurrency<'static>; 9] = [
+    Concurrency { gate: None, pipelined: false, workers: 0, writer: false, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 0, writer: true, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 1, writer: false, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 2, writer: true, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 2, writer: false, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 3, writer: false, planner: false },
+    Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: true },
+    Concurrency { gate: None, pipelined: true, workers: 0, writer: true, planner: true },
 ];
 
 fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, StreamError> {
@@ -207,6 +210,23 @@ fn tangent_over_corpus(config: &Config) {
 #[test]
 fn tangent_streamed_equals_whole_document_over_the_corpus() {
     tangent_over_corpus(&Config::default());
+}
+
+/// The switches that change what a sequence's plan turns into (`-C` counters at the end of
+/// every block, `-H` propagators as calls, `-n` n-ary `Sax`, each sequence's graph and its
+/// elimination kept in the statistics): the planning thread's sequences are finished later,
+/// and must come out as those finished at once.
+#[test]
+fn tangent_streamed_equals_whole_document_with_propagator_switches() {
+    let mut config = Config::default();
+    config.tangent.runtime_counters = true;
+    config.tangent.inline_propagators = true;
+    config.tangent.record_graphs = true;
+    tangent_over_corpus(&config);
+    let mut config = Config::default();
+    config.tangent.nary_sax = true;
+    config.tangent.preaccumulation = xaifbooster::passes::tangent::Preaccumulation::Statement;
+    tangent_over_corpus(&config);
 }
 
 #[test]
@@ -374,8 +394,9 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
         }
         for (switches, config) in &configs {
             let whole = whole_adjoint(&bytes, config);
-            // The adjoint writes on the driver's thread: the writer's readings would repeat others.
-            for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer) {
+            // The adjoint writes and plans on the driver's thread: the writer's and the planner's
+            // readings would repeat others.
+            for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer && !concurrency.planner) {
                 runs += 1;
                 let name = format!(
                     "{} {switches} (pipelined: {}, workers: {})",
@@ -422,7 +443,7 @@ fn adjoint_streams_synthetic_inputs_in_both_routine_orders() {
     let reversed = common::reverse_routines(&forward);
     for (switches, config) in adjoint_configs().into_iter().take(2) {
         let whole = whole_adjoint(forward.as_bytes(), &config).expect("adjoint");
-        for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer) {
+        for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer && !concurrency.planner) {
             let streamed = streamed_adjoint(forward.as_bytes(), &config, *concurrency).expect("streamed");
             assert!(whole.0 == streamed.0, "{switches} {concurrency:?}: {}", first_difference(&whole.0, &streamed.0));
             assert_eq!(whole.1, streamed.1, "{switches} {concurrency:?}: statistics differ");
