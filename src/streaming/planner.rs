@@ -64,3 +64,81 @@ impl Planner for Away {
         self.workspace = workspace;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::elimination::{Label, VertexKind};
+
+    /// Graphs of 2 to 17 vertices, independents first and dependents last, every other pair
+    /// joined by an edge whose label is a unit, a constant or a run-time value; shapes repeat,
+    /// so the cache serves some of them.
+    fn graphs() -> Vec<Lcg> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        (0..200)
+            .map(|_| {
+                let n = 2 + next(16) as usize;
+                let independents = 1 + next(n as u64 / 2) as usize;
+                let dependents = 1 + next((n - independents) as u64) as usize;
+                let kinds = (0..n)
+                    .map(|v| match v {
+                        v if v < independents => VertexKind::Independent,
+                        v if v >= n - dependents => VertexKind::Dependent,
+                        _ => VertexKind::Intermediate,
+                    })
+                    .collect();
+                let mut edges = Vec::new();
+                for t in independents..n {
+                    for s in 0..t.min(n - dependents) {
+                        if next(2) == 0 || s + 1 == t {
+                            let label = match next(4) {
+                                0 => Label::One,
+                                1 => Label::MinusOne,
+                                2 => Label::Constant(0.5 + next(3) as f64),
+                                _ => Label::Variable(edges.len() as u32),
+                            };
+                            edges.push((s, t, label));
+                        }
+                    }
+                }
+                Lcg { kinds, edges }
+            })
+            .collect()
+    }
+
+    /// The planning thread gives every graph the plan the driver's own cache gives it, in the
+    /// order they were asked for, however many wait to be taken.
+    #[test]
+    fn plans_made_away_are_the_plans_made_here() {
+        let graphs = graphs();
+        let mut here = PlanCache::default();
+        std::thread::scope(|scope| {
+            let (mut away, _) = spawn(scope).expect("a thread");
+            assert!(away.defers() && !here.defers());
+            for (k, graph) in graphs.iter().enumerate() {
+                let method = if k % 3 == 0 { Method::Greedy } else { Method::Best };
+                away.ask(graph.clone(), method, CostModel::UnitAware);
+                here.ask(graph.clone(), method, CostModel::UnitAware);
+                // Taken now and then, leaving up to a few dozen waiting.
+                if k % 37 == 36 {
+                    for _ in 0..30 {
+                        let (graph_away, plan_away) = away.take();
+                        let (graph_here, plan_here) = here.take();
+                        assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                    }
+                }
+            }
+            for _ in 0..graphs.len() - graphs.len() / 37 * 30 {
+                let (graph_away, plan_away) = away.take();
+                let (graph_here, plan_here) = here.take();
+                assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+            }
+        });
+    }
+}
