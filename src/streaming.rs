@@ -1047,9 +1047,14 @@ fn linearize_routine(
     if config.initialize_derivatives {
         report.initialized_derivatives += initialize_derivatives(cg);
     }
+    // The passes grow the size hint for a whole document's output; one routine at a time it
+    // would grow without bound ([`finish_routine`] keeps it too).
+    let size_hint = cg.size_hint;
     let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
     merge_type_change(&mut report.type_change, type_change);
-    Ok(linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?)
+    let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
+    cg.size_hint = size_hint;
+    Ok(linearized)
 }
 
 /// [`linearize_routine`] and [`finish_routine`] in one go.

@@ -232,8 +232,13 @@ pub fn linearize_routines(
             }
         }
         if let Err(error) = result {
-            let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { unreachable!() };
-            cfg.graph = graph;
+            // Every graph goes back to its routine, as far as it got.
+            let done = linearized.routines.drain(..).map(|r| (r.routine, r.graph));
+            for (routine, graph) in done.chain([(routine, graph)]) {
+                if let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] {
+                    cfg.graph = graph;
+                }
+            }
             return Err(error);
         }
         linearized.routines.push(LinearizedRoutine { routine, graph, shared, blocks });
