@@ -1125,17 +1125,19 @@ fn concurrency(
         (true, Some(workers)) => workers,
         (true, None) => workers.on(xaifbooster::cores(), bytes),
     };
-    let writer =
-        pipelined && writer_set().unwrap_or_else(|| bytes >= WRITER_FROM && xaifbooster::cores() >= WRITER_CORES);
-    let planner = pipelined && workers == 0 && planner_set().unwrap_or(true);
+    // `XAIFBOOSTER_WRITER` writes on a thread of its own whatever the cores;
+    // `XAIFBOOSTER_PLANNER` plans on one (by default a pipelined run without workers does: it
+    // has two cores).
+    let writer = pipelined
+        && switch_set("XAIFBOOSTER_WRITER")
+            .unwrap_or_else(|| bytes >= WRITER_FROM && xaifbooster::cores() >= WRITER_CORES);
+    let planner = pipelined && workers == 0 && switch_set("XAIFBOOSTER_PLANNER").unwrap_or(true);
     streaming::Concurrency { gate, pipelined, workers, writer, planner }
 }
 
-/// `XAIFBOOSTER_PLANNER` (0 or 1), when set: whether a pipelined tangent run without workers
-/// makes its elimination plans on a thread of their own (`streaming::planner`; by default it
-/// does: a pipelined run has two cores).
-fn planner_set() -> Option<bool> {
-    std::env::var("XAIFBOOSTER_PLANNER").ok().and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0)
+/// An environment switch (0 or 1), when set.
+fn switch_set(name: &str) -> Option<bool> {
+    std::env::var(name).ok().and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0)
 }
 
 /// From how many cores a pipelined run writes its routines on a thread of their own
@@ -1152,12 +1154,6 @@ const WRITER_CORES: usize = 3;
 /// tangent's peak (`/usr/bin/time`): 16 MiB 41.9 → 49.2 MB with it (2.5 → 3.0 times the input,
 /// at the bound of three), 64 MiB 132 → 156 MB (2.0 → 2.4 times).
 const WRITER_FROM: usize = 32 << 20;
-
-/// `XAIFBOOSTER_WRITER` (0 or 1), when set: whether a pipelined run writes on a thread of
-/// its own whatever the cores.
-fn writer_set() -> Option<bool> {
-    std::env::var("XAIFBOOSTER_WRITER").ok().and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0)
-}
 
 /// How many workers a pipelined mode transforms routines on by default; `XAIFBOOSTER_WORKERS`
 /// (0: the driver's thread) overrides it.

@@ -670,7 +670,7 @@ struct Driver<'c> {
     routines_per_worker: usize,
     parallel: Option<parallel::Workers>,
     /// Tangent with a planner that makes plans elsewhere: the routine transformed last, up to
-    /// its plans ([`linearize_routine`]), finished and written once the next one is linearized
+    /// its plans ([`transform_routine`]), finished and written once the next one is linearized
     /// (or at the end).
     unfinished: Option<(RoutineId, Linearized)>,
     /// The routine [`Driver::transform`] has just linearized and left unfinished.
@@ -962,13 +962,10 @@ impl<'c> Driver<'c> {
         let Some(catalogue) = self.catalogue else { return Ok(None) };
         let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
         let Some(pass) = self.adjoint.as_mut() else {
-            let linearized = linearize_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?;
-            if plans.defers() {
-                // Finished once the next routine is linearized, while its plans are made.
-                self.linearized = Some((routine, linearized));
-            } else {
-                finish_routine(cg, catalogue, self.config, temporaries, plans, report, linearized);
-            }
+            // Left unfinished, it is finished once the next routine is linearized, while its
+            // plans are made.
+            self.linearized = transform_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?
+                .map(|l| (routine, l));
             return Ok(None);
         };
         let size_hint = cg.size_hint;
@@ -1032,10 +1029,11 @@ fn adjoint_tangent(
 }
 
 /// The tangent mode's passes over `routine`, the one routine of `cg` that has its graphs, as
-/// [`crate::pipeline::tangent`] runs them over all, up to the elimination plans: what they did
-/// goes into `report`, and [`finish_routine`] does the rest. The passes skip the other
-/// routines' heads without work (they hold every routine read so far).
-fn linearize_routine(
+/// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`. The
+/// passes skip the other routines' heads without work (they hold every routine read so far).
+/// With a planner that makes plans elsewhere ([`Planner::defers`]) they stop once every plan
+/// is asked for, and give what [`finish_routine`] completes; otherwise they finish at once.
+fn transform_routine(
     cg: &mut CallGraph,
     routine: RoutineId,
     catalogue: &Catalogue,
@@ -1043,7 +1041,7 @@ fn linearize_routine(
     temporaries: &mut Temporaries,
     plans: &mut dyn Planner,
     report: &mut Report,
-) -> Result<Linearized, PipelineError> {
+) -> Result<Option<Linearized>, PipelineError> {
     if config.initialize_derivatives {
         report.initialized_derivatives += initialize_derivatives(cg);
     }
@@ -1054,25 +1052,14 @@ fn linearize_routine(
     merge_type_change(&mut report.type_change, type_change);
     let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
     cg.size_hint = size_hint;
-    Ok(linearized)
-}
-
-/// [`linearize_routine`] and [`finish_routine`] in one go.
-fn transform_routine(
-    cg: &mut CallGraph,
-    routine: RoutineId,
-    catalogue: &Catalogue,
-    config: &Config,
-    temporaries: &mut Temporaries,
-    plans: &mut dyn Planner,
-    report: &mut Report,
-) -> Result<(), PipelineError> {
-    let linearized = linearize_routine(cg, routine, catalogue, config, temporaries, plans, report)?;
+    if plans.defers() {
+        return Ok(Some(linearized));
+    }
     finish_routine(cg, catalogue, config, temporaries, plans, report, linearized);
-    Ok(())
+    Ok(None)
 }
 
-/// The rest of the tangent passes over what [`linearize_routine`] gave.
+/// The rest of the tangent passes over what [`transform_routine`] left unfinished.
 fn finish_routine(
     cg: &mut CallGraph,
     catalogue: &Catalogue,

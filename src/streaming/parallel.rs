@@ -367,7 +367,9 @@ impl Worker {
         let mut finished = Finished::default();
         let temporaries = &mut self.temporaries;
         let result = match mode {
-            Mode::Tangent => transform_routine(cg, id, catalogue, config, temporaries, &mut self.plans, &mut report),
+            // A worker's plan cache plans at once: nothing is left unfinished.
+            Mode::Tangent => transform_routine(cg, id, catalogue, config, temporaries, &mut self.plans, &mut report)
+                .map(|unfinished| debug_assert!(unfinished.is_none())),
             Mode::Adjoint { facts, tangent, formal_uses, config: adjoint } => (|| {
                 let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
                 let size_hint = cg.size_hint;
