@@ -70,24 +70,111 @@ impl<'a> Iterator for Tags<'a> {
                 self.at = open + 1 + declaration_end(rest)?;
                 continue;
             }
-            let close = tag_end(rest)?;
-            self.at = open + 1 + close + 1;
-            let tag = &rest[..close];
-            if tag.starts_with(b"/") {
-                return Some(Markup::End { end: self.at });
-            }
-            let (tag, empty) = match tag.strip_suffix(b"/") {
-                Some(tag) => (tag, true),
-                None => (tag, false),
+            let markup = tag_at(input, open)?;
+            self.at = match markup {
+                Markup::Start { end, .. } | Markup::End { end } => end,
             };
-            let name_end = super::lexer::first_blank(tag);
-            return Some(Markup::Start {
-                name: &tag[..name_end],
-                attributes: &tag[name_end..],
-                empty,
-                start: open,
-                end: self.at,
-            });
+            return Some(markup);
+        }
+    }
+}
+
+impl Tags<'_> {
+    /// Goes on from offset `at` (where markup or text begins), past what lies between.
+    pub(crate) fn resume_at(&mut self, at: usize) {
+        self.at = at;
+    }
+}
+
+/// The start or end tag whose `<` is at `open`; `None` where it is not closed.
+fn tag_at(input: &[u8], open: usize) -> Option<Markup<'_>> {
+    let rest = &input[open + 1..];
+    let close = tag_end(rest)?;
+    let end = open + 1 + close + 1;
+    let tag = &rest[..close];
+    if tag.starts_with(b"/") {
+        return Some(Markup::End { end });
+    }
+    let (tag, empty) = match tag.strip_suffix(b"/") {
+        Some(tag) => (tag, true),
+        None => (tag, false),
+    };
+    let name_end = super::lexer::first_blank(tag);
+    Some(Markup::Start { name: &tag[..name_end], attributes: &tag[name_end..], empty, start: open, end })
+}
+
+/// Where the end tag of the element `name` whose start tag ends at `from` begins, when its
+/// body can be skimmed rather than scanned tag by tag: when it holds no comment, CDATA
+/// section or processing instruction (`<!`, `<?`) and no element of the same name. Then, in
+/// well-formed XML, every `<` in the body begins a tag (attribute values and text hold none)
+/// and the first `</name>` closes the element. `None` where that is not plain, and the body
+/// should be scanned as usual.
+pub(crate) fn skimmable_body(input: &[u8], name: &[u8], from: usize) -> Option<usize> {
+    let mut needle = Vec::with_capacity(name.len() + 2);
+    needle.extend_from_slice(b"</");
+    needle.extend_from_slice(name);
+    let end = from + memchr::memmem::find(input.get(from..)?, &needle)?;
+    let after = end + needle.len();
+    let blanks = super::lexer::first_non_blank(&input[after..]);
+    if input.get(after + blanks) != Some(&b'>') {
+        return None;
+    }
+    let body = &input[from..end];
+    needle.remove(1);
+    // `!` and `?` are rare in XAIF, `<` is everywhere: the search is for the rare byte.
+    let declaration = memchr::memchr2_iter(b'!', b'?', body).any(|k| k > 0 && body[k - 1] == b'<');
+    let plain = !declaration && memchr::memmem::find(body, &needle).is_none();
+    plain.then_some(end)
+}
+
+/// The tags of a skimmable body ([`skimmable_body`]) whose text holds `key`, in order, each
+/// once: for scans that need only those (the tags they look at hold an attribute named
+/// `key`), found with a fast search for `key` instead of a walk over every tag. Each
+/// occurrence of `key` lies in a tag or in text; the last `<` before it begins that tag, or
+/// the tag before that text.
+pub(crate) struct TagsHolding<'a> {
+    input: &'a [u8],
+    /// Where the search goes on.
+    at: usize,
+    /// The end of the body.
+    end: usize,
+    key: memchr::memmem::Finder<'a>,
+    /// Where the search for the `<` before an occurrence stops: past the previous occurrence
+    /// or tag, which nothing before can begin a new tag for.
+    floor: usize,
+}
+
+impl<'a> TagsHolding<'a> {
+    /// The tags holding `key` in `input[from..end]`, a skimmable body.
+    pub(crate) fn new(input: &'a [u8], from: usize, end: usize, key: &'a [u8]) -> Self {
+        TagsHolding { input, at: from, end, key: memchr::memmem::Finder::new(key), floor: from }
+    }
+}
+
+impl<'a> Iterator for TagsHolding<'a> {
+    type Item = Markup<'a>;
+
+    fn next(&mut self) -> Option<Markup<'a>> {
+        loop {
+            let found = self.at + self.key.find(&self.input[self.at..self.end])?;
+            self.at = found + 1;
+            if found < self.floor {
+                // Inside the tag given last.
+                continue;
+            }
+            let Some(open) = memchr::memrchr(b'<', &self.input[self.floor..found]).map(|k| self.floor + k) else {
+                // In the same text or tag as the previous occurrence.
+                self.floor = found + 1;
+                continue;
+            };
+            match tag_at(self.input, open) {
+                Some(markup @ Markup::Start { end, .. }) if end > found => {
+                    self.floor = end;
+                    return Some(markup);
+                }
+                // In the text after a tag, or in an end tag.
+                _ => self.floor = found + 1,
+            }
         }
     }
 }
