@@ -752,6 +752,8 @@ mod tests {
             // Malformed: an unclosed tag, a `<` in a value.
             format!("{}<xaif:Marker statement_id=\"u\"", marker("m")),
             format!("<xaif:Marker a=\"<\" statement_id=\"v\"/>{}", marker("m")),
+            // The end tag inside a value: the tag holding the id reaches past the body.
+            format!("<xaif:Marker statement_id=\"w\" a=\"</xaif:ControlFlowGraph>\"/>{}", marker("m")),
         ]
         .iter()
         .map(|body| routine(body))
@@ -770,7 +772,7 @@ mod tests {
             "<xaif:BasicBlock vertex_id=\"1\">".repeat(MAX_NESTING),
             "</xaif:BasicBlock>".repeat(MAX_NESTING)
         )));
-        let (mut routines, mut skimmed, mut refused) = (0, 0, 0);
+        let (mut routines, mut skimmed, mut differ) = (0, 0, 0);
         for text in &documents {
             let tag_by_tag = Layout::scan_with(text, true, usize::MAX, false);
             let skimming = Layout::scan_with(text, true, usize::MAX, true);
@@ -783,7 +785,7 @@ mod tests {
                 assert_eq!(check_in_windows(text, "f.xaif", true, None, 1), None, "{shown}");
                 let other_root = text.replace("xaif:CallGraph", "xaif:Other");
                 assert_eq!(check_in_windows(&other_root, "f.xaif", true, None, 1), None, "{shown}");
-                refused += usize::from(skimming.is_some());
+                differ += 1;
                 continue;
             }
             // The routines skimming takes, and where their end tags are.
@@ -798,6 +800,48 @@ mod tests {
         }
         assert!(skimmed * 100 >= routines * 95, "{skimmed} of {routines} routines skimmed");
         assert!(skimmed > 1000, "only {skimmed} routines skimmed");
-        assert!(refused >= 3, "the unclosed tag, the `<` in a value and the deep routine are skimmed");
+        assert!(differ >= 4, "the unclosed tag, the `<` in values and the deep routine give other layouts");
+    }
+
+    /// Routines damaged a byte at a time (markup characters put in or taken out): the checks
+    /// in pieces, routines skimmed, never panic, and what they find is what the whole
+    /// document's checks find.
+    #[test]
+    fn damaged_skimmed_routines_give_the_whole_documents_findings() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tangent"));
+        let mut files: Vec<_> = std::fs::read_dir(path).expect("test data").flatten().map(|e| e.path()).collect();
+        files.sort();
+        let text = files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter(|t| t.contains("statement_id"))
+            .max_by_key(String::len)
+            .expect("a test document with statements");
+        let first = text.find("<xaif:ControlFlowGraph ").expect("a routine");
+        let options = super::super::ValidateOptions { strict: false, activity: false };
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let (mut in_pieces, mut damaged) = (0, 0);
+        for round in 0..400 {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let mut at = first + (state >> 33) as usize % (text.len() - first);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut mutated = text.clone();
+            let bytes = ["<", ">", "\"", "'", "!", "?", "/", "</xaif:ControlFlowGraph>", "statement_id=\"z\" "];
+            if round % 3 == 0 {
+                let end = mutated[at..].char_indices().nth(1).map_or(mutated.len(), |(k, _)| at + k);
+                mutated.replace_range(at..end, "");
+            } else {
+                mutated.insert_str(at, bytes[round % bytes.len()]);
+            }
+            let whole = super::super::check_whole(&mutated, "f.xaif", &options, super::super::Checks::All);
+            damaged += usize::from(whole.as_ref().is_err());
+            if let Some(findings) = check_in_windows(&mutated, "f.xaif", false, None, 1) {
+                assert_eq!(Ok(findings), whole, "round {round}");
+                in_pieces += 1;
+            }
+        }
+        assert!(in_pieces >= 50 && damaged >= 100, "{in_pieces} checked in pieces, {damaged} malformed of 400");
     }
 }
