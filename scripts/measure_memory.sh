@@ -8,7 +8,7 @@
 # Environment: XAIFBOOSTER (the binary; default target/release/xaifbooster, or
 # $CARGO_TARGET_DIR/release/xaifbooster; the deployed build is `scripts/build_dist.sh`, which
 # prints the binary's path: XAIFBOOSTER=$(scripts/build_dist.sh | tail -1)), XAIF_SHARED (default ../shared), MODES (default
-# "identity tangent adjoint"), RUNS (timing repetitions, best kept; default 3).
+# "identity tangent adjoint"), RUNS (rounds, each xmllint then every mode; default 5).
 # Needs /usr/bin/time (GNU time) and xmllint.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 binary=${XAIFBOOSTER:-${CARGO_TARGET_DIR:-$here/target}/release/xaifbooster}
 shared=${XAIF_SHARED:-$here/../shared}
 modes=${MODES:-identity tangent adjoint}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(16 64)
 work=$(mktemp -d)
@@ -31,22 +31,40 @@ trap 'rm -rf "$work"' EXIT
 cp "$binary" "$work/xaifbooster"
 binary=$work/xaifbooster
 
-printf '%-8s %-9s %8s %9s %9s %10s %12s\n' size mode seconds MB/s xmllint× peak_MiB peak/input
+printf '%-8s %-9s %8s %9s %9s %9s %10s %12s\n' size mode seconds MB/s xmllint× rounds× peak_MiB peak/input
 for mb in "${sizes[@]}"; do
     input=$work/synthetic_$mb.xaif
     python3 "$here/scripts/gen_xaif.py" --mb "$mb" --seed 1 -o "$input"
     bytes=$(stat -c %s "$input")
-    read -r base base_rss < <(best_of "$runs" xmllint --stream --noout "$input")
-    printf '%-8s %-9s %8.2f %9.1f %9s %10.1f %12.2f\n' "${mb}MiB" xmllint "$base" \
-        "$(awk -v b="$bytes" -v s="$base" 'BEGIN{print b/1e6/s}')" 1.00 \
-        "$(awk -v k="$base_rss" 'BEGIN{print k/1024}')" "$(awk -v k="$base_rss" -v b="$bytes" 'BEGIN{print k*1024/b}')"
-    for mode in $modes; do
-        read -r seconds rss < <(best_of "$runs" "$binary" "$mode" "$input" -o "$work/out.xaif")
-        printf '%-8s %-9s %8.2f %9.1f %9.2f %10.1f %12.2f\n' "${mb}MiB" "$mode" "$seconds" \
-            "$(awk -v b="$bytes" -v s="$seconds" 'BEGIN{print b/1e6/s}')" \
-            "$(awk -v s="$seconds" -v x="$base" 'BEGIN{print s/x}')" \
-            "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$(awk -v k="$rss" -v b="$bytes" 'BEGIN{print k*1024/b}')"
+    # Rounds of xmllint then every mode, so that each mode's time is set beside xmllint's of
+    # the same minute: on a shared machine both move by a third from one minute to the next.
+    # Reported: the best time of each, the best against xmllint's best (xmllint×), the median
+    # over the rounds of each round's time against that round's xmllint (rounds×), and the
+    # highest peak of all rounds.
+    declare -A best=() peak=() ratios=()
+    for _ in $(seq "$runs"); do
+        read -r base base_rss < <(run_once xmllint --stream --noout "$input") || exit 1
+        for mode in xmllint $modes; do
+            if [ "$mode" = xmllint ]; then
+                seconds=$base rss=$base_rss
+            else
+                read -r seconds rss < <(run_once "$binary" "$mode" "$input" -o "$work/out.xaif") || exit 1
+            fi
+            if [ -z "${best[$mode]:-}" ] || awk -v a="$seconds" -v b="${best[$mode]}" 'BEGIN{exit !(a<b)}'; then
+                best[$mode]=$seconds
+            fi
+            [ "$rss" -gt "${peak[$mode]:-0}" ] && peak[$mode]=$rss
+            ratios[$mode]="${ratios[$mode]:-} $(awk -v s="$seconds" -v x="$base" 'BEGIN{print s/x}')"
+        done
     done
+    for mode in xmllint $modes; do
+        median=$(echo "${ratios[$mode]}" | tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}')
+        printf '%-8s %-9s %8.3f %9.1f %9.2f %9.2f %10.1f %12.2f\n' "${mb}MiB" "$mode" "${best[$mode]}" \
+            "$(awk -v b="$bytes" -v s="${best[$mode]}" 'BEGIN{print b/1e6/s}')" \
+            "$(awk -v s="${best[$mode]}" -v x="${best[xmllint]}" 'BEGIN{print s/x}')" "$median" \
+            "$(awk -v k="${peak[$mode]}" 'BEGIN{print k/1024}')" "$(awk -v k="${peak[$mode]}" -v b="$bytes" 'BEGIN{print k*1024/b}')"
+    done
+    unset best peak ratios
 done
 
 # Start-up: one process per corpus tangent input, against as many /bin/true.
