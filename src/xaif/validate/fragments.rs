@@ -447,6 +447,14 @@ impl<'t> Part<'t> {
         Some(())
     }
 
+    /// [`Part::take`] of every tag `tags` has left.
+    fn take_rest(&mut self, tags: &mut Tags<'t>) -> Option<()> {
+        while let Some(markup) = tags.next() {
+            self.take(markup, tags)?;
+        }
+        Some(())
+    }
+
     /// The scan of the rest of the document, begun where this one stopped, one level down.
     fn append(&mut self, rest: Part<'t>) {
         self.depth = rest.depth;
@@ -511,19 +519,13 @@ impl<'t> Layout<'t> {
         let whole = match halves {
             None => {
                 let mut whole = Part::new(text, 0, survey, skim);
-                let mut tags = Tags::new(text.as_bytes());
-                while let Some(markup) = tags.next() {
-                    whole.take(markup, &mut tags)?;
-                }
+                whole.take_rest(&mut Tags::new(text.as_bytes()))?;
                 whole
             }
             Some(split) => std::thread::scope(|scope| {
                 let second = scope.spawn(|| {
                     let mut second = Part::new(text, 1, survey, skim);
-                    let mut tags = Tags::from(text.as_bytes(), split);
-                    while let Some(markup) = tags.next() {
-                        second.take(markup, &mut tags)?;
-                    }
+                    second.take_rest(&mut Tags::from(text.as_bytes(), split))?;
                     Some(second)
                 });
                 let mut first = Part::new(text, 0, survey, skim);
@@ -550,9 +552,7 @@ impl<'t> Layout<'t> {
                 if met {
                     first.append(second.join().ok()??);
                 } else {
-                    while let Some(markup) = tags.next() {
-                        first.take(markup, &mut tags)?;
-                    }
+                    first.take_rest(&mut tags)?;
                 }
                 Some(first)
             })?,
