@@ -277,6 +277,8 @@ pub struct Pending {
     bytes: Vec<u8>,
     /// A [`Pending::direct_body`] was handed out: its writes must go before anything staged.
     direct: bool,
+    /// The spill file, once copied, being closed on a thread of its own ([`close_aside`]).
+    closing: Option<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Debug)]
@@ -311,7 +313,7 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
         Destination::Path(path) => prepare_path(path),
     };
     match how {
-        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false }),
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, closing: None }),
         Err(source) => Err(OutputError { shown, source }),
     }
 }
@@ -408,6 +410,7 @@ impl Pending {
                     let at = file.stream_position()?;
                     allocate(file, at, routines + tail.len() as u64);
                     io::copy(&mut spill, file)?;
+                    self.closing = close_aside(spill);
                     file.write_all(&tail)?;
                     file.flush()
                 }
@@ -465,6 +468,12 @@ impl Pending {
 
     /// Makes the staged bytes visible at the destination.
     pub fn commit(mut self) -> Result<(), OutputError> {
+        let result = self.commit_staged();
+        self.join_closing();
+        result
+    }
+
+    fn commit_staged(&mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
         let result = match &mut self.how {
             How::Stdout => {
@@ -486,6 +495,13 @@ impl Pending {
         };
         result.map_err(|source| OutputError { shown: self.shown.clone(), source })
     }
+
+    /// Waits until the spill file [`close_aside`] took is closed.
+    fn join_closing(&mut self) {
+        if let Some(closing) = self.closing.take() {
+            let _ = closing.join();
+        }
+    }
 }
 
 impl Drop for Pending {
@@ -493,7 +509,19 @@ impl Drop for Pending {
         if let How::Replace { temp: Some(temp), .. } = &self.how {
             let _ = fs::remove_file(temp);
         }
+        self.join_closing();
     }
+}
+
+/// Closes a spill file on a thread of its own; `None` where it was closed here (no thread).
+///
+/// The last close of an unnamed file frees its pages and blocks: 3.6 ms for the 81 MB of a
+/// 16 MiB tangent's routines (`strace -T`), at the end of the run, where nothing else works.
+/// On its own thread that overlaps the output's rename and the removal of the file it
+/// replaces (6 ms for the same output). [`Pending`] waits for it before it is done, so the
+/// process never ends with the file half closed.
+fn close_aside(spill: File) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("spill close".into()).spawn(move || drop(spill)).ok()
 }
 
 fn prepare_path(path: &Path) -> io::Result<How> {
