@@ -373,7 +373,11 @@ pub fn linearize_assignment(
         ..LocalGraph::default()
     };
     let mut node_of: ArenaMap<ExprVertexId, LocalNode> = ArenaMap::with_capacity(rhs.vertices.len());
-    let mut operand_keys: FxHashMap<RefKey, usize> = FxHashMap::default();
+    // Sized from the counts above, as the vectors are: grown from empty, these maps were
+    // rehashed two or three times per assignment (2 MiB tangent, driving thread: 99.66 →
+    // 99.37 M instructions).
+    let mut operand_keys: FxHashMap<RefKey, usize> =
+        FxHashMap::with_capacity_and_hasher(active_variables, Default::default());
     // Subexpressions stored in auxiliaries, by vertex.
     let mut auxiliary_of: FxHashMap<ExprVertexId, SymbolId> = FxHashMap::default();
     let mut auxiliaries = Vec::new();
@@ -478,7 +482,8 @@ pub fn linearize_assignment(
 
     // Parallel edges (`x*x`) become one edge whose partial is the sum.
     let mut merged: Vec<(LocalNode, usize, PartialValue)> = Vec::with_capacity(partial_edges.len());
-    let mut merged_at: FxHashMap<(LocalNode, usize), usize> = FxHashMap::default();
+    let mut merged_at: FxHashMap<(LocalNode, usize), usize> =
+        FxHashMap::with_capacity_and_hasher(partial_edges.len(), Default::default());
     for (source, target, value) in partial_edges {
         match merged_at.get(&(source, target)) {
             Some(&k) => {
