@@ -515,10 +515,10 @@ impl Drop for Pending {
 
 /// Closes a spill file on a thread of its own; `None` where it was closed here (no thread).
 ///
-/// The last close of an unnamed file frees its pages and blocks: 3.6 ms for the 81 MB of a
+/// The last close of an unnamed file frees its pages and blocks: 3–4 ms for the 81 MB of a
 /// 16 MiB tangent's routines (`strace -T`), at the end of the run, where nothing else works.
 /// On its own thread that overlaps the output's rename and the removal of the file it
-/// replaces (6 ms for the same output). [`Pending`] waits for it before it is done, so the
+/// replaces (6–9 ms for the same output). [`Pending`] waits for it before it is done, so the
 /// process never ends with the file half closed.
 fn close_aside(spill: File) -> Option<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("spill close".into()).spawn(move || drop(spill)).ok()
