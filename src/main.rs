@@ -1383,7 +1383,8 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
                 return Ok(Err(reported));
             }
             let tail = std::mem::take(&mut streamed.tail);
-            output.stage_streamed(&|sink| streamed.write_head(sink), body, tail)?;
+            let head = output::Head { write: &|sink| streamed.write_head(sink), len: &|| Some(streamed.head_len()) };
+            output.stage_streamed(head, body, tail)?;
             output.commit()?;
             return Ok(Ok(()));
         }
@@ -1558,7 +1559,8 @@ fn finish_streamed(
             };
             let stats = stats.map(|pending| (pending, json(&streamed.report)));
             let tail = std::mem::take(&mut streamed.tail);
-            let committed = commit_outputs(&|sink| streamed.write_head(sink), body, tail, output, stats);
+            let head = output::Head { write: &|sink| streamed.write_head(sink), len: &|| Some(streamed.head_len()) };
+            let committed = commit_outputs(head, body, tail, output, stats);
             left_to_exit(streamed);
             committed
         }
@@ -1654,7 +1656,7 @@ fn write_transformed(
 /// Stages an output and its statistics, then commits both, so a failure leaves neither
 /// half-written.
 fn commit_outputs(
-    head: &dyn Fn(&mut dyn Write) -> std::io::Result<()>,
+    head: output::Head<'_>,
     body: output::Body,
     tail: Vec<u8>,
     mut output: Pending,

@@ -576,6 +576,12 @@ impl Streamed {
         }
         crate::xaif::write::write_head_to(&self.call_graph, &self.options, sink)
     }
+
+    /// How many bytes [`Streamed::write_head`] writes, counted without writing them
+    /// ([`crate::xaif::write::head_len`]).
+    pub fn head_len(&self) -> u64 {
+        if self.head_in_body { 0 } else { crate::xaif::write::head_len(&self.call_graph, &self.options) }
+    }
 }
 
 /// Where a streamed run's routines go, one after the other. Any writer will do: each routine's

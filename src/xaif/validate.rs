@@ -21,6 +21,10 @@ mod fragments;
 mod routine;
 mod tree;
 
+/// The shared material's directory, for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) use tree::tests::shared_dir as shared_dir_for_tests;
+
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -934,7 +934,7 @@ pub(super) mod tests {
 
     /// The shared material (`XAIF_SHARED`, default `../shared`); a test that needs it fails
     /// when it is missing.
-    pub(in super::super) fn shared_dir() -> std::path::PathBuf {
+    pub(crate) fn shared_dir() -> std::path::PathBuf {
         let shared = std::env::var_os("XAIF_SHARED")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
