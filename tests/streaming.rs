@@ -122,7 +122,14 @@ fn streamed_tangent(
         &mut body,
         concurrency,
     ) {
-        Ok(s) => Ok(Ok((s.bytes(&body), statistics(&s.report)))),
+        Ok(s) => {
+            // The command line copies the routines behind the head while it writes the head,
+            // at the length counted beforehand: it must be the head's.
+            let mut head = Vec::new();
+            s.write_head(&mut head).expect("written to memory");
+            assert_eq!(s.head_len(), head.len() as u64, "the head's counted length");
+            Ok(Ok((s.bytes(&body), statistics(&s.report))))
+        }
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
