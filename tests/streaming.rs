@@ -363,7 +363,12 @@ fn streamed_adjoint(
     let write = WriteOptions::default();
     match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency)
     {
-        Ok(s) => Ok((s.bytes(&body), s.report.adjoint_json())),
+        Ok(s) => {
+            let mut head = Vec::new();
+            s.write_head(&mut head).expect("written to memory");
+            assert_eq!(s.head_len(), head.len() as u64, "the head's counted length");
+            Ok((s.bytes(&body), s.report.adjoint_json()))
+        }
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(e) => panic!("streamed adjoint failed where it should have declined: {e}"),
     }
