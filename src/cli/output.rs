@@ -380,8 +380,9 @@ impl Pending {
 
     /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
     /// then `tail`. A file replaced by a rename gets the head written straight into it and the
-    /// body copied from the spill file by the kernel, or, for a [`Pending::direct_body`], holds
-    /// head and routines already and gets the tail.
+    /// body copied from the spill file by the kernel, at the same time where the head's length
+    /// is known (`copy_behind`), or, for a [`Pending::direct_body`], holds head and routines
+    /// already and gets the tail.
     pub fn stage_streamed(&mut self, head: Head<'_>, body: Body, tail: Vec<u8>) -> Result<(), OutputError> {
         let Head { write: head, len: head_len } = head;
         let result = (|| -> io::Result<()> {
