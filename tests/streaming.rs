@@ -122,20 +122,23 @@ fn streamed_tangent(
         &mut body,
         concurrency,
     ) {
-        Ok(s) => {
-            // The command line copies the routines behind the head while it writes the head,
-            // at the length counted beforehand: it must be the head's.
-            let mut head = Vec::new();
-            s.write_head(&mut head).expect("written to memory");
-            assert_eq!(s.head_len(), head.len() as u64, "the head's counted length");
-            Ok(Ok((s.bytes(&body), statistics(&s.report))))
-        }
+        Ok(s) => Ok(Ok((assembled(&s, &body), statistics(&s.report)))),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
         Err(StreamError::Io(e)) => panic!("writing to memory failed: {e}"),
         Err(StreamError::Invalid) => panic!("no validation ran alongside"),
     }
+}
+
+/// A streamed run's output: head, body, tail. The command line copies the routines behind the
+/// head while it writes the head, at the head's length counted beforehand: it must be the
+/// length of the head written here.
+fn assembled(s: &streaming::Streamed, body: &[u8]) -> Vec<u8> {
+    let bytes = s.bytes(body);
+    let head = bytes.len() - body.len() - s.tail.len();
+    assert_eq!(s.head_len(), head as u64, "the head's counted length");
+    bytes
 }
 
 fn first_difference(a: &[u8], b: &[u8]) -> String {
@@ -363,12 +366,7 @@ fn streamed_adjoint(
     let write = WriteOptions::default();
     match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency)
     {
-        Ok(s) => {
-            let mut head = Vec::new();
-            s.write_head(&mut head).expect("written to memory");
-            assert_eq!(s.head_len(), head.len() as u64, "the head's counted length");
-            Ok((s.bytes(&body), s.report.adjoint_json()))
-        }
+        Ok(s) => Ok((assembled(&s, &body), s.report.adjoint_json())),
         Err(StreamError::WholeDocument(why)) => Err(why),
         Err(e) => panic!("streamed adjoint failed where it should have declined: {e}"),
     }

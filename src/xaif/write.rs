@@ -1070,16 +1070,7 @@ fn escape_into(out: &mut Vec<u8>, value: &str) {
     }
     let mut last = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let replacement: &[u8] = match b {
-            b'&' => b"&amp;",
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'"' => b"&quot;",
-            b'\n' => b"&#10;",
-            b'\r' => b"&#13;",
-            b'\t' => b"&#9;",
-            _ => continue,
-        };
+        let Some(replacement) = escape_of(b) else { continue };
         out.extend_from_slice(&bytes[last..i]);
         out.extend_from_slice(replacement);
         last = i + 1;
@@ -1139,19 +1130,23 @@ fn symbol_len(names: &crate::ir::Names, depth: usize, symbol: &Symbol) -> u64 {
     len as u64
 }
 
+/// What [`escape_into`] writes in place of `b`, where it is not written as it is.
+fn escape_of(b: u8) -> Option<&'static [u8]> {
+    Some(match b {
+        b'&' => b"&amp;",
+        b'<' => b"&lt;",
+        b'>' => b"&gt;",
+        b'"' => b"&quot;",
+        b'\n' => b"&#10;",
+        b'\r' => b"&#13;",
+        b'\t' => b"&#9;",
+        _ => return None,
+    })
+}
+
 /// The length of `value` as [`escape_into`] writes it.
 fn escaped_len(value: &str) -> usize {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'&' => 5,
-            b'<' | b'>' => 4,
-            b'"' => 6,
-            b'\n' | b'\r' => 5,
-            b'\t' => 4,
-            _ => 1,
-        })
-        .sum()
+    value.bytes().map(|b| escape_of(b).map_or(1, <[u8]>::len)).sum()
 }
 
 pub fn symbol_type_str(ty: SymbolType) -> &'static str {
