@@ -10,21 +10,71 @@
 # run executes (scripts/symbol-order.txt) side by side: fewer page faults on start (why and how
 # much: in that script). The line it reports on the list is printed.
 #
+# And it is profile-guided: a first build counts its branches and calls while it runs
+# scripts/pgo_train.sh, and the final build inlines and lays out code by those counts (2 MiB
+# synthetic input, instructions of every thread: tangent 247 -> 208 M, identity 137 -> 112 M,
+# adjoint 452 -> 385 M; a 16 MiB tangent's time 10-16% less). This needs `llvm-profdata`,
+# which rustup installs with `rustup component add llvm-tools`; the profile is kept under the
+# target directory, named by the instrumented binary's hash, so a build of unchanged sources
+# neither trains nor compiles again. XAIFBOOSTER_PGO=0 builds without it; XAIFBOOSTER_PGO=1
+# fails where it cannot be done (CI); unset, a build that cannot do it says so and goes on
+# without.
+#
 #   scripts/build_dist.sh        prints the path of the binary on its last line
 set -euo pipefail
+# Errors inside command substitutions (the profile's path) stop the build too.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 root=$(pwd)
 host=$(rustc -vV | sed -n 's/^host: //p')
+target_dir=$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)
+
+# Prints the merged profile of an instrumented build of HOST (built with FLAGS besides), training
+# it first where no profile of that binary is kept; prints nothing where the build goes without.
+profile_guided() {
+    local host=$1 flags=$2
+    [ "${XAIFBOOSTER_PGO:-}" = 0 ] && return 0
+    local profdata
+    profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
+    if [ ! -x "$profdata" ]; then
+        echo "build_dist.sh: no llvm-profdata (rustup component add llvm-tools): building without profile guidance" >&2
+        [ "${XAIFBOOSTER_PGO:-}" = 1 ] && exit 1
+        return 0
+    fi
+    local pgo="$target_dir/pgo"
+    mkdir -p "$pgo"
+    # Its own target directory: the instrumented build's flags differ from the final one's,
+    # and sharing one would rebuild each from scratch every time.
+    CARGO_TARGET_DIR="$pgo/target" RUSTFLAGS="${RUSTFLAGS:-} $flags -C profile-generate=$pgo/raw" \
+        cargo build --profile dist --target "$host" >&2
+    local instrumented="$pgo/target/$host/dist/xaifbooster"
+    local key
+    key=$(sha256sum "$instrumented" | cut -c1-16)
+    local merged="$pgo/$key.profdata"
+    if [ ! -s "$merged" ]; then
+        rm -rf "$pgo/raw"
+        mkdir -p "$pgo/raw"
+        scripts/pgo_train.sh "$instrumented" >&2
+        "$profdata" merge -o "$merged.tmp" "$pgo/raw" >&2
+        mv "$merged.tmp" "$merged"
+        # Profiles of older sources are of no further use.
+        find "$pgo" -maxdepth 1 -name '*.profdata' ! -name "$key.profdata" -delete
+    fi
+    echo "$merged"
+}
 case "$host" in
     *-linux-gnu)
         report=$(mktemp)
         trap 'rm -f "$report"' EXIT
+        static="-C target-feature=+crt-static -C relocation-model=static"
+        profile=$(profile_guided "$host" "$static")
+        profile_use=${profile:+-C profile-use=$profile}
         # The linker is named for the target alone (as the flags are), and not in RUSTFLAGS,
         # which splits at spaces.
         linker_variable=CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_LINKER
         env "$linker_variable=$root/scripts/link_in_order.sh" \
             XAIFBOOSTER_SYMBOL_ORDER="$root/scripts/symbol-order.txt" XAIFBOOSTER_SYMBOL_ORDER_REPORT="$report" \
-            RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static -C relocation-model=static" \
+            RUSTFLAGS="${RUSTFLAGS:-} $static $profile_use" \
             cargo build --profile dist --target "$host" >&2
         if [ -s "$report" ]; then
             echo "symbol order: $(cat "$report")" >&2
