@@ -10,13 +10,14 @@
 # run executes (scripts/symbol-order.txt) side by side: fewer page faults on start (why and how
 # much: in that script). The line it reports on the list is printed.
 #
-# And it is profile-guided: a first build counts its branches and calls while it runs
+# There it is profile-guided too: a first build counts its branches and calls while it runs
 # scripts/pgo_train.sh, and the final build inlines and lays out code by those counts (2 MiB
-# synthetic input, instructions of every thread: tangent 247 -> 208 M, identity 137 -> 112 M,
-# adjoint 452 -> 385 M; a 16 MiB tangent's time 10-16% less). This needs `llvm-profdata`,
+# synthetic input, instructions of every thread: tangent 247 -> 211 M, identity 137 -> 113 M,
+# adjoint 452 -> 384 M; a 16 MiB tangent's CPU time 17-20% less, its wall time 3-8% on two
+# cores, ARCHITECTURE.md, "The dist build guided by profiles"). This needs `llvm-profdata`,
 # which rustup installs with `rustup component add llvm-tools`; the profile is kept under the
-# target directory, named by the instrumented binary's hash, so a build of unchanged sources
-# neither trains nor compiles again. XAIFBOOSTER_PGO=0 builds without it; XAIFBOOSTER_PGO=1
+# target directory, named by a hash of the instrumented binary and the training scripts, so a
+# build of unchanged sources neither trains nor compiles again. XAIFBOOSTER_PGO=0 builds without it; XAIFBOOSTER_PGO=1
 # fails where it cannot be done (CI); unset, a build that cannot do it says so and goes on
 # without.
 #
@@ -55,7 +56,8 @@ profile_guided() {
         cargo build --profile dist --target "$host" >&2
     local instrumented="$pgo/target/$host/dist/xaifbooster"
     local key
-    key=$(sha256sum "$instrumented" | cut -c1-16)
+    # A new binary or new training runs make a new profile.
+    key=$(cat "$instrumented" scripts/pgo_train.sh scripts/gen_xaif.py | sha256sum | cut -c1-16)
     local merged="$pgo/$key.profdata"
     if [ ! -s "$merged" ]; then
         rm -rf "$pgo/raw"
