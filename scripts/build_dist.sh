@@ -30,6 +30,14 @@ root=$(pwd)
 host=$(rustc -vV | sed -n 's/^host: //p')
 target_dir=$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)
 
+# Says why the build goes without profile guidance; stops it where guidance is required.
+without_guidance() {
+    echo "build_dist.sh: $1: building without profile guidance" >&2
+    if [ "${XAIFBOOSTER_PGO:-}" = 1 ]; then
+        exit 1
+    fi
+}
+
 # Prints the merged profile of an instrumented build of HOST (built with FLAGS besides), training
 # it first where no profile of that binary is kept; prints nothing where the build goes without.
 profile_guided() {
@@ -38,15 +46,13 @@ profile_guided() {
     local profdata
     profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
     if [ ! -x "$profdata" ]; then
-        echo "build_dist.sh: no llvm-profdata (rustup component add llvm-tools): building without profile guidance" >&2
-        [ "${XAIFBOOSTER_PGO:-}" = 1 ] && exit 1
+        without_guidance "no llvm-profdata (rustup component add llvm-tools)"
         return 0
     fi
     local pgo="$target_dir/pgo"
     # Its paths go into RUSTFLAGS, which splits at blanks.
     if [[ "$pgo" =~ [[:space:]] ]]; then
-        echo "build_dist.sh: the target directory's path holds a blank: building without profile guidance" >&2
-        [ "${XAIFBOOSTER_PGO:-}" = 1 ] && exit 1
+        without_guidance "the target directory's path holds a blank"
         return 0
     fi
     mkdir -p "$pgo"
