@@ -3,9 +3,10 @@
 //! Planning a sequence's elimination is pure work on a small graph (its vertex kinds and
 //! labelled edges), and a fifth of the tangent's work on large inputs (the heuristics tried on
 //! every graph the plan cache has not seen). The tangent pass asks for every sequence's plan
-//! of a routine before it takes the first ([`Planner::defers`]): this thread plans while the
-//! driver linearizes the routine's later sequences, and the driver takes the plans back in
-//! the order it asked for them. The plan cache lives on this thread and sees the graphs in the
+//! of a routine before it takes the first ([`Planner::defers`]), and the streaming driver
+//! takes a routine's plans only once it has linearized the next routine: this thread plans a
+//! routine's sequences (handed over together, [`Planner::asked_all`]) while the driver
+//! linearizes the next, and the driver takes the plans back in the order it asked for them. The plan cache lives on this thread and sees the graphs in the
 //! same order as the driver's own would, so the plans, and the output, are the same.
 
 use std::collections::VecDeque;
