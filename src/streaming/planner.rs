@@ -6,8 +6,9 @@
 //! of a routine before it takes the first ([`Planner::defers`]), and the streaming driver
 //! takes a routine's plans only once it has linearized the next routine: this thread plans a
 //! routine's sequences (handed over together, [`Planner::asked_all`]) while the driver
-//! linearizes the next, and the driver takes the plans back in the order it asked for them. The plan cache lives on this thread and sees the graphs in the
-//! same order as the driver's own would, so the plans, and the output, are the same.
+//! linearizes the next, and the driver takes the plans back in the order it asked for them.
+//! The plan cache lives on this thread and sees the graphs in the same order as the driver's
+//! own would, so the plans, and the output, are the same.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -188,6 +189,37 @@ mod tests {
                 let (graph_here, plan_here) = here.take();
                 assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
             }
+        });
+    }
+
+    /// Asks gathered past a batch's size, and handed over by `asked_all`, come back whole and
+    /// in order, whether the thread has planned them all before the first is taken or not.
+    #[test]
+    fn batches_come_back_in_the_order_asked() {
+        let graphs = graphs();
+        assert!(graphs.len() > 3 * ASKS_PER_BATCH, "several full batches and a part of one");
+        let mut here = PlanCache::default();
+        std::thread::scope(|scope| {
+            let (mut away, thread) = spawn(scope).expect("a thread");
+            for round in 0..2 {
+                for graph in &graphs {
+                    away.ask(graph.clone(), Method::Best, CostModel::UnitAware);
+                    here.ask(graph.clone(), Method::Best, CostModel::UnitAware);
+                }
+                away.asked_all();
+                if round == 0 {
+                    // The thread has everything: let it plan all before anything is taken.
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                for _ in &graphs {
+                    let (graph_away, plan_away) = away.take();
+                    let (graph_here, plan_here) = here.take();
+                    assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                }
+                assert!(away.ready.is_empty() && away.gathered.is_empty(), "nothing left over");
+            }
+            drop(away);
+            thread.join().expect("the planning thread ends once its end is dropped");
         });
     }
 }
