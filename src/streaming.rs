@@ -1059,7 +1059,6 @@ fn transform_routine(
     let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
     cg.size_hint = size_hint;
     if plans.defers() {
-        plans.asked_all();
         return Ok(Some(linearized));
     }
     finish_routine(cg, catalogue, config, temporaries, plans, report, linearized);

@@ -1370,8 +1370,8 @@ pub trait Planner {
     fn defers(&self) -> bool {
         false
     }
-    /// Every plan of a routine has been asked for: a planner that gathers asks hands them on
-    /// now, before the first is taken.
+    /// Every plan of a call to `linearize_routines` has been asked for: a planner that gathers
+    /// asks hands them on now, before the first is taken.
     fn asked_all(&mut self) {}
     /// The storage [`replay_in`] works in, lent out (its `emit` usually needs the owner of the
     /// planner too); [`Planner::return_workspace`] gives it back.

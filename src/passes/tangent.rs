@@ -177,8 +177,9 @@ struct LinearizedBlock {
 /// graph: basic blocks cut into sequences, their statements linearized and printed, and every
 /// sequence's elimination plan asked of `plans`. A planner that makes plans elsewhere
 /// ([`Planner::defers`]) plans them meanwhile, and while the caller does other work until
-/// [`finish_routines`] takes them (the streaming driver linearizes the next routine first);
-/// any other planner gets each sequence finished at once. After an error, plans asked of a
+/// [`finish_routines`] takes them (the streaming driver linearizes the next routine first),
+/// and is told when the last is asked ([`Planner::asked_all`]); any other planner gets each
+/// sequence finished at once. After an error, plans asked of a
 /// deferring planner are left untaken: the planner is of no further use.
 pub fn linearize_routines(
     cg: &mut CallGraph,
@@ -243,6 +244,7 @@ pub fn linearize_routines(
         }
         linearized.routines.push(LinearizedRoutine { routine, graph, shared, blocks });
     }
+    plans.asked_all();
     Ok(linearized)
 }
 
