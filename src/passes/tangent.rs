@@ -158,6 +158,13 @@ pub struct Linearized {
     stats: TangentStats,
 }
 
+impl Linearized {
+    /// How many plans were asked for and not taken yet.
+    pub fn asked(&self) -> usize {
+        self.routines.iter().flat_map(|r| &r.blocks).map(|b| b.asked.len()).sum()
+    }
+}
+
 struct LinearizedRoutine {
     routine: RoutineId,
     graph: FlowGraph,
@@ -177,7 +184,7 @@ struct LinearizedBlock {
 /// graph: basic blocks cut into sequences, their statements linearized and printed, and every
 /// sequence's elimination plan asked of `plans`. A planner that makes plans elsewhere
 /// ([`Planner::defers`]) plans them meanwhile, and while the caller does other work until
-/// [`finish_routines`] takes them (the streaming driver linearizes the next routine first),
+/// [`finish_routines`] takes them (the streaming driver linearizes the next routines first),
 /// and is told when the last is asked ([`Planner::asked_all`]); any other planner gets each
 /// sequence finished at once. After an error, plans asked of a
 /// deferring planner are left untaken: the planner is of no further use.

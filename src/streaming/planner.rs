@@ -4,9 +4,10 @@
 //! labelled edges), and a fifth of the tangent's work on large inputs (the heuristics tried on
 //! every graph the plan cache has not seen). The tangent pass asks for every sequence's plan
 //! of a routine before it takes the first ([`Planner::defers`]), and the streaming driver
-//! takes a routine's plans only once it has linearized the next routine: this thread plans a
-//! routine's sequences (handed over together, [`Planner::asked_all`]) while the driver
-//! linearizes the next, and the driver takes the plans back in the order it asked for them.
+//! takes a routine's plans only once it has linearized the routines after it that ask for a
+//! few dozen plans more: this thread plans a routine's sequences (handed over together,
+//! [`Planner::asked_all`]) while the driver linearizes the next ones, and the driver takes the
+//! plans back in the order it asked for them.
 //! The plan cache lives on this thread and sees the graphs in the same order as the driver's
 //! own would, so the plans, and the output, are the same.
 
@@ -24,7 +25,7 @@ type Ask = (Lcg, Method, CostModel);
 /// Handing each ask over on its own woke the thread for nearly every one (it plans faster
 /// than the driver linearizes, so it waits between them): on a 16 MiB tangent the planning
 /// thread was woken about 3,000 times, running 29 µs each time on average. The driver takes
-/// a routine's plans only after it has linearized the next routine, so a routine's asks
+/// a routine's plans only after it has linearized the routines after it, so a routine's asks
 /// handed over together are planned long before they are taken.
 const ASKS_PER_BATCH: usize = 64;
 
