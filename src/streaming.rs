@@ -643,11 +643,14 @@ struct HeadFirst {
 /// have asked for at least this many plans, or once more than [`ROUTINES_AHEAD`] wait.
 ///
 /// Taking a routine's plans right after the next routine was linearized left the driver
-/// waiting for them: on a 16 MiB tangent 20–30 ms of a 0.3 s run, in one wait per routine,
-/// while the planning thread shared the other core with the reader and the spill thread and
-/// could not always start at once. With a few dozen plans of slack it waits well under a
-/// millisecond in all. Counted in plans, not routines, so that large routines (each asking for
-/// more than this) are held no longer than before: one while the next is linearized.
+/// waiting for them: 24–37 ms of a 16 MiB tangent's 0.3 s, a wait per routine, because the
+/// planning thread shares the other core with the reader and the spill thread and is not
+/// always run at once when it is handed work. With 16 plans of slack (at most 2 routines) it
+/// still waited 8–22 ms, with 24 (3) 4–15 ms, with 64 (8) 0–2.5 ms (four runs each). Counted
+/// in plans, not routines, so that large routines (each asking for more than this) are held no
+/// longer than before: one while the next is linearized. The routines held cost memory that
+/// does not grow with the input: the streamed tangent's peak heap, pipelined, rose from 3.9 to
+/// 4.7 MB at 2 MiB of input and from 11.1 to 12.1 MB at 8 MiB (`tests/memory.rs`).
 const PLANS_AHEAD: usize = 64;
 
 /// At most this many linearized routines wait for their plans, whatever they asked for (those

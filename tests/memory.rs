@@ -150,13 +150,21 @@ fn streamed_peak_memory_is_flat_in_the_number_of_routines() {
             // temporaries (measured 1.61 and 1.19 times the input at 2 and 8 MiB; the head's
             // text is written a buffer at a time, not held: it was another 1.07 times).
             // Pipelined, the reading thread keeps its own copy of the head (measured 0.62 and
-            // 0.40 times the input for identity, against 0.49 and 0.28 on one thread).
+            // 0.40 times the input for identity, against 0.49 and 0.28 on one thread). Its
+            // tangent also holds up to eight linearized routines until the planning thread's
+            // plans for them are taken, an amount that does not grow with the input (the
+            // streaming driver's `PLANS_AHEAD`: measured 0.75 MB at 2 MiB, 1.0 MB at 8 MiB; the
+            // peaks 2.2 and 1.4 times the input, against 1.5 and 1.0 on one thread).
             let identity_bound = if pipelined { size * 3 / 4 } else { size / 2 };
             assert!(
                 identity <= identity_bound,
                 "streamed identity peak {identity} for {size} input bytes ({concurrency:?})"
             );
-            assert!(tangent <= size * 2, "streamed tangent peak {tangent} for {size} input bytes ({concurrency:?})");
+            let tangent_bound = if pipelined { size * 2 + (1 << 20) } else { size * 2 };
+            assert!(
+                tangent <= tangent_bound,
+                "streamed tangent peak {tangent} for {size} input bytes ({concurrency:?})"
+            );
         }
         // Four times the routines: identity's peak grows with the head only, the tangent's less
         // than the input. (The synthetic head grows with the routines, each with its scope;
