@@ -640,22 +640,34 @@ struct HeadFirst {
 }
 
 /// A linearized routine is finished (its plans taken) once the routines linearized after it
-/// have asked for at least this many plans, or once more than [`ROUTINES_AHEAD`] wait.
+/// have asked for at least this many plans, or were read from at least [`BYTES_AHEAD`] of
+/// input, or once more than [`ROUTINES_AHEAD`] wait.
 ///
 /// Taking a routine's plans right after the next routine was linearized left the driver
 /// waiting for them: 24–37 ms of a 16 MiB tangent's 0.3 s, a wait per routine, because the
 /// planning thread shares the other core with the reader and the spill thread and is not
 /// always run at once when it is handed work. With 16 plans of slack (at most 2 routines) it
-/// still waited 8–22 ms, with 24 (3) 4–15 ms, with 64 (8) 0–2.5 ms (four runs each). Counted
-/// in plans, not routines, so that large routines (each asking for more than this) are held no
-/// longer than before: one while the next is linearized. The routines held cost memory that
-/// does not grow with the input: the streamed tangent's peak heap, pipelined, rose from 3.9 to
-/// 4.7 MB at 2 MiB of input and from 11.1 to 12.1 MB at 8 MiB (`tests/memory.rs`).
+/// still waited 8–22 ms, with 24 (3) 4–15 ms, with 64 (8) 0–2.5 ms (four runs each).
 const PLANS_AHEAD: usize = 64;
+
+/// The held routines cost memory, so they are bounded by their size too: a routine is held
+/// while those after it were read from less than this much input (and however large it is
+/// itself, until the next one is linearized, as before the lookahead). The synthetic inputs'
+/// routines, some 47 KB each, reach [`PLANS_AHEAD`] first; their streamed tangent's peak heap,
+/// pipelined, rose from 3.9 to 4.7 MB at 2 MiB of input and from 11.1 to 12.1 MB at 8 MiB
+/// (`tests/memory.rs`), an amount that does not grow with the input.
+const BYTES_AHEAD: usize = 512 << 10;
 
 /// At most this many linearized routines wait for their plans, whatever they asked for (those
 /// with no sequences to plan ask for none).
 const ROUTINES_AHEAD: usize = 8;
+
+/// What a routine left unfinished holds: the plans it asked for, and its length in the input.
+#[derive(Clone, Copy, Default)]
+struct Held {
+    asked: usize,
+    length: usize,
+}
 
 /// Routines in, routines out. Without a catalogue it is the identity mode.
 struct Driver<'c> {
@@ -673,7 +685,10 @@ struct Driver<'c> {
     formal_counts: FxHashMap<SymbolId, u32>,
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
-    waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
+    waiting: VecDeque<(RoutineId, Vec<FlowGraph>, usize)>,
+    /// Where the last routine handed over ends in the input: each routine's length in the
+    /// input is the distance from the one before.
+    last_end: usize,
     /// Where written routines go, one after the other.
     output: Output<'c>,
     /// Elimination plans by graph shape, across routines: made here, or on a thread of their
@@ -694,12 +709,12 @@ struct Driver<'c> {
     routines_per_worker: usize,
     parallel: Option<parallel::Workers>,
     /// Tangent with a planner that makes plans elsewhere: the routines transformed up to their
-    /// plans ([`transform_routine`]), oldest first, each with how many plans it asked for;
-    /// finished and written once enough routines after it are linearized ([`PLANS_AHEAD`],
+    /// plans ([`transform_routine`]), oldest first, each with what it holds; finished and
+    /// written once enough routines after it are linearized ([`PLANS_AHEAD`], [`BYTES_AHEAD`],
     /// [`ROUTINES_AHEAD`]), or at the end.
-    unfinished: VecDeque<(RoutineId, Linearized, usize)>,
-    /// The plans the routines in `unfinished` asked for, together.
-    unfinished_asks: usize,
+    unfinished: VecDeque<(RoutineId, Linearized, Held)>,
+    /// What the routines in `unfinished` hold, together.
+    unfinished_held: Held,
     /// The routine [`Driver::transform`] has just linearized and left unfinished.
     linearized: Option<(RoutineId, Linearized)>,
     /// The adjoint's pass, in adjoint mode.
@@ -729,6 +744,7 @@ impl<'c> Driver<'c> {
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
             waiting: VecDeque::new(),
+            last_end: 0,
             output,
             plans: Box::new(PlanCache::default()),
             report: Report::default(),
@@ -740,7 +756,7 @@ impl<'c> Driver<'c> {
             routines_per_worker: parallel::ROUTINES_PER_WORKER,
             parallel: None,
             unfinished: VecDeque::new(),
-            unfinished_asks: 0,
+            unfinished_held: Held::default(),
             linearized: None,
             adjoint: None,
             adjoint_facts: None,
@@ -819,7 +835,9 @@ impl<'c> Driver<'c> {
             }
         }
         let parked = take_graphs(&mut cg.routines[routine]);
-        self.waiting.push_back((routine, parked));
+        let length = end.saturating_sub(self.last_end);
+        self.last_end = self.last_end.max(end);
+        self.waiting.push_back((routine, parked, length));
         self.flush(cg, false);
         self.failure.is_none()
     }
@@ -838,11 +856,11 @@ impl<'c> Driver<'c> {
     /// Transforms and writes the waiting routines in document order, as far as they are
     /// ready (all of them at the end of the document).
     fn flush(&mut self, cg: &mut CallGraph, end: bool) {
-        while let Some((_, parked)) = self.waiting.front() {
+        while let Some((_, parked, _)) = self.waiting.front() {
             if !end && !self.callees_read(cg, parked) {
                 return;
             }
-            let Some((routine, mut parked)) = self.waiting.pop_front() else { return };
+            let Some((routine, mut parked, length)) = self.waiting.pop_front() else { return };
             self.infer_formal_arg_counts(&mut parked);
             if let Some(workers) = self.parallel.as_mut() {
                 let mut whole = cg.routines[routine].clone();
@@ -864,12 +882,15 @@ impl<'c> Driver<'c> {
                 }
             };
             if let Some((routine, linearized)) = self.linearized.take() {
-                let asked = linearized.asked();
-                self.unfinished.push_back((routine, linearized, asked));
-                self.unfinished_asks += asked;
+                let held = Held { asked: linearized.asked(), length };
+                self.unfinished.push_back((routine, linearized, held));
+                self.unfinished_held.asked += held.asked;
+                self.unfinished_held.length += held.length;
                 while let Some(&(_, _, oldest)) = self.unfinished.front() {
-                    let after = self.unfinished_asks - oldest;
-                    if after < PLANS_AHEAD && self.unfinished.len() <= ROUTINES_AHEAD {
+                    let plans_after = self.unfinished_held.asked - oldest.asked;
+                    let bytes_after = self.unfinished_held.length - oldest.length;
+                    if plans_after < PLANS_AHEAD && bytes_after < BYTES_AHEAD && self.unfinished.len() <= ROUTINES_AHEAD
+                    {
                         break;
                     }
                     if let Err(error) = self.finish_oldest(cg) {
@@ -903,8 +924,9 @@ impl<'c> Driver<'c> {
 
     /// Finishes the oldest routine left unfinished, if any, and writes it.
     fn finish_oldest(&mut self, cg: &mut CallGraph) -> Result<(), StreamError> {
-        let Some((routine, linearized, asked)) = self.unfinished.pop_front() else { return Ok(()) };
-        self.unfinished_asks -= asked;
+        let Some((routine, linearized, held)) = self.unfinished.pop_front() else { return Ok(()) };
+        self.unfinished_held.asked -= held.asked;
+        self.unfinished_held.length -= held.length;
         // Only the tangent leaves routines unfinished, and it has a catalogue.
         let Some(catalogue) = self.catalogue else { return Ok(()) };
         let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
