@@ -571,21 +571,24 @@ impl BlockContext<'_> {
         dead
     }
 
-    fn add(&mut self, sequence: &mut Sequence, linearized: LinearizedAssignment, keys: ReferenceKeys) {
+    fn add(&mut self, sequence: &mut Sequence, mut linearized: LinearizedAssignment, keys: ReferenceKeys) {
+        // The operands go into the sequence's graph: nothing reads them from the statement's
+        // local graph after this, so they move rather than copy.
+        let operands = std::mem::take(&mut linearized.graph.operands);
         let graph = &linearized.graph;
-        let mut operand_vertex = Vec::with_capacity(graph.operands.len());
-        for (operand, key) in graph.operands.iter().zip(keys.operands) {
+        let mut operand_vertex = Vec::with_capacity(operands.len());
+        for (operand, key) in operands.into_iter().zip(keys.operands) {
+            sequence.touched.entry(key).or_insert((operand.base_symbol(), false));
+            collect_subscript_symbols(&operand, &mut sequence.subscript_symbols);
             let vertex = match sequence.current.get(&key) {
                 Some(&vertex) => vertex,
                 None => {
-                    sequence.vertices.push(Vertex::Independent(operand.clone()));
+                    sequence.vertices.push(Vertex::Independent(operand));
                     let vertex = sequence.vertices.len() - 1;
                     sequence.current.insert(key, vertex);
                     vertex
                 }
             };
-            sequence.touched.entry(key).or_insert((operand.base_symbol(), false));
-            collect_subscript_symbols(operand, &mut sequence.subscript_symbols);
             operand_vertex.push(vertex);
         }
         let first_operation = sequence.vertices.len();
@@ -665,13 +668,13 @@ impl BlockContext<'_> {
         let mut vertices = sequence.vertices;
         let mut edges = sequence.edges;
         let mut dependents = 0;
-        for (key, reference) in &sequence.assigned {
-            if dead.contains(key) {
+        for (key, reference) in sequence.assigned {
+            if dead.contains(&key) {
                 continue;
             }
             dependents += 1;
-            let value = sequence.current[key];
-            vertices.push(Vertex::Dependent(reference.clone()));
+            let value = sequence.current[&key];
+            vertices.push(Vertex::Dependent(reference));
             edges.push((value, vertices.len() - 1, Partial::One));
         }
         let stats = SequenceStats {
@@ -736,7 +739,7 @@ impl BlockContext<'_> {
             graph.order = order;
             stats.graph = Some(Box::new(graph));
         }
-        let (allocations, propagator) = self.propagate(&vertices, &edges, &mut stats);
+        let (allocations, propagator) = self.propagate(vertices, &edges, &mut stats);
         out.extend(allocations);
         if self.config.inline_propagators {
             propagator_calls(self.cg, self.temporaries, propagator, out);
@@ -878,17 +881,22 @@ impl BlockContext<'_> {
     /// derivative. Intermediates keep their derivative in `<prefix>prp_N` temporaries, as do
     /// independents whose variable the propagator overwrites before it is done reading them.
     /// Returns the allocations of array temporaries (to run first) and the propagator.
+    ///
+    /// The graph's references move into the propagator's entries, and a derivative's holder is
+    /// copied only for the uses before its last (references are most of what the tangent copies).
     fn propagate(
         &mut self,
-        vertices: &[Vertex],
+        vertices: Vec<Vertex>,
         edges: &[(usize, usize, Partial)],
         stats: &mut SequenceStats,
     ) -> (Vec<Statement>, DerivativePropagator) {
         let mut entries = Vec::new();
         let mut allocations = Vec::new();
         let mut incoming: Vec<Vec<(usize, Partial)>> = vec![Vec::new(); vertices.len()];
+        let mut uses_left = vec![0u32; vertices.len()];
         for &(source, target, partial) in edges {
             incoming[target].push((source, partial));
+            uses_left[source] += 1;
         }
         let written: FxHashSet<Option<SymbolId>> = vertices
             .iter()
@@ -899,13 +907,14 @@ impl BlockContext<'_> {
             .collect();
         // Where each vertex's derivative lives; `None` for a vertex whose derivative is zero.
         let mut holder: Vec<Option<VariableReference>> = vec![None; vertices.len()];
-        for (v, vertex) in vertices.iter().enumerate() {
+        for (v, vertex) in vertices.into_iter().enumerate() {
             match vertex {
                 Vertex::Independent(reference) => {
-                    let mut source = reference.clone();
+                    let overwritten = written.contains(&reference.base_symbol());
+                    let shape = overwritten.then(|| reference_shape(self.cg, &reference));
+                    let mut source = reference;
                     source.deriv = true;
-                    if written.contains(&reference.base_symbol()) {
-                        let shape = reference_shape(self.cg, reference);
+                    if let Some(shape) = shape {
                         let copy = self.derivative_temporary(&shape, &mut allocations);
                         entries.push(PropagatorEntry::SetDeriv { target: copy.clone(), source });
                         holder[v] = Some(copy);
@@ -916,16 +925,21 @@ impl BlockContext<'_> {
                 Vertex::Intermediate(_) | Vertex::Dependent(_) => {
                     let terms: Vec<(VariableReference, Partial)> = incoming[v]
                         .iter()
-                        .filter_map(|&(source, partial)| holder[source].clone().map(|h| (h, partial)))
+                        .filter_map(|&(source, partial)| {
+                            uses_left[source] -= 1;
+                            let held =
+                                if uses_left[source] == 0 { holder[source].take() } else { holder[source].clone() };
+                            held.map(|h| (h, partial))
+                        })
                         .collect();
                     let target = match vertex {
                         Vertex::Dependent(reference) => {
-                            let mut target = reference.clone();
+                            let mut target = reference;
                             target.deriv = true;
                             target
                         }
                         Vertex::Intermediate(_) if terms.is_empty() => continue,
-                        Vertex::Intermediate(shape) => self.derivative_temporary(shape, &mut allocations),
+                        Vertex::Intermediate(shape) => self.derivative_temporary(&shape, &mut allocations),
                         Vertex::Independent(_) => self.derivative_temporary(&ValueShape::Scalar, &mut allocations),
                     };
                     if terms.is_empty() {
