@@ -663,7 +663,7 @@ const BYTES_AHEAD: usize = 512 << 10;
 const ROUTINES_AHEAD: usize = 8;
 
 /// What a routine left unfinished holds: the plans it asked for, and its length in the input.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Held {
     asked: usize,
     length: usize,
@@ -713,8 +713,6 @@ struct Driver<'c> {
     /// written once enough routines after it are linearized ([`PLANS_AHEAD`], [`BYTES_AHEAD`],
     /// [`ROUTINES_AHEAD`]), or at the end.
     unfinished: VecDeque<(RoutineId, Linearized, Held)>,
-    /// What the routines in `unfinished` hold, together.
-    unfinished_held: Held,
     /// The routine [`Driver::transform`] has just linearized and left unfinished.
     linearized: Option<(RoutineId, Linearized)>,
     /// The adjoint's pass, in adjoint mode.
@@ -756,7 +754,6 @@ impl<'c> Driver<'c> {
             routines_per_worker: parallel::ROUTINES_PER_WORKER,
             parallel: None,
             unfinished: VecDeque::new(),
-            unfinished_held: Held::default(),
             linearized: None,
             adjoint: None,
             adjoint_facts: None,
@@ -884,15 +881,7 @@ impl<'c> Driver<'c> {
             if let Some((routine, linearized)) = self.linearized.take() {
                 let held = Held { asked: linearized.asked(), length };
                 self.unfinished.push_back((routine, linearized, held));
-                self.unfinished_held.asked += held.asked;
-                self.unfinished_held.length += held.length;
-                while let Some(&(_, _, oldest)) = self.unfinished.front() {
-                    let plans_after = self.unfinished_held.asked - oldest.asked;
-                    let bytes_after = self.unfinished_held.length - oldest.length;
-                    if plans_after < PLANS_AHEAD && bytes_after < BYTES_AHEAD && self.unfinished.len() <= ROUTINES_AHEAD
-                    {
-                        break;
-                    }
+                while self.oldest_may_finish() {
                     if let Err(error) = self.finish_oldest(cg) {
                         self.failure = Some(error);
                         return;
@@ -922,11 +911,20 @@ impl<'c> Driver<'c> {
         }
     }
 
+    /// Whether the routines linearized after the oldest unfinished one give its plans enough
+    /// time ([`PLANS_AHEAD`], [`BYTES_AHEAD`]), or too many wait ([`ROUTINES_AHEAD`]).
+    fn oldest_may_finish(&self) -> bool {
+        if self.unfinished.len() > ROUTINES_AHEAD {
+            return true;
+        }
+        let after = self.unfinished.iter().skip(1).map(|&(_, _, held)| held);
+        let (plans, bytes) = after.fold((0, 0), |(plans, bytes), held| (plans + held.asked, bytes + held.length));
+        plans >= PLANS_AHEAD || bytes >= BYTES_AHEAD
+    }
+
     /// Finishes the oldest routine left unfinished, if any, and writes it.
     fn finish_oldest(&mut self, cg: &mut CallGraph) -> Result<(), StreamError> {
-        let Some((routine, linearized, held)) = self.unfinished.pop_front() else { return Ok(()) };
-        self.unfinished_held.asked -= held.asked;
-        self.unfinished_held.length -= held.length;
+        let Some((routine, linearized, _)) = self.unfinished.pop_front() else { return Ok(()) };
         // Only the tangent leaves routines unfinished, and it has a catalogue.
         let Some(catalogue) = self.catalogue else { return Ok(()) };
         let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
