@@ -477,14 +477,26 @@ fn read_pipelined(
         });
         let mut call_graph: Option<CallGraph> = None;
         let prepared = prepare(driver);
-        let handed_over = match prepared {
-            Ok(()) => Some(receiver.iter()),
+        let reading = match prepared {
+            Ok(()) => true,
             Err(failure) => {
                 driver.failure = Some(failure);
-                None
+                false
             }
         };
-        for handed in handed_over.into_iter().flatten() {
+        // The next routine handed over; while none is there, the planner may give this thread
+        // plans to make instead of waiting (`Planner::help`).
+        let next = |driver: &mut Driver| -> Option<Handed> {
+            loop {
+                match receiver.try_recv() {
+                    Ok(handed) => return Some(handed),
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
+                    Err(std::sync::mpsc::TryRecvError::Empty) if driver.plans.help() => {}
+                    Err(std::sync::mpsc::TryRecvError::Empty) => return receiver.recv().ok(),
+                }
+            }
+        };
+        while let Some(handed) = if reading { next(driver) } else { None } {
             match handed {
                 Handed::Head(head) => {
                     driver.reader.head = head.names.len();

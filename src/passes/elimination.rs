@@ -1373,6 +1373,11 @@ pub trait Planner {
     /// Every plan of a call to `linearize_routines` has been asked for: a planner that gathers
     /// asks hands them on now, before the first is taken.
     fn asked_all(&mut self) {}
+    /// The caller has nothing else to do for now (it waits for input): a planner that makes
+    /// plans elsewhere may make some of those asked here instead. False where it did nothing.
+    fn help(&mut self) -> bool {
+        false
+    }
     /// The storage [`replay_in`] works in, lent out (its `emit` usually needs the owner of the
     /// planner too); [`Planner::return_workspace`] gives it back.
     fn lend_workspace(&mut self) -> Workspace;

@@ -11,8 +11,8 @@
 //! The plan cache lives on this thread and sees the graphs in the same order as the driver's
 //! own would, so the plans, and the output, are the same.
 
-use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::passes::elimination::{CostModel, Lcg, Method, Plan, PlanCache, Planner, Workspace};
@@ -29,53 +29,163 @@ type Ask = (Lcg, Method, CostModel);
 /// handed over together are planned long before they are taken.
 const ASKS_PER_BATCH: usize = 64;
 
+/// What the driver's end and the planning thread share: batches of asks not begun, numbered
+/// in the order handed over, and the plans of those the thread has made.
+///
+/// Either side may plan a batch. The planning thread takes the oldest; the driver takes the
+/// newest when it would otherwise wait for its input ([`Planner::help`]), and the one it needs
+/// next when the thread has not begun it. On two cores the thread shares its core with the
+/// reader, which the driver then waits for; a batch planned by the driver meanwhile leaves
+/// that core to the reader. A plan depends only on its graph's shape (the plan cache's key),
+/// so which side makes it, with which cache, changes no plan.
+struct Shared {
+    state: Mutex<State>,
+    /// The thread waits here for batches.
+    asked: Condvar,
+    /// The driver waits here for a batch the thread is planning.
+    made: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Batches handed over and not begun, oldest first.
+    waiting: VecDeque<(u64, Vec<Ask>)>,
+    /// Batches the thread has planned, by number, not taken yet.
+    planned: BTreeMap<u64, Vec<(Lcg, Plan)>>,
+    /// The driver's end is gone: the thread stops.
+    closed: bool,
+    /// The thread has stopped (a panic there, joined later, says why).
+    gone: bool,
+}
+
+impl Shared {
+    /// The state, whatever a panic on the other side left it as: each side changes it only in
+    /// steps that leave it whole.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Marks the thread gone however it ends, so that a driver waiting for its plans does not
+/// wait for ever.
+struct Leaving<'s>(&'s Shared);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.lock().gone = true;
+        self.0.made.notify_all();
+    }
+}
+
 /// The driver's end: asks go one way in batches, plans come back the other, a batch's at once.
 pub struct Away {
-    asks: Sender<Vec<Ask>>,
-    plans: Receiver<Vec<(Lcg, Plan)>>,
+    shared: Arc<Shared>,
     /// Asks not handed over yet.
     gathered: Vec<Ask>,
-    /// Plans handed back and not taken yet, oldest first.
+    /// The number of the next batch handed over, and of the batch whose plans come next.
+    next_batch: u64,
+    next_taken: u64,
+    /// Plans of the batch being taken, oldest first.
     ready: VecDeque<(Lcg, Plan)>,
+    /// Batches planned here, by number, not taken yet.
+    planned_here: BTreeMap<u64, Vec<(Lcg, Plan)>>,
+    /// The cache of the plans made here.
+    cache: PlanCache,
     /// Where the driver replays the plans it takes.
     workspace: Workspace,
+}
+
+/// Plans a batch with `cache`.
+fn plan_batch(cache: &mut PlanCache, asks: Vec<Ask>) -> Vec<(Lcg, Plan)> {
+    asks.into_iter()
+        .map(|(lcg, method, model)| {
+            let plan = cache.plan(&lcg, method, model);
+            (lcg, plan)
+        })
+        .collect()
 }
 
 /// Starts the planning thread in `scope`; it ends when the returned end is dropped. `None`
 /// where no thread can be started (the driver then plans itself).
 pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>) -> Option<(Away, ScopedJoinHandle<'scope, ()>)> {
-    let (asks, asked) = channel::<Vec<Ask>>();
-    let (made, plans) = channel();
+    let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
+    let theirs = Arc::clone(&shared);
     let thread = std::thread::Builder::new()
         .name("planner".into())
         .spawn_scoped(scope, move || {
+            let shared = &*theirs;
+            let _leaving = Leaving(shared);
             let mut cache = PlanCache::default();
-            for batch in asked {
-                let planned: Vec<(Lcg, Plan)> = batch
-                    .into_iter()
-                    .map(|(lcg, method, model)| {
-                        let plan = cache.plan(&lcg, method, model);
-                        (lcg, plan)
-                    })
-                    .collect();
-                if made.send(planned).is_err() {
-                    return;
-                }
+            loop {
+                let (number, asks) = {
+                    let mut state = shared.lock();
+                    loop {
+                        if let Some(batch) = state.waiting.pop_front() {
+                            break batch;
+                        }
+                        if state.closed {
+                            return;
+                        }
+                        state = shared.asked.wait(state).unwrap_or_else(PoisonError::into_inner);
+                    }
+                };
+                let plans = plan_batch(&mut cache, asks);
+                shared.lock().planned.insert(number, plans);
+                shared.made.notify_one();
             }
         })
         .ok()?;
-    let away = Away { asks, plans, gathered: Vec::new(), ready: VecDeque::new(), workspace: Workspace::default() };
+    let away = Away {
+        shared,
+        gathered: Vec::new(),
+        next_batch: 0,
+        next_taken: 0,
+        ready: VecDeque::new(),
+        planned_here: BTreeMap::new(),
+        cache: PlanCache::default(),
+        workspace: Workspace::default(),
+    };
     Some((away, thread))
 }
 
 impl Away {
-    /// Hands the gathered asks over. A send fails only once the thread is gone, which only a
-    /// panic there does: `take` then reports it.
+    /// Hands the gathered asks over as the next batch.
     fn hand_over(&mut self) {
         if !self.gathered.is_empty() {
             let batch = std::mem::replace(&mut self.gathered, Vec::with_capacity(ASKS_PER_BATCH));
-            let _ = self.asks.send(batch);
+            self.shared.lock().waiting.push_back((self.next_batch, batch));
+            self.next_batch += 1;
+            self.shared.asked.notify_one();
         }
+    }
+
+    /// The plans of batch `number`: made here before, made by the thread (waited for while it
+    /// plans them), or made here now where the thread has not begun them.
+    fn batch(&mut self, number: u64) -> Vec<(Lcg, Plan)> {
+        if let Some(plans) = self.planned_here.remove(&number) {
+            return plans;
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut state = shared.lock();
+        loop {
+            if let Some(plans) = state.planned.remove(&number) {
+                return plans;
+            }
+            if let Some(at) = state.waiting.iter().position(|(n, _)| *n == number) {
+                let (_, asks) = state.waiting.remove(at).expect("a batch just found");
+                drop(state);
+                return plan_batch(&mut self.cache, asks);
+            }
+            assert!(!state.gone, "the planning thread stopped (its panic follows when it is joined)");
+            state = shared.made.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl Drop for Away {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.asked.notify_all();
     }
 }
 
@@ -95,16 +205,30 @@ impl Planner for Away {
         if let Some(made) = self.ready.pop_front() {
             return made;
         }
-        // Nothing handed back: what is asked for and not handed over goes now, or the wait
-        // below would never end.
+        // What is asked for and not handed over goes now: the batch wanted may be among it.
         self.hand_over();
-        let batch = self.plans.recv().expect("the planning thread stopped (its panic follows when it is joined)");
-        self.ready.extend(batch);
+        let number = self.next_taken;
+        self.next_taken += 1;
+        let plans = self.batch(number);
+        self.ready.extend(plans);
         self.ready.pop_front().expect("a plan is taken only after it was asked for")
     }
 
     fn defers(&self) -> bool {
         true
+    }
+
+    /// Plans the newest batch the thread has not begun, if any.
+    fn help(&mut self) -> bool {
+        let newest = self.shared.lock().waiting.pop_back();
+        match newest {
+            Some((number, asks)) => {
+                let plans = plan_batch(&mut self.cache, asks);
+                self.planned_here.insert(number, plans);
+                true
+            }
+            None => false,
+        }
     }
 
     fn lend_workspace(&mut self) -> Workspace {
@@ -191,6 +315,117 @@ mod tests {
                 assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
             }
         });
+    }
+
+    /// Batches planned by the driver while it would wait (`help`, the newest first), by the
+    /// thread, or by the driver because the thread had not begun them, come back in the order
+    /// asked, each with the plan the driver's own cache gives it.
+    #[test]
+    fn plans_made_on_either_side_come_back_in_the_order_asked() {
+        let graphs = graphs();
+        let mut here = PlanCache::default();
+        std::thread::scope(|scope| {
+            let (mut away, thread) = spawn(scope).expect("a thread");
+            let mut helped = 0;
+            let mut taken = 0;
+            for (k, graph) in graphs.iter().enumerate() {
+                away.ask(graph.clone(), Method::Best, CostModel::UnitAware);
+                here.ask(graph.clone(), Method::Best, CostModel::UnitAware);
+                // Small batches, so that there are many to share.
+                if k % 5 == 4 {
+                    away.asked_all();
+                }
+                if k % 7 == 0 && away.help() {
+                    helped += 1;
+                }
+                if k % 40 == 39 {
+                    for _ in 0..25 {
+                        let (graph_away, plan_away) = away.take();
+                        let (graph_here, plan_here) = here.take();
+                        assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                        taken += 1;
+                    }
+                }
+            }
+            away.asked_all();
+            while away.help() {
+                helped += 1;
+            }
+            for _ in taken..graphs.len() {
+                let (graph_away, plan_away) = away.take();
+                let (graph_here, plan_here) = here.take();
+                assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+            }
+            // How many the driver planned depends on how fast the thread was.
+            let _ = helped;
+            assert!(away.ready.is_empty() && away.planned_here.is_empty(), "nothing left over");
+            drop(away);
+            thread.join().expect("the planning thread ends once its end is dropped");
+        });
+    }
+
+    /// The driver's end of a planner no thread serves.
+    fn unserved(shared: &Arc<Shared>) -> Away {
+        Away {
+            shared: Arc::clone(shared),
+            gathered: Vec::new(),
+            next_batch: 0,
+            next_taken: 0,
+            ready: VecDeque::new(),
+            planned_here: BTreeMap::new(),
+            cache: PlanCache::default(),
+            workspace: Workspace::default(),
+        }
+    }
+
+    /// With no thread to take them, batches are planned where the driver helps (the newest
+    /// first) and where it takes them, and come back in the order asked all the same.
+    #[test]
+    fn batches_planned_by_the_driver_come_back_in_order() {
+        let graphs = graphs();
+        let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
+        let mut away = unserved(&shared);
+        let mut here = PlanCache::default();
+        let mut helped = 0;
+        for (k, graph) in graphs.iter().enumerate() {
+            away.ask(graph.clone(), Method::Greedy, CostModel::UnitAware);
+            here.ask(graph.clone(), Method::Greedy, CostModel::UnitAware);
+            if k % 10 == 9 {
+                away.asked_all();
+            }
+            // Every other batch helped with, newest first.
+            if k % 20 == 19 {
+                assert!(away.help(), "a batch waits");
+                helped += 1;
+            }
+        }
+        assert_eq!(helped, graphs.len() / 20);
+        assert_eq!(away.planned_here.len(), helped);
+        for _ in &graphs {
+            let (graph_away, plan_away) = away.take();
+            let (graph_here, plan_here) = here.take();
+            assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+        }
+        assert!(!away.help(), "nothing waits");
+        assert!(away.planned_here.is_empty() && shared.lock().waiting.is_empty(), "nothing left over");
+    }
+
+    /// An end whose thread has stopped (as a panic there leaves it) plans what the thread had
+    /// not begun itself, and stops, rather than waiting for ever, for what it had.
+    #[test]
+    fn a_stopped_thread_is_not_waited_for() {
+        let graph = graphs().swap_remove(0);
+        let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
+        drop(Leaving(&shared));
+        let mut away = unserved(&shared);
+        away.ask(graph.clone(), Method::Best, CostModel::UnitAware);
+        let (_, plan) = away.take();
+        assert_eq!(plan, PlanCache::default().plan(&graph, Method::Best, CostModel::UnitAware));
+        // Batch 1 was handed over and begun by the thread, which stopped before planning it.
+        away.next_taken = 1;
+        away.next_batch = 2;
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| away.take()));
+        assert!(waited.is_err(), "a plan the stopped thread never made was waited for");
     }
 
     /// Asks gathered past a batch's size, and handed over by `asked_all`, come back whole and
