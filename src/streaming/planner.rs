@@ -8,8 +8,13 @@
 //! few dozen plans more: this thread plans a routine's sequences (handed over together,
 //! [`Planner::asked_all`]) while the driver linearizes the next ones, and the driver takes the
 //! plans back in the order it asked for them.
-//! The plan cache lives on this thread and sees the graphs in the same order as the driver's
-//! own would, so the plans, and the output, are the same.
+//!
+//! The driver plans some batches too, with a cache of its own: those it would otherwise wait
+//! for the reader beside ([`Planner::help`], in `streaming::read_pipelined`), and one it needs
+//! that the thread has not begun. A plan depends only on what the cache's key holds (vertex
+//! kinds, edges, constant labels; not which run-time value a label names), so the plans, and
+//! the output, are the same whichever side makes them and in whatever order each cache sees
+//! the graphs.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
