@@ -3,7 +3,10 @@
 # the question is the critical path. On two cores a large run is as long as its driving thread
 # (the command's own, listed first), and moving work to another thread helps only if the driving
 # thread's count falls by more than the others' rises; wall times on a shared machine vary by
-# more than the few per cent such changes make, instruction counts do not.
+# more than the few per cent such changes make, instruction counts do not. Callgrind runs one
+# thread at a time, so the driver of a pipelined tangent, which plans while it waits for the
+# reader (`Planner::help`), makes most of the plans under it: compare such runs by their total,
+# or with XAIFBOOSTER_PLANNER=0 (the driver plans everything).
 #
 #   scripts/thread_instructions.sh BINARY MODE INPUT [ARGS...]
 #
