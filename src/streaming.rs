@@ -824,11 +824,13 @@ impl<'c> Driver<'c> {
     }
 
     fn arrive(&mut self, cg: &mut CallGraph, routine: RoutineId, end: usize) -> bool {
-        if let Some(gate) = self.gate
-            && !gate.wait_for(end)
-        {
-            self.failure = Some(StreamError::Invalid);
-            return false;
+        if let Some(gate) = self.gate {
+            // While the checks are behind, plans asked for may be made here (`Planner::help`).
+            while gate.checked_for(end).is_none() && self.plans.help() {}
+            if !gate.wait_for(end) {
+                self.failure = Some(StreamError::Invalid);
+                return false;
+            }
         }
         if self.head_symbols == 0 {
             self.head_symbols = cg.symbols.len();

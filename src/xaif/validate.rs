@@ -181,6 +181,17 @@ enum SurveyState {
 }
 
 impl Progress {
+    /// What [`Progress::wait_for`] would return, without waiting: `None` while the input up to
+    /// `offset` is not checked yet and no error was found.
+    pub fn checked_for(&self, offset: usize) -> Option<bool> {
+        let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match state.verdict {
+            Some(verdict) => Some(verdict),
+            None if state.checked_through >= offset => Some(true),
+            None => None,
+        }
+    }
+
     /// Waits until the input up to `offset` is checked: `true` when it holds no error, `false`
     /// as soon as the checks found one anywhere (the waiting side should stop: the findings
     /// are what the command reports).
@@ -1577,6 +1588,23 @@ mod tests {
             assert!(progress.take_survey().is_none());
         }
         assert!(surveyed[0] >= documents.len() / 2 && surveyed[1] >= 2, "{surveyed:?} of {}", documents.len());
+    }
+
+    /// Asking without waiting answers what waiting would, as the checks advance and after an
+    /// error.
+    #[test]
+    fn checked_for_answers_what_wait_for_would() {
+        let progress = Progress::default();
+        assert_eq!(progress.checked_for(10), None);
+        progress.advance(10);
+        assert_eq!(progress.checked_for(10), Some(true));
+        assert_eq!(progress.checked_for(11), None);
+        assert!(progress.wait_for(10));
+        progress.fail();
+        assert_eq!(progress.checked_for(11), Some(false));
+        assert!(!progress.wait_for(11));
+        progress.finish(true);
+        assert_eq!(progress.checked_for(usize::MAX), Some(false), "an error stays");
     }
 
     #[test]
