@@ -562,6 +562,10 @@ fn copy_behind(
         let helper = std::thread::Builder::new().name("copy".into()).spawn_scoped(scope, || copy.take_pieces());
         let mut writer = out;
         let written = head(&mut writer).and_then(|()| writer.stream_position());
+        if written.is_err() {
+            // The run fails: the copy is not needed.
+            copy.give_up();
+        }
         // With no thread, the whole copy after the head, on this one.
         let here = copy.take_pieces();
         let there = match helper {
@@ -613,6 +617,11 @@ impl<'f> SharedCopy<'f> {
         }
     }
 
+    /// Stops every thread at its next piece.
+    fn give_up(&self) {
+        self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Copies pieces no thread has taken yet until none are left; an error stops every
     /// thread at its next piece (a source shorter than `len` is one).
     fn take_pieces(&self) -> io::Result<()> {
@@ -627,7 +636,7 @@ impl<'f> SharedCopy<'f> {
             buffer.resize(len, 0);
             let copied = self.piece(&mut buffer, start);
             if copied.is_err() {
-                self.failed.store(true, Relaxed);
+                self.give_up();
                 return copied;
             }
         }
@@ -975,6 +984,30 @@ mod tests {
                 assert!(allocated <= len.next_multiple_of(1 << 16), "{allocated} bytes allocated for {len}");
             }
         }
+    }
+
+    /// A head that fails while the routines are copied behind it fails the output: its error,
+    /// not the copy's outcome, is reported, and the file the output was to replace stays.
+    #[test]
+    fn a_failing_head_fails_the_spilled_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+        let mut body = pending.spill();
+        body.write_all(&vec![b'r'; 5 * COPY_PIECE as usize + 3]).unwrap();
+        let head = Head {
+            write: &|sink| {
+                sink.write_all(b"he")?;
+                Err(io::Error::other("the head failed"))
+            },
+            len: &|| Some(4),
+        };
+        let failed = pending.stage_streamed(head, body, b"tail".to_vec()).expect_err("the head failed");
+        assert_eq!(failed.source.to_string(), "the head failed");
+        drop(pending);
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
     /// A range copied behind a head being written lands where it is asked to, whether one

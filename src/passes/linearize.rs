@@ -645,7 +645,7 @@ fn copy_rec(
 ) -> ExprVertexId {
     // A vertex is visited, then (after its operands) finished; copies wait on a value stack.
     // Both start with room for a typical statement's subtree: grown from one, they took
-    // three or four reallocations each (a twentieth of this function's instructions).
+    // three or four reallocations each (a fifth of this function's instructions).
     let mut work = Vec::with_capacity(16);
     work.push((vertex, is_kept_root, false));
     let mut copies: Vec<ExprVertexId> = Vec::with_capacity(16);

@@ -168,6 +168,18 @@ struct ProgressState {
     survey: SurveyState,
 }
 
+impl ProgressState {
+    /// The answer for the input up to `offset`: its verdict once there is one, `true` once it
+    /// is checked, `None` before.
+    fn checked_for(&self, offset: usize) -> Option<bool> {
+        match self.verdict {
+            Some(verdict) => Some(verdict),
+            None if self.checked_through >= offset => Some(true),
+            None => None,
+        }
+    }
+}
+
 /// The streaming driver's [`Survey`], which the checks' first scan finds on the way.
 #[derive(Debug, Default)]
 enum SurveyState {
@@ -185,11 +197,7 @@ impl Progress {
     /// `offset` is not checked yet and no error was found.
     pub fn checked_for(&self, offset: usize) -> Option<bool> {
         let state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match state.verdict {
-            Some(verdict) => Some(verdict),
-            None if state.checked_through >= offset => Some(true),
-            None => None,
-        }
+        state.checked_for(offset)
     }
 
     /// Waits until the input up to `offset` is checked: `true` when it holds no error, `false`
@@ -198,9 +206,8 @@ impl Progress {
     pub fn wait_for(&self, offset: usize) -> bool {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
-            match state.verdict {
-                Some(verdict) => return verdict,
-                None if state.checked_through >= offset => return true,
+            match state.checked_for(offset) {
+                Some(answer) => return answer,
                 None => state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
             }
         }
