@@ -125,11 +125,12 @@ pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>) -> Option<(Away, ScopedJo
                 let (number, asks) = {
                     let mut state = shared.lock();
                     loop {
-                        if let Some(batch) = state.waiting.pop_front() {
-                            break batch;
-                        }
+                        // Once the driver's end is gone, nothing waiting will be taken.
                         if state.closed {
                             return;
+                        }
+                        if let Some(batch) = state.waiting.pop_front() {
+                            break batch;
                         }
                         state = shared.asked.wait(state).unwrap_or_else(PoisonError::into_inner);
                     }
@@ -431,6 +432,28 @@ mod tests {
         away.next_batch = 2;
         let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| away.take()));
         assert!(waited.is_err(), "a plan the stopped thread never made was waited for");
+    }
+
+    /// Once the driver's end is dropped (a failed run), the thread stops without planning
+    /// what still waits.
+    #[test]
+    fn a_dropped_end_leaves_what_waits() {
+        let graph = graphs().swap_remove(0);
+        std::thread::scope(|scope| {
+            let (away, thread) = spawn(scope).expect("a thread");
+            let shared = Arc::clone(&away.shared);
+            {
+                let mut state = shared.lock();
+                state.waiting.push_back((0, vec![(graph, Method::Best, CostModel::UnitAware)]));
+                state.closed = true;
+            }
+            shared.asked.notify_all();
+            drop(away);
+            thread.join().expect("the planning thread ends");
+            let state = shared.lock();
+            assert_eq!((state.waiting.len(), state.planned.len()), (1, 0), "a batch planned after the end");
+            assert!(state.gone);
+        });
     }
 
     /// Asks gathered past a batch's size, and handed over by `asked_all`, come back whole and
