@@ -487,6 +487,9 @@ fn read_pipelined(
         // The next routine handed over; while none is there, the planner may give this thread
         // plans to make instead of waiting (`Planner::help`).
         let next = |driver: &mut Driver| -> Option<Handed> {
+            if !reading {
+                return None;
+            }
             loop {
                 match receiver.try_recv() {
                     Ok(handed) => return Some(handed),
@@ -496,7 +499,7 @@ fn read_pipelined(
                 }
             }
         };
-        while let Some(handed) = if reading { next(driver) } else { None } {
+        while let Some(handed) = next(driver) {
             match handed {
                 Handed::Head(head) => {
                     driver.reader.head = head.names.len();

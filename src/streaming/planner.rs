@@ -43,6 +43,7 @@ const ASKS_PER_BATCH: usize = 64;
 /// reader, which the driver then waits for; a batch planned by the driver meanwhile leaves
 /// that core to the reader. A plan depends only on its graph's shape (the plan cache's key),
 /// so which side makes it, with which cache, changes no plan.
+#[derive(Default)]
 struct Shared {
     state: Mutex<State>,
     /// The thread waits here for batches.
@@ -113,7 +114,7 @@ fn plan_batch(cache: &mut PlanCache, asks: Vec<Ask>) -> Vec<(Lcg, Plan)> {
 /// Starts the planning thread in `scope`; it ends when the returned end is dropped. `None`
 /// where no thread can be started (the driver then plans itself).
 pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>) -> Option<(Away, ScopedJoinHandle<'scope, ()>)> {
-    let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
+    let shared = Arc::<Shared>::default();
     let theirs = Arc::clone(&shared);
     let thread = std::thread::Builder::new()
         .name("planner".into())
@@ -141,20 +142,24 @@ pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>) -> Option<(Away, ScopedJo
             }
         })
         .ok()?;
-    let away = Away {
-        shared,
-        gathered: Vec::new(),
-        next_batch: 0,
-        next_taken: 0,
-        ready: VecDeque::new(),
-        planned_here: BTreeMap::new(),
-        cache: PlanCache::default(),
-        workspace: Workspace::default(),
-    };
-    Some((away, thread))
+    Some((Away::new(shared), thread))
 }
 
 impl Away {
+    /// The driver's end of `shared`, before anything is asked.
+    fn new(shared: Arc<Shared>) -> Away {
+        Away {
+            shared,
+            gathered: Vec::new(),
+            next_batch: 0,
+            next_taken: 0,
+            ready: VecDeque::new(),
+            planned_here: BTreeMap::new(),
+            cache: PlanCache::default(),
+            workspace: Workspace::default(),
+        }
+    }
+
     /// Hands the gathered asks over as the next batch.
     fn hand_over(&mut self) {
         if !self.gathered.is_empty() {
@@ -370,27 +375,13 @@ mod tests {
         });
     }
 
-    /// The driver's end of a planner no thread serves.
-    fn unserved(shared: &Arc<Shared>) -> Away {
-        Away {
-            shared: Arc::clone(shared),
-            gathered: Vec::new(),
-            next_batch: 0,
-            next_taken: 0,
-            ready: VecDeque::new(),
-            planned_here: BTreeMap::new(),
-            cache: PlanCache::default(),
-            workspace: Workspace::default(),
-        }
-    }
-
-    /// With no thread to take them, batches are planned where the driver helps (the newest
+    /// With no thread to take them (an end no thread serves), batches are planned where the driver helps (the newest
     /// first) and where it takes them, and come back in the order asked all the same.
     #[test]
     fn batches_planned_by_the_driver_come_back_in_order() {
         let graphs = graphs();
-        let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
-        let mut away = unserved(&shared);
+        let shared = Arc::<Shared>::default();
+        let mut away = Away::new(Arc::clone(&shared));
         let mut here = PlanCache::default();
         let mut helped = 0;
         for (k, graph) in graphs.iter().enumerate() {
@@ -421,9 +412,9 @@ mod tests {
     #[test]
     fn a_stopped_thread_is_not_waited_for() {
         let graph = graphs().swap_remove(0);
-        let shared = Arc::new(Shared { state: Mutex::default(), asked: Condvar::new(), made: Condvar::new() });
+        let shared = Arc::<Shared>::default();
         drop(Leaving(&shared));
-        let mut away = unserved(&shared);
+        let mut away = Away::new(Arc::clone(&shared));
         away.ask(graph.clone(), Method::Best, CostModel::UnitAware);
         let (_, plan) = away.take();
         assert_eq!(plan, PlanCache::default().plan(&graph, Method::Best, CostModel::UnitAware));
