@@ -67,6 +67,20 @@ pub struct CallGraph {
 }
 
 impl CallGraph {
+    /// Room for `names` more names of `name_bytes` bytes in all and `symbols` more symbols,
+    /// allocated once rather than grown step by step as they come.
+    ///
+    /// For a copy of a call graph that passes go on adding to, as the streaming driver's copy
+    /// of the reader's head: a copy has room for what it holds and no more. Each time one of
+    /// these lists doubled, the new list was copied to memory the process had not touched,
+    /// a page fault per 4 KiB, and the old one freed: on a 16 MiB tangent the name table grows
+    /// from 779 names to 111,721 and the symbols from 2,880 to 61,280.
+    pub fn reserve(&mut self, names: usize, name_bytes: usize, symbols: usize) {
+        self.names.reserve(names, name_bytes);
+        self.symbol_index.reserve(self.names.len() + names);
+        self.symbols.reserve(symbols);
+    }
+
     /// Adds a symbol to its scope's table; returns the existing one if the name is taken.
     pub fn add_symbol(&mut self, symbol: Symbol) -> SymbolId {
         match self.lookup_symbol(symbol.scope, symbol.name) {
@@ -196,6 +210,11 @@ impl SymbolIndex {
         }
     }
 
+    /// Room for the names up to `names` (by [`Name::index`]).
+    fn reserve(&mut self, names: usize) {
+        self.by_name.reserve(names.saturating_sub(self.by_name.len()));
+    }
+
     /// Forgets `id`, of `name` in `scope`.
     fn remove(&mut self, scope: ScopeId, name: Name, id: SymbolId) {
         match self.by_name.get_mut(name.index()) {
@@ -250,6 +269,10 @@ impl SymbolArena {
 
     fn truncate(&mut self, len: usize) {
         self.0.truncate(len);
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
     }
 }
 

@@ -191,6 +191,17 @@ impl Names {
         debug_assert_eq!(empty, Name::EMPTY);
         names
     }
+
+    /// Room for `count` more names of `bytes` bytes in all, beside those the table holds.
+    /// A copy ([`Clone`]) has room for what it holds and no more, so without this every name
+    /// added to one grows its lists (and rehashes its table) step by step.
+    pub fn reserve(&mut self, count: usize, bytes: usize) {
+        let Names { text, spans, table, needs_escape, .. } = self;
+        text.reserve(bytes);
+        spans.reserve(count);
+        needs_escape.reserve(count);
+        table.reserve(count, |&n| hash(span_str(text, spans, n)));
+    }
 }
 
 fn hash(s: &str) -> u64 {
@@ -638,6 +649,26 @@ mod tests {
         assert!(new);
         assert_eq!(copy.get(five), "T_5");
         assert_eq!(copy.intern("T_5"), five);
+    }
+
+    #[test]
+    fn room_reserved_in_a_copy_keeps_its_names_and_takes_the_new_ones_without_moving() {
+        let mut original = Names::default();
+        let old: Vec<Name> = (0..500).map(|k| original.intern(&format!("name_{k}"))).collect();
+        let mut copy = original.clone();
+        copy.reserve(1000, 20_000);
+        let (text, spans) = (copy.text.capacity(), copy.spans.capacity());
+        // The table was rehashed into its new room: every name is still found as itself.
+        for (k, name) in old.iter().enumerate() {
+            assert_eq!(copy.intern(&format!("name_{k}")), *name);
+            assert_eq!(copy.find(&format!("name_{k}")), Some(*name));
+        }
+        let new: Vec<Name> = (0..1000).map(|k| copy.intern(&format!("added_{k:08}"))).collect();
+        assert_eq!((copy.text.capacity(), copy.spans.capacity()), (text, spans));
+        for (k, name) in new.iter().enumerate() {
+            assert_eq!(copy.get(*name), format!("added_{k:08}"));
+        }
+        assert_eq!(copy.len(), original.len() + 1000);
     }
 
     #[test]
