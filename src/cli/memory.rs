@@ -15,8 +15,8 @@
 /// the read's time and a third of the run's page faults, before anything else can start. From
 /// Linux 6.18 (`PR_THP_DISABLE_EXCEPT_ADVISED`) regions advised with `MADV_HUGEPAGE` keep huge
 /// pages, and the read advises that buffer ([`crate::cli::input::read_file`]); mimalloc is told
-/// not to advise its own (`MIMALLOC_ALLOW_THP=0`, at [`OPTIONS`]). An older kernel refuses the
-/// flag, and the process goes without huge pages everywhere, as before.
+/// not to advise its own (`MIMALLOC_ALLOW_THP=0`, at `OPTIONS` in the source). An older kernel
+/// refuses the flag, and the process goes without huge pages everywhere, as before.
 pub fn disable_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes no memory we hold;

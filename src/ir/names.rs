@@ -194,13 +194,13 @@ impl Names {
 
     /// Room for `count` more names of `bytes` bytes in all, beside those the table holds.
     /// A copy ([`Clone`]) has room for what it holds and no more, so without this every name
-    /// added to one grows its lists (and rehashes its table) step by step.
+    /// added to one grows its lists step by step. The hashed table is left to grow as names
+    /// come: it holds only the names outside series, a sixth of them on a 16 MiB tangent
+    /// (19,459 of 111,721), so room for all would be mostly never used.
     pub fn reserve(&mut self, count: usize, bytes: usize) {
-        let Names { text, spans, table, needs_escape, .. } = self;
-        text.reserve(bytes);
-        spans.reserve(count);
-        needs_escape.reserve(count);
-        table.reserve(count, |&n| hash(span_str(text, spans, n)));
+        self.text.reserve(bytes);
+        self.spans.reserve(count);
+        self.needs_escape.reserve(count);
     }
 }
 
@@ -653,12 +653,13 @@ mod tests {
 
     #[test]
     fn room_reserved_in_a_copy_keeps_its_names_and_takes_the_new_ones_without_moving() {
+        // (Names outside any series: each also goes into the hashed table, which grows.)
         let mut original = Names::default();
         let old: Vec<Name> = (0..500).map(|k| original.intern(&format!("name_{k}"))).collect();
         let mut copy = original.clone();
         copy.reserve(1000, 20_000);
         let (text, spans) = (copy.text.capacity(), copy.spans.capacity());
-        // The table was rehashed into its new room: every name is still found as itself.
+        // Every name is still found as itself.
         for (k, name) in old.iter().enumerate() {
             assert_eq!(copy.intern(&format!("name_{k}")), *name);
             assert_eq!(copy.find(&format!("name_{k}")), Some(*name));
