@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 /// The options set, by their names in `mi_option_t` (without the `mi_option_` prefix).
-const OPTIONS: [&str; 4] = ["purge_delay", "arena_reserve", "allow_thp", "destroy_on_exit"];
+const OPTIONS: [&str; 3] = ["purge_delay", "arena_reserve", "destroy_on_exit"];
 
 fn main() {
     // Set by libmimalloc-sys's build script (`links = "mimalloc"`) for the crates that depend on it.

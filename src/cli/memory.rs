@@ -1,7 +1,6 @@
 //! How the process asks the kernel for memory.
 
-/// Turns transparent huge pages off for this process, except in memory advised to have them
-/// where the kernel can tell the two apart.
+/// Turns transparent huge pages off for this process.
 ///
 /// Where the kernel backs every anonymous mapping with huge pages (`always`), each 2 MiB region
 /// mimalloc touches is zeroed whole at the first fault: that was most of the cost of starting
@@ -9,29 +8,14 @@
 /// inputs it zeroes memory that is never used. Ordinary pages cost neither. Regions mapped
 /// before stay as they are, so the binary calls this from a constructor that runs before the
 /// allocator's (`main` is too late: mimalloc has mapped its first arena by then).
-///
-/// One region is used whole: a large input's buffer, which the read fills to its last byte. On
-/// ordinary pages that was a fault and a zeroed page per 4 KiB, 4,096 faults for 16 MiB, most of
-/// the read's time and a third of the run's page faults, before anything else can start. From
-/// Linux 6.18 (`PR_THP_DISABLE_EXCEPT_ADVISED`) regions advised with `MADV_HUGEPAGE` keep huge
-/// pages, and the read advises that buffer ([`crate::cli::input::read_file`]); mimalloc is told
-/// not to advise its own (`MIMALLOC_ALLOW_THP=0`, at `OPTIONS` in the source). An older kernel
-/// refuses the flag, and the process goes without huge pages everywhere, as before.
 pub fn disable_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes no memory we hold;
     // a failure (an old kernel) leaves the default, which is only slower.
     unsafe {
-        if libc::prctl(libc::PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) != 0 {
-            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-        }
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
-
-/// `prctl(PR_SET_THP_DISABLE, 1, this)`: huge pages stay where `MADV_HUGEPAGE` asks for them
-/// (`include/uapi/linux/prctl.h`, Linux 6.18; not in the `libc` crate yet).
-#[cfg(target_os = "linux")]
-const PR_THP_DISABLE_EXCEPT_ADVISED: libc::c_ulong = 1 << 1;
 
 /// One of the binary's mimalloc options, both ways mimalloc takes it: as an environment
 /// variable for `setenv` (`name`, `text`), and as its number in `mi_option_t` with its value
@@ -77,22 +61,16 @@ const fn c_string(text: &'static str) -> &'static std::ffi::CStr {
 /// at start: about 40 of the 300 page faults of a run on a small corpus file. Large inputs get
 /// further arenas as they grow (16 MiB input: the same time and peak memory).
 ///
-/// `MIMALLOC_ALLOW_THP=0`: mimalloc advises none of its regions to have transparent huge pages
-/// (by default it does where the kernel has them), so that only the input's buffer gets them
-/// ([`disable_transparent_huge_pages`]); its regions with them took the peak RSS of a 16 MiB
-/// tangent from 46 to 76–82 MB.
-///
 /// `MIMALLOC_DESTROY_ON_EXIT=2`: at exit mimalloc does nothing (any other value: it collects
 /// its heaps and hands their pages back, 12 `madvise` calls and 20 page faults on a small
 /// corpus file, for memory the kernel takes back anyway a moment later: 0.3 ms of the 1.4 ms a
 /// tangent run cost above `/bin/true`). Statistics asked for with `MIMALLOC_SHOW_STATS` are
 /// printed at exit too, so they need `MIMALLOC_DESTROY_ON_EXIT=0` beside them.
-const OPTIONS: [MimallocOption; 4] = {
+const OPTIONS: [MimallocOption; 3] = {
     use mimalloc_options::*;
     [
         option!("MIMALLOC_PURGE_DELAY" = "10", MI_OPTION_PURGE_DELAY, 10),
         option!("MIMALLOC_ARENA_RESERVE" = "64MiB", MI_OPTION_ARENA_RESERVE, 64 << 10),
-        option!("MIMALLOC_ALLOW_THP" = "0", MI_OPTION_ALLOW_THP, 0),
         option!("MIMALLOC_DESTROY_ON_EXIT" = "2", MI_OPTION_DESTROY_ON_EXIT, 2),
     ]
 };
@@ -108,7 +86,7 @@ unsafe extern "C" {
 }
 
 /// Gives mimalloc the binary's options (`MIMALLOC_PURGE_DELAY=10`, `MIMALLOC_ARENA_RESERVE=64MiB`,
-/// `MIMALLOC_ALLOW_THP=0`, `MIMALLOC_DESTROY_ON_EXIT=2`: why, at `OPTIONS` in the source) before it reads its options,
+/// `MIMALLOC_DESTROY_ON_EXIT=2`: why, at `OPTIONS` in the source) before it reads its options,
 /// unless the environment says otherwise. Called from a constructor that runs before the allocator's (see
 /// [`disable_transparent_huge_pages`]); [`restore_environment`] must be called after it, first
 /// thing in `main` (mimalloc's constructor has no priority, so it runs after every one that has).
@@ -504,12 +482,9 @@ mod tests {
             }
             mi_options_print_out(gather, (&raw mut listing).cast());
         }
-        for expected in [
-            "option 'purge_delay': 10 ",
-            "option 'arena_reserve': 65536 KiB",
-            "option 'allow_thp': 0 ",
-            "option 'destroy_on_exit': 2 ",
-        ] {
+        for expected in
+            ["option 'purge_delay': 10 ", "option 'arena_reserve': 65536 KiB", "option 'destroy_on_exit': 2 "]
+        {
             assert!(listing.lines().any(|line| line.starts_with(expected)), "no line `{expected}` in:\n{listing}");
         }
     }
