@@ -298,6 +298,13 @@ mod tests {
             .collect()
     }
 
+    /// Takes the next plan from both planners: the same graph with the same plan.
+    fn take_the_same_plan(away: &mut Away, here: &mut PlanCache) {
+        let (graph_away, plan_away) = away.take();
+        let (graph_here, plan_here) = here.take();
+        assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+    }
+
     /// The planning thread gives every graph the plan the driver's own cache gives it, in the
     /// order they were asked for, however many wait to be taken.
     #[test]
@@ -314,16 +321,12 @@ mod tests {
                 // Taken now and then, leaving up to a few dozen waiting.
                 if k % 37 == 36 {
                     for _ in 0..30 {
-                        let (graph_away, plan_away) = away.take();
-                        let (graph_here, plan_here) = here.take();
-                        assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                        take_the_same_plan(&mut away, &mut here);
                     }
                 }
             }
             for _ in 0..graphs.len() - graphs.len() / 37 * 30 {
-                let (graph_away, plan_away) = away.take();
-                let (graph_here, plan_here) = here.take();
-                assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                take_the_same_plan(&mut away, &mut here);
             }
         });
     }
@@ -337,7 +340,6 @@ mod tests {
         let mut here = PlanCache::default();
         std::thread::scope(|scope| {
             let (mut away, thread) = spawn(scope).expect("a thread");
-            let mut helped = 0;
             let mut taken = 0;
             for (k, graph) in graphs.iter().enumerate() {
                 away.ask(graph.clone(), Method::Best, CostModel::UnitAware);
@@ -346,37 +348,31 @@ mod tests {
                 if k % 5 == 4 {
                     away.asked_all();
                 }
-                if k % 7 == 0 && away.help() {
-                    helped += 1;
+                // How many batches the driver plans depends on how fast the thread is.
+                if k % 7 == 0 {
+                    away.help();
                 }
                 if k % 40 == 39 {
                     for _ in 0..25 {
-                        let (graph_away, plan_away) = away.take();
-                        let (graph_here, plan_here) = here.take();
-                        assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                        take_the_same_plan(&mut away, &mut here);
                         taken += 1;
                     }
                 }
             }
             away.asked_all();
-            while away.help() {
-                helped += 1;
-            }
+            while away.help() {}
             for _ in taken..graphs.len() {
-                let (graph_away, plan_away) = away.take();
-                let (graph_here, plan_here) = here.take();
-                assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                take_the_same_plan(&mut away, &mut here);
             }
-            // How many the driver planned depends on how fast the thread was.
-            let _ = helped;
             assert!(away.ready.is_empty() && away.planned_here.is_empty(), "nothing left over");
             drop(away);
             thread.join().expect("the planning thread ends once its end is dropped");
         });
     }
 
-    /// With no thread to take them (an end no thread serves), batches are planned where the driver helps (the newest
-    /// first) and where it takes them, and come back in the order asked all the same.
+    /// With no thread to take them (an end no thread serves), batches are planned where the
+    /// driver helps (the newest first) and where it takes them, and come back in the order
+    /// asked all the same.
     #[test]
     fn batches_planned_by_the_driver_come_back_in_order() {
         let graphs = graphs();
@@ -399,9 +395,7 @@ mod tests {
         assert_eq!(helped, graphs.len() / 20);
         assert_eq!(away.planned_here.len(), helped);
         for _ in &graphs {
-            let (graph_away, plan_away) = away.take();
-            let (graph_here, plan_here) = here.take();
-            assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+            take_the_same_plan(&mut away, &mut here);
         }
         assert!(!away.help(), "nothing waits");
         assert!(away.planned_here.is_empty() && shared.lock().waiting.is_empty(), "nothing left over");
@@ -467,9 +461,7 @@ mod tests {
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
                 for _ in &graphs {
-                    let (graph_away, plan_away) = away.take();
-                    let (graph_here, plan_here) = here.take();
-                    assert_eq!((graph_away.edges, plan_away), (graph_here.edges, plan_here));
+                    take_the_same_plan(&mut away, &mut here);
                 }
                 assert!(away.ready.is_empty() && away.gathered.is_empty(), "nothing left over");
             }
