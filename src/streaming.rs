@@ -503,19 +503,7 @@ fn read_pipelined(
             match handed {
                 Handed::Head(mut head) => {
                     driver.reader.head = head.names.len();
-                    if driver.catalogue.is_some() && driver.adjoint.is_none() {
-                        // The tangent: room for the names the routines bring and the
-                        // temporaries the passes add, at once ([`CallGraph::reserve`]), per
-                        // byte of input a bit more than synthetic inputs take (16 MiB: a name
-                        // per 150 bytes, 0.095 bytes of names per byte, a symbol per 275
-                        // bytes), and for each sequence's statistics (one per 3,500 bytes).
-                        // Beyond that the lists grow as before; room not used is not touched.
-                        // Not the adjoint's passes: their lists' growth was not measured, and
-                        // at 2 MiB this room was a fifth of their heap peak.
-                        let input = head.size_hint;
-                        head.reserve(input / 128, input / 8, input / 256);
-                        driver.report.tangent.sequences.reserve(input / 3072);
-                    }
+                    driver.make_room(&mut head);
                     if driver.workers > 0 {
                         driver.parallel = Some(parallel::Workers::new(driver.workers, &head, per_worker));
                     }
@@ -832,6 +820,21 @@ impl<'c> Driver<'c> {
             report: std::mem::take(&mut self.report),
             warnings: read.warnings,
         })
+    }
+
+    /// In the tangent, room in the head's copy for the names the routines bring and the
+    /// temporaries the passes add, at once ([`CallGraph::reserve`]), per byte of input a bit
+    /// more than synthetic inputs take (16 MiB: a name per 150 bytes, 0.095 bytes of names per
+    /// byte, a symbol per 275 bytes), and for each sequence's statistics (one per 3,500
+    /// bytes). Beyond that the lists grow as before; room not used is not touched. Not the
+    /// adjoint's passes (their lists' growth was not measured, and at 2 MiB this room was a
+    /// fifth of their heap peak), nor identity, which adds nothing.
+    fn make_room(&mut self, head: &mut CallGraph) {
+        if self.catalogue.is_some() && self.adjoint.is_none() {
+            let input = head.size_hint;
+            head.reserve(input / 128, input / 8, input / 256);
+            self.report.tangent.sequences.reserve(input / 3072);
+        }
     }
 
     /// Whether this is the adjoint's first pass, which only summarizes each routine.
