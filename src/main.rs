@@ -1378,6 +1378,9 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
     let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
     match streamed {
         Ok(mut streamed) => {
+            // Every routine is written: what is freed from here on stays the process's
+            // ([`xaifbooster::cli::memory::keep_freed_memory`]).
+            xaifbooster::cli::memory::keep_freed_memory();
             session.timing("read, transform and write, routine by routine", started);
             if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
                 return Ok(Err(reported));
@@ -1543,6 +1546,9 @@ fn finish_streamed(
     let name = if mode == Mode::Adjoint { "adjoint" } else { "tangent" };
     let outcome = match streamed {
         Ok(mut streamed) => {
+            // Every routine is transformed and spilled: what is freed from here on stays the
+            // process's ([`xaifbooster::cli::memory::keep_freed_memory`]).
+            xaifbooster::cli::memory::keep_freed_memory();
             session.timing(label, started);
             if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
                 return Streaming::Done(Ok(Err(reported)));
