@@ -55,7 +55,7 @@ pub fn write_head_to(cg: &CallGraph, options: &WriteOptions, sink: &mut dyn std:
         cg,
         out: Vec::with_capacity(DRAIN_AT * 2),
         depth: 1,
-        drain: Some(Drain { sink, error: None, at: DRAIN_AT }),
+        drain: Some(Drain { sink, error: None }),
         measured: None,
     };
     w.head(options);
@@ -76,9 +76,9 @@ pub fn head_len(cg: &CallGraph, options: &WriteOptions) -> u64 {
     let mut counter = Counter(0);
     let mut w = Writer {
         cg,
-        out: Vec::with_capacity(COUNT_AT * 2),
+        out: Vec::with_capacity(DRAIN_AT * 2),
         depth: 1,
-        drain: Some(Drain { sink: &mut counter, error: None, at: COUNT_AT }),
+        drain: Some(Drain { sink: &mut counter, error: None }),
         measured: Some(0),
     };
     w.head(options);
@@ -102,27 +102,14 @@ impl std::io::Write for Counter {
     }
 }
 
-/// How much [`write_head_to`] gathers before it writes. A streamed run writes the head into
-/// the output while another thread copies the routines behind it (`cli::output::copy_behind`),
-/// and writes to one file take turns at its lock, each waiting for the other's current piece
-/// (1 MiB): in pieces of 64 KiB the head's 10 MB (16 MiB tangent) waited some 160 times, in
-/// 1 MiB about ten. From the output's `fallocate` to its rename, 20 alternating runs each
-/// (`scripts/end_phase.sh`, release builds): median 21.5 → 18.5 and 21.8 → 18.3 ms, best 19.2 →
-/// 16.6 ms; 256 KiB and 4 MiB did no better, nor the copy in pieces of 2 MiB. The peak is
-/// reached before the head is written and did not move.
-const DRAIN_AT: usize = 1 << 20;
-
-/// How much [`head_len`] gathers before it counts: its text goes nowhere, and a smaller buffer
-/// touches fewer fresh pages.
-const COUNT_AT: usize = 1 << 16;
+/// How much [`write_head_to`] gathers before it writes.
+const DRAIN_AT: usize = 1 << 16;
 
 /// Where a writer's text goes as it grows, and the first error there (after which it writes
 /// nothing more).
 struct Drain<'w> {
     sink: &'w mut dyn std::io::Write,
     error: Option<std::io::Error>,
-    /// How much text gathers before it goes to `sink`.
-    at: usize,
 }
 
 /// Appends one routine (a control flow graph or a replacement list), as [`write()`] does.
@@ -178,7 +165,7 @@ fn bool_digit(b: bool) -> &'static str {
 impl<'a> Writer<'a, '_> {
     /// Passes the text gathered so far to the drain, if there is one and enough has gathered.
     fn drain_if_full(&mut self) {
-        if self.drain.as_ref().is_some_and(|drain| self.out.len() >= drain.at) {
+        if self.out.len() >= DRAIN_AT {
             self.drain_now();
         }
     }
