@@ -142,9 +142,9 @@ pub fn configure_allocator() {
 /// nothing large will be allocated again, where the kernel takes the whole address space back
 /// at exit anyway.
 ///
-/// mimalloc hands freed pages back (`madvise`) some time after they are freed ([`OPTIONS`]'s
-/// purge delay), when a later allocation or a thread's exit looks for expired ones, and a
-/// thread's exit purges every arena's. At the end of a streamed run the threads that copy the
+/// mimalloc hands freed pages back (`madvise`) some time after they are freed (the purge delay
+/// among the binary's options, `OPTIONS` in the source), when a later allocation or a thread's
+/// exit looks for expired ones, and a thread's exit purges every arena's. At the end of a streamed run the threads that copy the
 /// routines behind the head, and the spill thread, exit after the last routines were freed:
 /// the copy thread's exit on a 16 MiB tangent made 67 `madvise` calls for 30 MiB (`strace -f`)
 /// while the command waited to join it, the only work left then. Without them, from the
@@ -152,11 +152,14 @@ pub fn configure_allocator() {
 /// (`scripts/end_phase.sh`, with `MIMALLOC_PURGE_DELAY=-1` in the environment); the process's
 /// exit, which now frees those pages, took no longer (median 5.5 against 5.6 ms). The peak is
 /// reached before, while routines are built and freed, and is unchanged.
+///
+/// Only for the end of a process's last large work: a process that goes on to other inputs
+/// (`batch`, which does not call it) would keep every input's freed memory to the end.
 pub fn keep_freed_memory() {
     #[cfg(target_os = "linux")]
-    // SAFETY: `mi_option_set` stores a value in mimalloc's option table, which was initialized
-    // when mimalloc started (before `main`); threads still running read the purge delay, an
-    // aligned machine word, as the old value or the new one, and either is a valid delay.
+    // SAFETY: `mi_option_set` only stores a value in mimalloc's option table; threads running
+    // meanwhile read the purge delay, an aligned machine word, as the old value or the new
+    // one, and either is a valid delay.
     unsafe {
         mi_option_set(mimalloc_options::MI_OPTION_PURGE_DELAY, -1);
     }
