@@ -565,10 +565,8 @@ fn copy_behind(
     let copy = SharedCopy::new(spill, out, at, routines);
     let (written, copied) = std::thread::scope(|scope| {
         let helper = std::thread::Builder::new().name("copy".into()).spawn_scoped(scope, || copy.take_pieces());
-        // Gathered into pieces of the copy's size: the head's writes take turns with the
-        // copy's at the file's lock, each waiting for the other's current piece, and in the
-        // head writer's own pieces of 64 KiB a 16 MiB tangent's 10 MB head waited some 160
-        // times, in 1 MiB about ten (measured: this function's comment).
+        // In pieces of the copy's size: each of the head's writes waits at the file's lock
+        // for the copy's current piece, so fewer, larger writes wait less (see above).
         let mut writer = io::BufWriter::with_capacity(COPY_PIECE as usize, out);
         let written = head(&mut writer).and_then(|()| writer.flush()).and_then(|()| writer.get_mut().stream_position());
         if written.is_err() {
