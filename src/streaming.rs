@@ -22,6 +22,7 @@
 //! - calls without `formalArgCount` — inferred from a callee possibly read later;
 //! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
 
+mod handoff;
 mod parallel;
 mod planner;
 mod writer;
@@ -433,9 +434,10 @@ enum Handed {
 /// into it ([`Routine::rename`]). Symbols, scopes and map entries keep their ids: both sides
 /// have the same head.
 ///
-/// The reader runs at most two routines ahead (a bounded channel). When the driver fails it
-/// drops its end of the channel, so the reader's next hand-over fails and reading stops, as
-/// it does when a sequential driver says stop.
+/// The reader runs at most four routines ahead, and once it has, it waits until the driver has
+/// taken two of them ([`handoff`]: one wake-up of the reader for two routines). When the driver
+/// fails it drops its end of the queue, so the reader's next hand-over fails and reading
+/// stops, as it does when a sequential driver says stop.
 ///
 /// `prepare` runs on this thread while the reader starts: what the driver needs before the
 /// first routine. If it fails, reading stops and its error is the driver's failure.
@@ -448,8 +450,8 @@ fn read_pipelined(
 ) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
     let per_worker = driver.routines_per_worker;
-    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 2 };
-    let (sender, receiver) = std::sync::mpsc::sync_channel::<Handed>(ahead);
+    let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 4 };
+    let (sender, receiver) = handoff::handoff::<Handed>(ahead, ahead / 2);
     let summaries = driver.summarizes();
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
@@ -462,7 +464,7 @@ fn read_pipelined(
                 let first = match handed_names {
                     Some(first) => first,
                     None => {
-                        if sender.send(Handed::Head(cg.clone())).is_err() {
+                        if sender.give(Handed::Head(cg.clone())).is_err() {
                             return false;
                         }
                         cg.names.len()
@@ -470,7 +472,7 @@ fn read_pipelined(
                 };
                 let names = cg.names.batch_since(first);
                 handed_names = Some(cg.names.len());
-                sender.send(Handed::Routine { id, routine, names, end }).is_ok()
+                sender.give(Handed::Routine { id, routine, names, end }).is_ok()
             };
             let read = read_routines(summaries, input, file, options, &mut sink);
             (read, handed_names)
@@ -491,11 +493,11 @@ fn read_pipelined(
                 return None;
             }
             loop {
-                match receiver.try_recv() {
-                    Ok(handed) => return Some(handed),
-                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
-                    Err(std::sync::mpsc::TryRecvError::Empty) if driver.plans.help() => {}
-                    Err(std::sync::mpsc::TryRecvError::Empty) => return receiver.recv().ok(),
+                match receiver.try_take() {
+                    handoff::TryTake::Item(handed) => return Some(handed),
+                    handoff::TryTake::Ended => return None,
+                    handoff::TryTake::Empty if driver.plans.help() => {}
+                    handoff::TryTake::Empty => return receiver.take(),
                 }
             }
         };
