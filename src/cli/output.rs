@@ -224,11 +224,23 @@ impl Spill {
     }
 
     /// The file, once everything is written, positioned after it.
-    fn into_file(mut self) -> io::Result<File> {
+    fn into_file(self) -> io::Result<File> {
+        self.into_file_and_spares().map(|(file, _)| file)
+    }
+
+    /// [`Spill::into_file`], and the chunks left over once the thread is done: memory
+    /// already faulted in, which the copy behind the head takes its pieces through (a fresh
+    /// 1 MiB buffer is 256 page faults on each copying thread, just as the copy begins).
+    fn into_file_and_spares(mut self) -> io::Result<(File, Vec<Vec<u8>>)> {
         if !self.chunk.is_empty() {
             self.pass_on()?;
         }
-        self.stop()
+        let file = self.stop()?;
+        let mut spares: Vec<Vec<u8>> = self.written.try_iter().collect();
+        spares.push(std::mem::take(&mut self.chunk));
+        // The fullest first: their pages were written to, and so are in memory.
+        spares.sort_by_key(|chunk| std::cmp::Reverse(chunk.len()));
+        Ok((file, spares))
     }
 }
 
@@ -399,13 +411,15 @@ impl Pending {
                     file.flush()
                 }
                 (How::Replace { file, .. }, Body::File(spill)) => {
-                    let mut spill = spill.into_file()?;
+                    let (mut spill, mut spares) = spill.into_file_and_spares()?;
                     let routines = spill.stream_position()?;
                     let start = file.stream_position()?;
                     // The routines are copied behind the head while the head is written,
                     // where its length is known beforehand (see `copy_behind`).
                     let at = match head_len() {
-                        Some(len) => copy_behind(&spill, file, head, start + len, routines, tail.len() as u64)?,
+                        Some(len) => {
+                            copy_behind(&spill, file, head, start + len, routines, tail.len() as u64, &mut spares)?
+                        }
                         None => None,
                     };
                     let at = match at {
@@ -418,7 +432,8 @@ impl Pending {
                             // Exactly what the routines and the tail will take (see `allocate`).
                             let at = file.stream_position()?;
                             allocate(file, at, routines + tail.len() as u64);
-                            SharedCopy::new(&spill, file, at, routines).take_pieces()?;
+                            SharedCopy::new(&spill, file, at, routines)
+                                .take_pieces(spares.pop().unwrap_or_default())?;
                             at
                         }
                     };
@@ -559,12 +574,14 @@ fn copy_behind(
     at: u64,
     routines: u64,
     tail: u64,
+    spares: &mut Vec<Vec<u8>>,
 ) -> io::Result<Option<u64>> {
     allocate(file, at, routines + tail);
     let out: &File = file;
     let copy = SharedCopy::new(spill, out, at, routines);
+    let (theirs, ours) = (spares.pop().unwrap_or_default(), spares.pop().unwrap_or_default());
     let (written, copied) = std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new().name("copy".into()).spawn_scoped(scope, || copy.take_pieces());
+        let helper = std::thread::Builder::new().name("copy".into()).spawn_scoped(scope, || copy.take_pieces(theirs));
         // In pieces of the copy's size: each of the head's writes waits at the file's lock
         // for the copy's current piece, so fewer, larger writes wait less (see above).
         let mut writer = io::BufWriter::with_capacity(COPY_PIECE as usize, out);
@@ -574,7 +591,7 @@ fn copy_behind(
             copy.give_up();
         }
         // With no thread, the whole copy after the head, on this one.
-        let here = copy.take_pieces();
+        let here = copy.take_pieces(ours);
         let there = match helper {
             Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(_) => Ok(()),
@@ -629,11 +646,10 @@ impl<'f> SharedCopy<'f> {
         self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Copies pieces no thread has taken yet until none are left; an error stops every
-    /// thread at its next piece (a source shorter than `len` is one).
-    fn take_pieces(&self) -> io::Result<()> {
+    /// Copies pieces no thread has taken yet, through `buffer`, until none are left; an
+    /// error stops every thread at its next piece (a source shorter than `len` is one).
+    fn take_pieces(&self, mut buffer: Vec<u8>) -> io::Result<()> {
         use std::sync::atomic::Ordering::Relaxed;
-        let mut buffer = Vec::new();
         loop {
             let start = self.next.fetch_add(COPY_PIECE, Relaxed);
             if start >= self.len || self.failed.load(Relaxed) {
@@ -1034,8 +1050,8 @@ mod tests {
             to.write_all(b"0123456789").unwrap();
             let copy = SharedCopy::new(&from, &to, 7, len);
             std::thread::scope(|scope| {
-                let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(|| copy.take_pieces())).collect();
-                copy.take_pieces().unwrap();
+                let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(|| copy.take_pieces(Vec::new()))).collect();
+                copy.take_pieces(vec![7; 3]).unwrap();
                 helpers.into_iter().for_each(|helper| helper.join().unwrap().unwrap());
             });
             assert_eq!(to.stream_position().unwrap(), 10, "the position moved");
@@ -1044,8 +1060,8 @@ mod tests {
             assert!(fs::read(&to_path).unwrap() == expected, "{threads} threads");
             let short = SharedCopy::new(&from, &to, 0, bytes.len() as u64 + 1);
             std::thread::scope(|scope| {
-                let helper = scope.spawn(|| short.take_pieces());
-                let here = short.take_pieces();
+                let helper = scope.spawn(|| short.take_pieces(Vec::new()));
+                let here = short.take_pieces(Vec::new());
                 let there = helper.join().unwrap();
                 assert!(here.is_err() || there.is_err(), "a source shorter than asked");
             });
