@@ -998,15 +998,27 @@ mod tests {
     /// on a chunk's end, all arrive in order between the head and the tail.
     #[test]
     fn a_spilled_body_arrives_whole_and_in_order() {
+        // A head of more than two pieces, written in uneven parts as the writer drains.
+        let large_head: Vec<u8> = (0..2 * COPY_PIECE as usize + 70_001).map(|j| (j % 241) as u8).collect();
+        let large = large_head.len() as u64;
         // The head's length not known (written, then copied), known (copied while written),
         // and claimed wrongly either way (written again, then copied: the same file).
-        for claimed in [None, Some(4), Some(2), Some(9), Some(0)] {
+        for (head_text, claimed) in [
+            (&b"head"[..], None),
+            (b"head", Some(4)),
+            (b"head", Some(2)),
+            (b"head", Some(9)),
+            (b"head", Some(0)),
+            (&large_head, Some(large)),
+            (&large_head, Some(large - 1)),
+            (&large_head, None),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
             let mut body = pending.spill();
             assert!(matches!(body, Body::File(_)), "an unnamed file and its thread should be available here");
-            let mut expected = b"head".to_vec();
+            let mut expected = head_text.to_vec();
             let sizes = [1, 7, SPILL_CHUNK - 8, 3 * SPILL_CHUNK + 5, SPILL_CHUNK - 5, 100_000];
             for (i, size) in sizes.into_iter().enumerate() {
                 let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
@@ -1021,7 +1033,8 @@ mod tests {
                 expected.extend_from_slice(&piece);
             }
             expected.extend_from_slice(b"tail");
-            let head = Head { write: &|sink| sink.write_all(b"head"), len: &|| claimed };
+            let write_head = |sink: &mut dyn Write| head_text.chunks(65_537).try_for_each(|part| sink.write_all(part));
+            let head = Head { write: &write_head, len: &|| claimed };
             pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
             pending.commit().unwrap();
             assert!(
@@ -1036,6 +1049,26 @@ mod tests {
                 let len = expected.len() as u64;
                 assert!(allocated <= len.next_multiple_of(1 << 16), "{allocated} bytes allocated for {len}");
             }
+        }
+    }
+
+    /// What goes through [`Pieces`] arrives whole and in order, whatever the buffer held
+    /// before and however the parts fall across the pieces.
+    #[test]
+    fn pieces_write_what_they_gather() {
+        let text: Vec<u8> = (0..3 * COPY_PIECE as usize + 12_345).map(|j| (j % 239) as u8).collect();
+        for part in [1, 4_096, 65_537, COPY_PIECE as usize - 1, 2 * COPY_PIECE as usize + 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("pieces");
+            let file = File::create(&path).unwrap();
+            let mut pieces = Pieces { file: &file, buffer: Vec::new() };
+            for chunk in text.chunks(part) {
+                pieces.write_all(chunk).unwrap();
+                assert!(pieces.buffer.len() < COPY_PIECE as usize, "a full piece waits");
+            }
+            pieces.flush().unwrap();
+            assert!(pieces.buffer.is_empty());
+            assert!(fs::read(&path).unwrap() == text, "parts of {part}");
         }
     }
 
