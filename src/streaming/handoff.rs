@@ -94,6 +94,8 @@ impl<T> Giver<T> {
             }
             state.giver_waits = true;
             state = shared.room.wait(state).unwrap_or_else(PoisonError::into_inner);
+            // Woken, or spuriously: asleep again only if still full.
+            state.giver_waits = false;
         }
         state.queue.push_back(item);
         if state.taker_waits {
@@ -132,8 +134,8 @@ impl<T> Taker<T> {
                 return None;
             }
             state.taker_waits = true;
-            // The giver may be asleep with a full queue only while the queue is not empty.
             state = shared.item.wait(state).unwrap_or_else(PoisonError::into_inner);
+            state.taker_waits = false;
         }
     }
 
@@ -198,6 +200,9 @@ mod tests {
         let (giver, taker) = handoff::<u32>(4, 2);
         let given = &std::sync::atomic::AtomicU32::new(0);
         std::thread::scope(|scope| {
+            // Owned here, so that a failed assertion drops it before the scope waits for the
+            // giver, which then stops instead of waiting for room for ever.
+            let taker = taker;
             scope.spawn(move || {
                 for i in 0..6 {
                     giver.give(i).expect("the taker is there");
@@ -231,6 +236,8 @@ mod tests {
     fn a_gone_taker_refuses_gifts_and_frees_a_waiting_giver() {
         let (giver, taker) = handoff::<u32>(1, 0);
         std::thread::scope(|scope| {
+            // Owned here: a failed assertion drops it too (see above).
+            let taker = taker;
             let giving = scope.spawn(move || {
                 giver.give(1)?;
                 // Full: this waits until the taker is gone, then is refused.
