@@ -66,8 +66,6 @@ struct Shared {
 struct State {
     /// Batches handed over and not begun, oldest first.
     waiting: VecDeque<(u64, Vec<Ask>)>,
-    /// How many asks `waiting` holds.
-    waiting_asks: usize,
     /// The thread sleeps until it is woken for them.
     thread_sleeps: bool,
     /// Batches the thread has planned, by number, not taken yet.
@@ -91,31 +89,6 @@ impl Shared {
             state.thread_sleeps = false;
             self.asked.notify_one();
         }
-    }
-}
-
-impl State {
-    fn hand_over(&mut self, number: u64, asks: Vec<Ask>) {
-        self.waiting_asks += asks.len();
-        self.waiting.push_back((number, asks));
-    }
-
-    fn pop_oldest(&mut self) -> Option<(u64, Vec<Ask>)> {
-        let batch = self.waiting.pop_front()?;
-        self.waiting_asks -= batch.1.len();
-        Some(batch)
-    }
-
-    fn pop_newest(&mut self) -> Option<(u64, Vec<Ask>)> {
-        let batch = self.waiting.pop_back()?;
-        self.waiting_asks -= batch.1.len();
-        Some(batch)
-    }
-
-    fn remove(&mut self, at: usize) -> Option<(u64, Vec<Ask>)> {
-        let batch = self.waiting.remove(at)?;
-        self.waiting_asks -= batch.1.len();
-        Some(batch)
     }
 }
 
@@ -177,7 +150,7 @@ pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>) -> Option<(Away, ScopedJo
                         if state.closed {
                             return;
                         }
-                        if let Some(batch) = state.pop_oldest() {
+                        if let Some(batch) = state.waiting.pop_front() {
                             break batch;
                         }
                         state.thread_sleeps = true;
@@ -214,9 +187,11 @@ impl Away {
         if !self.gathered.is_empty() {
             let batch = std::mem::replace(&mut self.gathered, Vec::with_capacity(ASKS_PER_BATCH));
             let mut state = self.shared.lock();
-            state.hand_over(self.next_batch, batch);
+            state.waiting.push_back((self.next_batch, batch));
             self.next_batch += 1;
-            if state.waiting_asks >= WAKE_AT_ASKS {
+            // A few batches wait at most: counted when asked.
+            let waiting_asks: usize = state.waiting.iter().map(|(_, asks)| asks.len()).sum();
+            if waiting_asks >= WAKE_AT_ASKS {
                 self.shared.wake_for_waiting(&mut state);
             }
         }
@@ -235,7 +210,7 @@ impl Away {
                 return plans;
             }
             if let Some(at) = state.waiting.iter().position(|(n, _)| *n == number) {
-                let (_, asks) = state.remove(at).expect("a batch just found");
+                let (_, asks) = state.waiting.remove(at).expect("a batch just found");
                 // The thread takes what else waits meanwhile.
                 shared.wake_for_waiting(&mut state);
                 drop(state);
@@ -285,7 +260,7 @@ impl Planner for Away {
 
     /// Plans the newest batch the thread has not begun, if any.
     fn help(&mut self) -> bool {
-        let newest = self.shared.lock().pop_newest();
+        let newest = self.shared.lock().waiting.pop_back();
         match newest {
             Some((number, asks)) => {
                 let plans = plan_batch(&mut self.cache, asks);
@@ -483,7 +458,7 @@ mod tests {
             let shared = Arc::clone(&away.shared);
             {
                 let mut state = shared.lock();
-                state.hand_over(0, vec![(graph, Method::Best, CostModel::UnitAware)]);
+                state.waiting.push_back((0, vec![(graph, Method::Best, CostModel::UnitAware)]));
                 state.closed = true;
             }
             shared.asked.notify_all();
