@@ -35,7 +35,8 @@ use super::super::markup::{
 };
 use super::tree::Tree;
 use super::{
-    Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, Tables, Validator, is_statement_name, is_table_section,
+    Content, Diagnostic, MAX_NESTING, Node, Phase, Progress, StatementIds, Tables, Validator, is_statement_name,
+    is_table_section,
 };
 
 /// The findings of the structure, table and reference checks (not the activity check), or
@@ -120,7 +121,7 @@ pub(super) fn check_in_windows_with(
 
     // The tables, from the head sections.
     validator.phase = Phase::Tables;
-    let mut tables = Tables { statements, ..Tables::default() };
+    let mut tables = Tables { statements: StatementIds::new(statements), ..Tables::default() };
     for (stand_in, child) in stand_ins.iter().zip(&layout.children) {
         if is_table_section(stand_in.tag_name().name()) {
             validator.map = fragment.map(child);
@@ -286,7 +287,8 @@ struct Layout<'t> {
     /// The root's qualified name, for the end tag of wrapped children.
     root_name: &'t str,
     children: Vec<Span>,
-    statements: FxHashSet<&'t str>,
+    /// Every statement id, in document order.
+    statements: Vec<&'t str>,
     /// The streaming driver's survey, when asked for.
     survey: Option<Result<Survey, &'static str>>,
 }
@@ -331,7 +333,7 @@ struct Part<'t> {
     inside_root: bool,
     closed: bool,
     children: Vec<Span>,
-    statements: FxHashSet<&'t str>,
+    statements: Vec<&'t str>,
     surveyor: Option<Surveyor<'t>>,
     refused: Option<&'static str>,
     /// Open elements.
@@ -349,7 +351,7 @@ impl<'t> Part<'t> {
             inside_root: depth > 0,
             closed: false,
             children: Vec::new(),
-            statements: FxHashSet::default(),
+            statements: Vec::new(),
             surveyor: survey.then(Surveyor::default),
             refused: None,
             depth,
@@ -411,7 +413,7 @@ impl<'t> Part<'t> {
             // The value's place in `text`: the tags are slices of it.
             let text = self.text;
             let offset = id.as_ptr() as usize - text.as_ptr() as usize;
-            self.statements.insert(text.get(offset..offset + id.len())?);
+            self.statements.push(text.get(offset..offset + id.len())?);
         }
         Some(())
     }

@@ -28,7 +28,14 @@ use super::{Content, MAX_NESTING, Tables, Value, attributes, bad_value, child_co
 /// Whether the checks of the routine `text[start..end]`, of `content`, would find nothing in
 /// it; `false` also when this pass cannot tell. `prefix` is the one the root binds to the XAIF
 /// namespace, with its colon (`xaif:`).
-pub(super) fn clean(text: &str, start: usize, end: usize, content: Content, prefix: &str, tables: &Tables<'_>) -> bool {
+pub(super) fn clean<'t>(
+    text: &'t str,
+    start: usize,
+    end: usize,
+    content: Content,
+    prefix: &str,
+    tables: &Tables<'t>,
+) -> bool {
     debug_assert!(matches!(content, Content::ControlFlowGraph | Content::ReplacementList));
     let mut pass = Pass {
         text,
@@ -184,7 +191,7 @@ struct Pass<'p, 't> {
     text: &'t str,
     bytes: &'t [u8],
     prefix: &'p [u8],
-    tables: &'p Tables<'p>,
+    tables: &'p Tables<'t>,
     frames: Vec<Frame<'t>>,
     /// The graphs of the open elements, innermost last, then closed ones kept for their vectors.
     graphs: Vec<Graph<'t>>,
