@@ -288,13 +288,20 @@ impl<'p, 't> Pass<'p, 't> {
                     p += k.len();
                     next
                 }
+                // Front ends skip optional ones and order a few their own way (`du_ud` before
+                // `alias`, `scope_id` before `symbol_id`): the others are compared at the
+                // tag's bytes too, those with another first byte passed over at once. Only a
+                // known name followed by `=` passes.
                 _ => {
-                    let name_start = p;
-                    while p < bytes.len() && bytes[p] != b'=' && !is_blank(bytes[p]) && bytes[p] != b'>' {
-                        p += 1;
-                    }
-                    let name = &bytes[name_start..p];
-                    known.iter().position(|(k, _, _)| crate::bytes::eq(k.as_bytes(), name))?
+                    let first = bytes.get(p).copied();
+                    let k = known.iter().position(|(k, _, _)| {
+                        let k = k.as_bytes();
+                        k.first().copied() == first
+                            && crate::bytes::starts_with(&bytes[p..], k)
+                            && bytes.get(p + k.len()) == Some(&b'=')
+                    })?;
+                    p += known[k].0.len();
+                    k
                 }
             };
             if bytes.get(p) != Some(&b'=') || bytes.get(p + 1) != Some(&b'"') {
