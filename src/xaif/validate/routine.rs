@@ -257,7 +257,7 @@ impl<'p, 't> Pass<'p, 't> {
         if known.len() > MOST_KNOWN {
             return None;
         }
-        let slot_of = Slot::table(content, known);
+        let slot_of = Slot::table(content);
         let mut slots = Slots::default();
         let mut met = 0u32;
         // Front ends write attributes in the order the table lists them: the one after the last
@@ -530,15 +530,15 @@ impl Slot {
 const CONTENT_TYPES: usize = 64;
 
 impl Slot {
-    /// The slot of each of `known`, the attributes of `content`: worked out once per content
-    /// type rather than by name for every attribute of every tag (658,000 times in a 16 MiB
-    /// synthetic input).
-    fn table(content: Content, known: &'static [(&'static str, Value, bool)]) -> [Option<Slot>; MOST_KNOWN] {
+    /// The slot of each of the attributes of `content` (in [`attributes`]' order): worked out
+    /// once per content type rather than by name for every attribute of every tag (658,000
+    /// times in a 16 MiB synthetic input).
+    fn table(content: Content) -> [Option<Slot>; MOST_KNOWN] {
         static TABLES: [std::sync::OnceLock<[Option<Slot>; MOST_KNOWN]>; CONTENT_TYPES] =
             [const { std::sync::OnceLock::new() }; CONTENT_TYPES];
         let work_out = || {
             let mut table = [None; MOST_KNOWN];
-            for (slot, (name, _, _)) in table.iter_mut().zip(known) {
+            for (slot, (name, _, _)) in table.iter_mut().zip(attributes(content)) {
                 *slot = Slot::of(name);
             }
             table
