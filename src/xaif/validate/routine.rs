@@ -523,13 +523,7 @@ impl Slot {
             _ => return None,
         })
     }
-}
 
-/// How many [`Content`] types [`Slot::table`] keeps tables for (more would be looked up each
-/// time).
-const CONTENT_TYPES: usize = 64;
-
-impl Slot {
     /// The slot of each of the attributes of `content` (in [`attributes`]' order): worked out
     /// once per content type rather than by name for every attribute of every tag (658,000
     /// times in a 16 MiB synthetic input).
@@ -549,6 +543,10 @@ impl Slot {
         }
     }
 }
+
+/// How many [`Content`] types [`Slot::table`] keeps tables for (more would be looked up each
+/// time).
+const CONTENT_TYPES: usize = 64;
 
 /// The bytes an attribute value may hold for the one-pass checks: printable ASCII but `"`, `<`
 /// and `&` (anything else sends the routine to its tree).
