@@ -15,7 +15,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// An output named on the command line: `-` is standard output.
@@ -61,12 +61,16 @@ impl OutputError {
     }
 }
 
-/// The routines of a streamed output, written as they are done (see [`Pending::spill`]).
+/// The routines of a streamed output, written as they are done (see [`Pending::body`]).
 #[derive(Debug)]
 pub enum Body {
-    /// A spill file: copied into the output behind its head.
-    File(Spill),
-    /// The output's own temporary file ([`Pending::direct_body`]).
+    /// The output's own temporary file from `at` on, where the head is expected to end: the
+    /// routines are moved behind the head once its length is known ([`move_behind`]).
+    Behind {
+        spill: Spill,
+        at: u64,
+    },
+    /// The output's own temporary file, the head already written ([`Pending::direct_body`]).
     Direct(Spill),
     Memory(Vec<u8>),
 }
@@ -74,21 +78,21 @@ pub enum Body {
 impl Write for Body {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
-            Body::File(file) | Body::Direct(file) => file.write(bytes),
+            Body::Behind { spill, .. } | Body::Direct(spill) => spill.write(bytes),
             Body::Memory(memory) => memory.write(bytes),
         }
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Body::File(file) | Body::Direct(file) => file.write_all(bytes),
+            Body::Behind { spill, .. } | Body::Direct(spill) => spill.write_all(bytes),
             Body::Memory(memory) => memory.write_all(bytes),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Body::File(_) | Body::Direct(_) | Body::Memory(_) => Ok(()),
+            Body::Behind { .. } | Body::Direct(_) | Body::Memory(_) => Ok(()),
         }
     }
 }
@@ -96,15 +100,15 @@ impl Write for Body {
 impl crate::streaming::RoutineSink for Body {
     fn lend(&mut self) -> Option<&mut Vec<u8>> {
         match self {
-            Body::File(spill) | Body::Direct(spill) => Some(&mut spill.chunk),
+            Body::Behind { spill, .. } | Body::Direct(spill) => Some(&mut spill.chunk),
             Body::Memory(memory) => Some(memory),
         }
     }
 
     fn appended(&mut self) -> io::Result<()> {
         match self {
-            Body::File(spill) | Body::Direct(spill) if spill.chunk.len() >= SPILL_CHUNK => spill.pass_on(),
-            Body::File(_) | Body::Direct(_) | Body::Memory(_) => Ok(()),
+            Body::Behind { spill, .. } | Body::Direct(spill) if spill.chunk.len() >= SPILL_CHUNK => spill.pass_on(),
+            Body::Behind { .. } | Body::Direct(_) | Body::Memory(_) => Ok(()),
         }
     }
 }
@@ -145,11 +149,11 @@ fn allocate(file: &File, offset: u64, len: u64) -> bool {
     }
 }
 
-/// A spill file written by a thread of its own, a chunk at a time. The streaming driver is a
-/// large run's critical path (16 MiB tangent: 72% of the CPU time on its thread, the reader
-/// and validation share the other core); the kernel's side of writing the spill file (page
-/// cache allocation, copying, ext4's block reservation) was a seventh of the driver's time,
-/// and the other core had room for it. At most three chunks exist at once: the one being
+/// A file the routines are written to by a thread of its own, a chunk at a time. The streaming
+/// driver is a large run's critical path (16 MiB tangent: 72% of the CPU time on its thread,
+/// the reader and validation share the other core); the kernel's side of writing the routines
+/// (page cache allocation, copying, ext4's block reservation) was a seventh of the driver's
+/// time, and the other core had room for it. At most three chunks exist at once: the one being
 /// filled, one queued and one being written.
 #[derive(Debug)]
 pub struct Spill {
@@ -160,16 +164,18 @@ pub struct Spill {
 }
 
 impl Spill {
-    /// Starts the thread that writes to `file`; `None` where no thread can be started. A file
-    /// that vanishes when closed (`ahead`) gets its blocks [`ALLOCATE_AHEAD`] at a time before
-    /// they are written: what is allocated past its end goes with it.
-    fn new(mut file: File, ahead: bool) -> Option<Spill> {
+    /// Starts the thread that writes to `file` at its position; `None` where no thread can be
+    /// started. With `ahead_from` (the position), the file gets its blocks [`ALLOCATE_AHEAD`] at
+    /// a time before they are written: what is allocated past its end goes when its length is
+    /// set ([`Pending::stage_streamed`] does, and a file given up is removed).
+    fn new(mut file: File, ahead_from: Option<u64>) -> Option<Spill> {
         let (to_thread, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (give_back, written) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("spill".to_owned())
             .spawn(move || {
-                let (mut end, mut allocated, mut ahead) = (0, 0, ahead);
+                let start = ahead_from.unwrap_or(0);
+                let (mut end, mut allocated, mut ahead) = (start, start, ahead_from.is_some());
                 for chunk in chunks {
                     end += chunk.len() as u64;
                     if ahead && end > allocated {
@@ -290,8 +296,6 @@ pub struct Pending {
     bytes: Vec<u8>,
     /// A [`Pending::direct_body`] was handed out: its writes must go before anything staged.
     direct: bool,
-    /// The spill file, once copied, being closed on a thread of its own ([`close_aside`]).
-    closing: Option<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Debug)]
@@ -326,7 +330,7 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
         Destination::Path(path) => prepare_path(path),
     };
     match how {
-        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, closing: None }),
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false }),
         Err(source) => Err(OutputError { shown, source }),
     }
 }
@@ -347,28 +351,29 @@ impl Pending {
         result.map_err(|source| OutputError { shown: self.shown.clone(), source })
     }
 
-    /// Where the streaming driver writes routines as they are done, before the head that
-    /// must precede them is known: for a file replaced by a rename, a file beside it that
-    /// vanishes when dropped (`spill_file`), so the output never sits in memory; otherwise,
-    /// or where no such file can be made, memory.
-    pub fn spill(&self) -> Body {
-        if let How::Replace { target, .. } = &self.how
-            && let Some(spill) = spill_file(target).and_then(|file| Spill::new(file, true))
+    /// Where the streaming driver writes routines as they are done, before the head that must
+    /// precede them is known: a body of about `expected` bytes, the head expected to take up
+    /// to `head_room`. For a file replaced by a rename, that file itself from `head_room` on,
+    /// so the output never sits in memory: the routines are moved behind the head when it is
+    /// written ([`move_behind`]). Small bodies, and every body where no thread can be started
+    /// or the destination is no such file, stay in memory: for a small one the thread, its
+    /// writes and the move (a dozen system calls) cost more than holding the bytes.
+    pub fn body(&mut self, expected: usize, head_room: u64) -> Body {
+        if expected >= SPILL_FROM
+            && let How::Replace { file, .. } = &self.how
+            && let Ok(mut behind) = file.try_clone()
+            && behind.seek(io::SeekFrom::Start(head_room)).is_ok()
+            && let Some(spill) = Spill::new(behind, Some(head_room))
         {
-            return Body::File(spill);
+            // What the body writes is discarded if the output is staged otherwise.
+            self.direct = true;
+            return Body::Behind { spill, at: head_room };
         }
-        Body::Memory(Vec::new())
+        Body::Memory(if expected < SPILL_FROM { Vec::with_capacity(expected) } else { Vec::new() })
     }
 
-    /// [`Pending::spill`] for a body of about `expected` bytes: small ones stay in memory, where
-    /// the unnamed file, its writes and the copy behind the head (a dozen system calls) cost
-    /// more than holding the bytes.
-    pub fn body(&self, expected: usize) -> Body {
-        if expected < SPILL_FROM { Body::Memory(Vec::with_capacity(expected)) } else { self.spill() }
-    }
-
-    /// Removes what a [`Pending::direct_body`] wrote to `file` before the output was staged
-    /// otherwise (a streamed run that gave way to the whole-document path).
+    /// Removes what a [`Pending::direct_body`] or [`Pending::body`] wrote to `file` before the
+    /// output was staged otherwise (a streamed run that gave way to the whole-document path).
     fn discard_direct(file: &mut File, direct: &mut bool) -> io::Result<()> {
         if std::mem::take(direct) {
             file.set_len(0)?;
@@ -383,7 +388,7 @@ impl Pending {
     /// writes nothing); [`Pending::stage`] instead discards what the body wrote.
     pub fn direct_body(&mut self) -> Body {
         if let How::Replace { file, .. } = &self.how
-            && let Some(spill) = file.try_clone().ok().and_then(|file| Spill::new(file, false))
+            && let Some(spill) = file.try_clone().ok().and_then(|file| Spill::new(file, None))
         {
             self.direct = true;
             return Body::Direct(spill);
@@ -392,10 +397,10 @@ impl Pending {
     }
 
     /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
-    /// then `tail`. A file replaced by a rename gets the head written straight into it and the
-    /// body copied from the spill file, at the same time where the head's length is known
-    /// (`copy_behind`), or, for a [`Pending::direct_body`], holds head and routines
-    /// already and gets the tail.
+    /// then `tail`. A file replaced by a rename has its routines already: they are moved
+    /// behind the head, at the same time as it is written where it fits before them
+    /// ([`move_behind`]), or, for a [`Pending::direct_body`], behind the head already, and
+    /// gets the tail.
     pub fn stage_streamed(&mut self, head: Head<'_>, body: Body, tail: Vec<u8>) -> Result<(), OutputError> {
         let Head { write: head, len: head_len } = head;
         let result = (|| -> io::Result<()> {
@@ -411,37 +416,18 @@ impl Pending {
                     file.write_all(&tail)?;
                     file.flush()
                 }
-                (How::Replace { file, .. }, Body::File(spill)) => {
-                    let (mut spill, mut spares) = spill.into_file_and_spares()?;
-                    let routines = spill.stream_position()?;
-                    let start = file.stream_position()?;
-                    // The routines are copied behind the head while the head is written,
-                    // where its length is known beforehand (see `copy_behind`).
-                    let at = match head_len() {
-                        Some(len) => {
-                            copy_behind(&spill, file, head, start + len, routines, tail.len() as u64, &mut spares)?
-                        }
-                        None => None,
-                    };
-                    let at = match at {
-                        Some(at) => at,
-                        None => {
-                            file.set_len(start)?;
-                            file.seek(io::SeekFrom::Start(start))?;
-                            spill.seek(io::SeekFrom::Start(0))?;
-                            head(file)?;
-                            // Exactly what the routines and the tail will take (see `allocate`).
-                            let at = file.stream_position()?;
-                            allocate(file, at, routines + tail.len() as u64);
-                            SharedCopy::new(&spill, file, at, routines)
-                                .take_pieces(spares.pop().unwrap_or_default())?;
-                            at
-                        }
-                    };
-                    self.closing = close_aside(spill);
-                    file.seek(io::SeekFrom::Start(at + routines))?;
-                    file.write_all(&tail)?;
-                    file.flush()
+                (How::Replace { file, .. }, Body::Behind { spill, at: from }) => {
+                    let (behind, spares) = spill.into_file_and_spares()?;
+                    drop(behind);
+                    // The body shares the file's offset, which is now after what it wrote.
+                    let routines = file.stream_position()? - from;
+                    let at = move_behind(file, head, head_len(), from, routines, spares)?;
+                    let end = at + routines;
+                    write_at(file, &tail, end)?;
+                    // Also gives back the blocks allocated ahead past the end.
+                    file.set_len(end + tail.len() as u64)?;
+                    file.seek(io::SeekFrom::End(0))?;
+                    Ok(())
                 }
                 (How::Replace { file, .. }, Body::Memory(bytes)) => {
                     head(file)?;
@@ -454,13 +440,8 @@ impl Pending {
                     head(&mut head_bytes)?;
                     let body = match body {
                         Body::Memory(bytes) => bytes,
-                        Body::Direct(_) => return Err(io::Error::other("internal error: a direct body elsewhere")),
-                        Body::File(spill) => {
-                            let mut spill = spill.into_file()?;
-                            spill.seek(io::SeekFrom::Start(0))?;
-                            let mut bytes = Vec::new();
-                            spill.read_to_end(&mut bytes)?;
-                            bytes
+                        Body::Direct(_) | Body::Behind { .. } => {
+                            return Err(io::Error::other("internal error: a body in a file elsewhere"));
                         }
                     };
                     self.bytes = [head_bytes, body, tail].concat();
@@ -497,12 +478,6 @@ impl Pending {
 
     /// Makes the staged bytes visible at the destination.
     pub fn commit(mut self) -> Result<(), OutputError> {
-        let result = self.commit_staged();
-        self.join_closing();
-        result
-    }
-
-    fn commit_staged(&mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
         let result = match &mut self.how {
             How::Stdout => {
@@ -524,13 +499,6 @@ impl Pending {
         };
         result.map_err(|source| OutputError { shown: self.shown.clone(), source })
     }
-
-    /// Waits until the spill file [`close_aside`] took is closed.
-    fn join_closing(&mut self) {
-        if let Some(closing) = self.closing.take() {
-            let _ = closing.join();
-        }
-    }
 }
 
 impl Drop for Pending {
@@ -538,7 +506,6 @@ impl Drop for Pending {
         if let How::Replace { temp: Some(temp), .. } = &self.how {
             let _ = fs::remove_file(temp);
         }
-        self.join_closing();
     }
 }
 
@@ -552,67 +519,163 @@ pub struct Head<'h> {
     pub len: &'h dyn Fn() -> Option<u64>,
 }
 
-/// Copies the `routines` bytes of `spill` to `file` at `at` on a thread of its own while
-/// `head` is written at `file`'s position, which must end at `at`; returns where the routines
-/// begin, `None` where the head did not end there (nothing is lost: the caller writes both
-/// again, one after the other). Once the head is written, this thread copies too.
+/// Moves the `routines` bytes at `from` in `file` to where `head` ends, writes `head` in front
+/// of them and returns where they begin. `claimed` is the head's length, counted beforehand
+/// (`xaif::write::head_len`, under a millisecond).
 ///
-/// The head is the last thing a streamed run makes and the copy follows it, both at the end,
-/// where nothing else works: on a 16 MiB tangent 8–10 ms for the head's 10 MB (sorting,
-/// spelling, writing) and 27–35 ms for the routines' 81 MB. Knowing the head's length
-/// (`xaif::write::head_len`, under a millisecond) lets the two overlap, and the head's thread
-/// then takes pieces of the copy: the routines' copy was left alone on one core for most of
-/// the end otherwise. The head goes to the file 1 MiB at a time: from the output's `fallocate`
-/// to its rename, 16 MiB tangent, alternating runs (`scripts/end_phase.sh`, release builds),
-/// pieces of 64 KiB against 1 MiB gathered here: median 20.0 → 17.8 ms (16 runs each); with the
-/// head writer's own pieces made 1 MiB instead, 21.5 → 18.5 and 21.8 → 18.3 ms (20 runs), the
-/// same, but the writer's buffer then grew for every head, small documents' too. Pieces of
-/// 256 KiB or 4 MiB did no better, nor copy pieces of 2 MiB.
-fn copy_behind(
-    spill: &File,
-    file: &mut File,
+/// The routines were written from `from` on while the head was unknown (the passes add
+/// temporaries to its symbol tables to the end), into the output itself rather than a spill
+/// file beside it: the move reads and writes pages the output already has, where a spill file's
+/// copy had to fill as many fresh ones and then free the spill file's (16 MiB tangent, 81 MB of
+/// routines behind a 10 MB head, a C model of both on one thread, five runs: 40–69 ms against
+/// 26–31 ms of CPU time).
+///
+/// Where the head fits before `from`, as the callers' room is meant to let it, the two overlap:
+/// this thread writes the head while another moves the routines down, and then moves too (on a
+/// 16 MiB tangent the head takes 8–10 ms). Where it does not, the routines move up first and
+/// the head follows. A head whose length differs from `claimed` (a fault of the count) is
+/// never let past it: the move completes, the head is made in memory and the routines are
+/// moved again to fit it.
+fn move_behind(
+    file: &File,
     head: &dyn Fn(&mut dyn Write) -> io::Result<()>,
-    at: u64,
+    claimed: Option<u64>,
+    from: u64,
     routines: u64,
-    tail: u64,
-    spares: &mut Vec<Vec<u8>>,
-) -> io::Result<Option<u64>> {
-    allocate(file, at, routines + tail);
-    let out: &File = file;
-    let copy = SharedCopy::new(spill, out, at, routines);
-    let (theirs, ours) = (spares.pop().unwrap_or_default(), spares.pop().unwrap_or_default());
-    let (written, copied) = std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new().name("copy".into()).spawn_scoped(scope, || copy.take_pieces(theirs));
-        // In pieces of the copy's size: each of the head's writes waits at the file's lock
-        // for the copy's current piece, so fewer, larger writes wait less (see above).
-        let mut writer = Pieces { file: out, buffer: ours };
-        writer.buffer.clear();
-        let written = head(&mut writer).and_then(|()| writer.flush()).and_then(|()| writer.file.stream_position());
-        if written.is_err() {
-            // The run fails: the copy is not needed.
-            copy.give_up();
+    mut spares: Vec<Vec<u8>>,
+) -> io::Result<u64> {
+    let mut spare = || spares.pop().unwrap_or_default();
+    if let Some(len) = claimed {
+        // The blocks before the routines: the head's and those the routines move to.
+        allocate(file, 0, from.max(len));
+        let moving = Move::new(file, from, len, routines);
+        let fits = len <= from;
+        let (theirs, ours) = (spare(), spare());
+        let (written, moved) = std::thread::scope(|scope| {
+            let helper =
+                std::thread::Builder::new().name("move".into()).spawn_scoped(scope, || moving.take_pieces(theirs));
+            let mut pieces = Pieces { file, buffer: ours, at: 0, limit: len, over: false };
+            if !fits {
+                // The head's place is free once the routines have left it.
+                let here = moving.take_pieces(std::mem::take(&mut pieces.buffer));
+                let there = join(helper);
+                if let Err(error) = here.and(there) {
+                    return (Ok(false), Err(error));
+                }
+                let written = pieces.write_head(head);
+                return (written, Ok(()));
+            }
+            let written = pieces.write_head(head);
+            if written.is_err() {
+                // The run fails: the move is not needed.
+                moving.give_up();
+            }
+            let here = moving.take_pieces(std::mem::take(&mut pieces.buffer));
+            (written, here.and(join(helper)))
+        });
+        moved?;
+        if written? {
+            return Ok(len);
         }
-        // With no thread, the whole copy after the head, on this one.
-        let here = copy.take_pieces(writer.buffer);
-        let there = match helper {
-            Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(_) => Ok(()),
-        };
-        (written, here.and(there))
-    });
-    copied?;
-    Ok((written? == at).then_some(at))
+        // The routines are whole at `len` (a head that did not fit its length wrote none of
+        // them over).
+        return move_behind(file, head, None, len, routines, spares);
+    }
+    let mut text = Vec::new();
+    head(&mut text)?;
+    let len = text.len() as u64;
+    allocate(file, 0, from.max(len));
+    let moving = Move::new(file, from, len, routines);
+    let (theirs, ours) = (spare(), spare());
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new().name("move".into()).spawn_scoped(scope, || moving.take_pieces(theirs));
+        moving.take_pieces(ours).and(join(helper))
+    })?;
+    write_at(file, &text, 0)?;
+    Ok(len)
 }
 
-/// How much of a [`SharedCopy`] one thread takes at a time.
-const COPY_PIECE: u64 = 1 << 20;
+/// What a helper of [`move_behind`] returned; `Ok` where none could be started (its share was
+/// taken by the others).
+fn join(helper: io::Result<std::thread::ScopedJoinHandle<'_, io::Result<()>>>) -> io::Result<()> {
+    match helper {
+        Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => Ok(()),
+    }
+}
 
-/// Writes to `file` in pieces of at least [`COPY_PIECE`] bytes, gathered in `buffer` (a
-/// spill chunk, whose pages are in memory already: a `BufWriter`'s fresh 1 MiB buffer took
-/// 206 page faults on the head's thread).
+/// Writes all of `bytes` to `file` at `offset`, leaving its position alone.
+fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(bytes, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let mut done = 0;
+        while done < bytes.len() {
+            match file.seek_write(&bytes[done..], offset + done as u64) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads exactly `buffer.len()` bytes of `file` at `offset`, leaving its position alone.
+fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(buffer, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let mut done = 0;
+        while done < buffer.len() {
+            match file.seek_read(&mut buffer[done..], offset + done as u64) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How much of a [`Move`] one thread takes at a time.
+const MOVE_PIECE: u64 = 1 << 20;
+
+/// The head's writer in [`move_behind`]: writes at `at` in pieces of at least [`MOVE_PIECE`]
+/// bytes, gathered in `buffer` (a spill chunk, whose pages are in memory already: a
+/// `BufWriter`'s fresh 1 MiB buffer took 206 page faults on the head's thread), and nothing
+/// at or past `limit`, where the routines are (a head longer than counted sets `over`).
+/// Fewer, larger writes also wait less at the file's lock for the move's pieces.
 struct Pieces<'f> {
     file: &'f File,
     buffer: Vec<u8>,
+    at: u64,
+    limit: u64,
+    over: bool,
+}
+
+impl Pieces<'_> {
+    /// Writes what `head` writes; `Ok(false)` where that was not `limit` bytes.
+    fn write_head(&mut self, head: &dyn Fn(&mut dyn Write) -> io::Result<()>) -> io::Result<bool> {
+        self.buffer.clear();
+        match head(self).and_then(|()| self.flush()) {
+            Ok(()) => Ok(!self.over && self.at == self.limit),
+            Err(_) if self.over => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
 }
 
 impl Write for Pieces<'_> {
@@ -622,51 +685,57 @@ impl Write for Pieces<'_> {
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.buffer.extend_from_slice(bytes);
-        if self.buffer.len() >= COPY_PIECE as usize {
+        if self.buffer.len() >= MOVE_PIECE as usize {
             self.flush()?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.write_all(&self.buffer)?;
+        let end = self.at + self.buffer.len() as u64;
+        if end > self.limit {
+            self.over = true;
+            return Err(io::Error::other("internal error: the head is longer than counted"));
+        }
+        write_at(self.file, &self.buffer, self.at)?;
+        self.at = end;
         self.buffer.clear();
         Ok(())
     }
 }
 
-/// A copy of `len` bytes from the start of `from` to `to` at `at`, in pieces of [`COPY_PIECE`]
-/// that any number of threads take in turn ([`SharedCopy::take_pieces`]), leaving both files'
-/// positions where they are (the head is being written at `to`'s).
+/// A move of `len` bytes of one file from `from` to `to`, in pieces of [`MOVE_PIECE`] that any
+/// number of threads take in turn ([`Move::take_pieces`]), leaving the file's position alone.
 ///
-/// Through a buffer rather than the kernel's copy (`copy_file_range`): the kernel copies
-/// between two files of ext4 a pipe's worth (64 KiB) at a time, each a write of its own
-/// under the output's lock, while 1 MiB read and then written takes larger pages in the
-/// page cache and a twentieth of the writes. 81 MB behind a head of 10 MB, a Python model
-/// of both on this machine, three runs: 27–30 ms the kernel's copy, 18–30 ms through 1 MiB
-/// on one thread, 18–19 ms on two (the reads of one overlap the other's writes; the writes
-/// to one file take turns). In the command, head, copy and tail (`strace`, the output's
-/// `fallocate` to its rename): 16 MiB tangent 30–41 → 20–24 ms, 16 MiB adjoint (263 MB of
-/// routines) 93–114 → 51–58 ms.
-struct SharedCopy<'f> {
-    from: &'f File,
-    to: &'f File,
-    at: u64,
+/// Where the two ranges overlap, a piece is written only once every piece whose place it
+/// takes has been read: the pieces are taken in the order the move goes (from the bottom when
+/// it goes down, from the top when it goes up), so those were taken earlier, and the lowest
+/// (highest) piece taken waits for none. Through a buffer rather than the kernel's copy
+/// (`copy_file_range`, which refuses overlapping ranges of one file and copies a pipe's worth,
+/// 64 KiB, at a time).
+struct Move<'f> {
+    file: &'f File,
+    from: u64,
+    to: u64,
     len: u64,
-    /// Where the next piece begins, in `from`.
-    next: std::sync::atomic::AtomicU64,
+    /// How many pieces have been taken.
+    taken: std::sync::atomic::AtomicU64,
+    /// Which pieces have been read, by their place in the file.
+    read: Box<[std::sync::atomic::AtomicBool]>,
     /// A thread failed: the others stop at their next piece.
     failed: std::sync::atomic::AtomicBool,
 }
 
-impl<'f> SharedCopy<'f> {
-    fn new(from: &'f File, to: &'f File, at: u64, len: u64) -> Self {
-        SharedCopy {
+impl<'f> Move<'f> {
+    fn new(file: &'f File, from: u64, to: u64, len: u64) -> Self {
+        let pieces = if from == to { 0 } else { len.div_ceil(MOVE_PIECE) };
+        Move {
+            file,
             from,
             to,
-            at,
             len,
-            next: std::sync::atomic::AtomicU64::new(0),
+            taken: std::sync::atomic::AtomicU64::new(0),
+            read: (0..pieces).map(|_| std::sync::atomic::AtomicBool::new(false)).collect(),
             failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -676,49 +745,49 @@ impl<'f> SharedCopy<'f> {
         self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Copies pieces no thread has taken yet, through `buffer`, until none are left; an
-    /// error stops every thread at its next piece (a source shorter than `len` is one).
+    /// Moves pieces no thread has taken yet, through `buffer`, until none are left; an error
+    /// stops every thread at its next piece (a file shorter than the move is one).
     fn take_pieces(&self, mut buffer: Vec<u8>) -> io::Result<()> {
         use std::sync::atomic::Ordering::Relaxed;
+        let pieces = self.read.len() as u64;
         loop {
-            let start = self.next.fetch_add(COPY_PIECE, Relaxed);
-            if start >= self.len || self.failed.load(Relaxed) {
+            let turn = self.taken.fetch_add(1, Relaxed);
+            if turn >= pieces || self.failed.load(Relaxed) {
                 return Ok(());
             }
-            let len = usize::try_from((self.len - start).min(COPY_PIECE)).map_err(io::Error::other)?;
-            buffer.resize(len, 0);
-            let copied = self.piece(&mut buffer, start);
-            if copied.is_err() {
+            let piece = if self.to < self.from { turn } else { pieces - 1 - turn };
+            let moved = self.piece(&mut buffer, piece);
+            if moved.is_err() {
                 self.give_up();
-                return copied;
+                return moved;
             }
         }
     }
 
-    fn piece(&self, buffer: &mut [u8], start: u64) -> io::Result<()> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileExt;
-            self.from.read_exact_at(buffer, start)?;
-            self.to.write_all_at(buffer, self.at + start)
+    fn piece(&self, buffer: &mut Vec<u8>, piece: u64) -> io::Result<()> {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+        let start = piece * MOVE_PIECE;
+        let len = usize::try_from((self.len - start).min(MOVE_PIECE)).map_err(io::Error::other)?;
+        buffer.resize(len, 0);
+        read_at(self.file, buffer, self.from + start)?;
+        self.read[piece as usize].store(true, Release);
+        // The pieces whose places this one's destination covers.
+        let (first, last) = (self.to + start, self.to + start + len as u64 - 1);
+        let covered = |offset: u64| offset.checked_sub(self.from).map(|o| o / MOVE_PIECE);
+        let lowest = covered(first.max(self.from)).unwrap_or(0);
+        let highest = covered(last).map_or(0, |p| p.min(self.read.len() as u64 - 1));
+        if last >= self.from && first < self.from + self.len {
+            for other in lowest..=highest {
+                while !self.read[other as usize].load(Acquire) {
+                    if self.failed.load(Relaxed) {
+                        return Ok(());
+                    }
+                    std::thread::yield_now();
+                }
+            }
         }
-        #[cfg(not(unix))]
-        {
-            let _ = (buffer, start, self.from, self.to, self.at);
-            Err(io::Error::from(io::ErrorKind::Unsupported))
-        }
+        write_at(self.file, buffer, self.to + start)
     }
-}
-
-/// Closes a spill file on a thread of its own; `None` where it was closed here (no thread).
-///
-/// The last close of an unnamed file frees its pages and blocks: 3–4 ms for the 81 MB of a
-/// 16 MiB tangent's routines (`strace -T`), at the end of the run, where nothing else works.
-/// On its own thread that overlaps the output's rename and the removal of the file it
-/// replaces (6–9 ms for the same output). [`Pending`] waits for it before it is done, so the
-/// process never ends with the file half closed.
-fn close_aside(spill: File) -> Option<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name("spill close".into()).spawn(move || drop(spill)).ok()
 }
 
 fn prepare_path(path: &Path) -> io::Result<How> {
@@ -876,46 +945,6 @@ fn directory_of(target: &Path) -> &Path {
     }
 }
 
-/// A file beside `target` (on the same file system) for spilled routines, gone once closed:
-/// an unnamed file (`O_TMPFILE`) where the file system makes them, else a named one removed as
-/// soon as it is open (network and older file systems), so a large output never falls back to
-/// memory where a file can be made at all. `None` where neither can be.
-fn spill_file(target: &Path) -> Option<File> {
-    let dir = directory_of(target);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let unnamed = OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir);
-        if let Ok(file) = unnamed {
-            return Some(file);
-        }
-    }
-    named_spill_file(dir)
-}
-
-/// [`spill_file`] without `O_TMPFILE`: a new file, removed at once (its contents live on
-/// until it is closed).
-#[cfg(unix)]
-fn named_spill_file(dir: &Path) -> Option<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let pid = std::process::id();
-    for attempt in 0..100 {
-        let path = dir.join(format!(".xaifbooster-spill.{pid}.{attempt}.tmp"));
-        match OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path) {
-            Ok(file) => return fs::remove_file(&path).ok().map(|()| file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
-/// Elsewhere an open file cannot be removed: the routines stay in memory.
-#[cfg(not(unix))]
-fn named_spill_file(_dir: &Path) -> Option<File> {
-    None
-}
-
 /// Creates a new, empty temporary file beside `target` with the default mode for new files.
 fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let dir = directory_of(target);
@@ -923,7 +952,8 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let pid = std::process::id();
     for attempt in 0..100 {
         let temp = dir.join(format!(".{name}.{pid}.{attempt}.tmp"));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+        // Readable too: streamed routines are moved within it (`move_behind`).
+        match OpenOptions::new().read(true).write(true).create_new(true).open(&temp) {
             Ok(file) => return Ok((temp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -993,31 +1023,40 @@ mod tests {
         assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
-    /// A streamed output's routines go through the spill thread in chunks: writes and
+    /// A streamed output's routines go through the body's thread in chunks: writes and
     /// appends to the lent chunk, smaller than a chunk, larger than several, and ending exactly
-    /// on a chunk's end, all arrive in order between the head and the tail.
+    /// on a chunk's end, all arrive in order between the head and the tail, whether the head
+    /// fits the room left for it or not, and whether its length was counted right or not.
     #[test]
-    fn a_spilled_body_arrives_whole_and_in_order() {
+    fn a_streamed_body_arrives_whole_and_in_order() {
         // A head of more than two pieces, written in uneven parts as the writer drains.
-        let large_head: Vec<u8> = (0..2 * COPY_PIECE as usize + 70_001).map(|j| (j % 241) as u8).collect();
+        let large_head: Vec<u8> = (0..2 * MOVE_PIECE as usize + 70_001).map(|j| (j % 241) as u8).collect();
         let large = large_head.len() as u64;
-        // The head's length not known (written, then copied), known (copied while written),
-        // and claimed wrongly either way (written again, then copied: the same file).
-        for (head_text, claimed) in [
-            (&b"head"[..], None),
-            (b"head", Some(4)),
-            (b"head", Some(2)),
-            (b"head", Some(9)),
-            (b"head", Some(0)),
-            (&large_head, Some(large)),
-            (&large_head, Some(large - 1)),
-            (&large_head, None),
+        // The head's length not known (made in memory, then the routines moved), known
+        // (written while they move, or after they moved up), and counted wrongly either way
+        // (moved again: the same file); room for the head too little, exact and plenty.
+        for (head_text, claimed, room) in [
+            (&b"head"[..], None, 0),
+            (b"head", None, 100),
+            (b"head", Some(4), 0),
+            (b"head", Some(4), 4),
+            (b"head", Some(4), 3 * MOVE_PIECE),
+            (b"head", Some(2), 10),
+            (b"head", Some(9), 10),
+            (b"head", Some(9), 0),
+            (b"head", Some(0), 10),
+            (&large_head, Some(large), large + 1),
+            (&large_head, Some(large), large),
+            (&large_head, Some(large), MOVE_PIECE / 2),
+            (&large_head, Some(large - 1), large + 5),
+            (&large_head, Some(large + 1), 7),
+            (&large_head, None, 0),
         ] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.spill();
-            assert!(matches!(body, Body::File(_)), "an unnamed file and its thread should be available here");
+            let mut body = pending.body(SPILL_FROM, room);
+            assert!(matches!(body, Body::Behind { .. }), "the output's file and a thread should be available here");
             let mut expected = head_text.to_vec();
             let sizes = [1, 7, SPILL_CHUNK - 8, 3 * SPILL_CHUNK + 5, SPILL_CHUNK - 5, 100_000];
             for (i, size) in sizes.into_iter().enumerate() {
@@ -1027,7 +1066,7 @@ mod tests {
                     body.write_all(&piece).unwrap();
                 } else {
                     use crate::streaming::RoutineSink;
-                    body.lend().expect("a spill lends its chunk").extend_from_slice(&piece);
+                    body.lend().expect("a body in a file lends its chunk").extend_from_slice(&piece);
                     body.appended().unwrap();
                 }
                 expected.extend_from_slice(&piece);
@@ -1039,10 +1078,11 @@ mod tests {
             pending.commit().unwrap();
             assert!(
                 fs::read(&path).unwrap() == expected,
-                "the committed file differs from what was written ({claimed:?})"
+                "the committed file differs from what was written ({claimed:?}, room {room})"
             );
             assert_eq!(entries(dir.path()), ["out.xaif"]);
-            // Blocks allocated before the copy cover the output and no more.
+            // The blocks allocated ahead of the routines and before them are given back: the
+            // output holds no more than its length.
             #[cfg(unix)]
             {
                 let allocated = std::os::unix::fs::MetadataExt::blocks(&fs::metadata(&path).unwrap()) * 512;
@@ -1052,82 +1092,122 @@ mod tests {
         }
     }
 
-    /// What goes through [`Pieces`] arrives whole and in order, whatever the buffer held
-    /// before and however the parts fall across the pieces.
+    /// What goes through [`Pieces`] arrives whole and in order at its place, whatever the
+    /// buffer held before and however the parts fall across the pieces; nothing is written
+    /// at or past its limit.
     #[test]
-    fn pieces_write_what_they_gather() {
-        let text: Vec<u8> = (0..3 * COPY_PIECE as usize + 12_345).map(|j| (j % 239) as u8).collect();
-        for part in [1, 4_096, 65_537, COPY_PIECE as usize - 1, 2 * COPY_PIECE as usize + 3] {
+    fn pieces_write_what_they_gather_and_stop_at_their_limit() {
+        let text: Vec<u8> = (0..3 * MOVE_PIECE as usize + 12_345).map(|j| (j % 239) as u8).collect();
+        let len = text.len() as u64;
+        for part in [1, 4_096, 65_537, MOVE_PIECE as usize - 1, 2 * MOVE_PIECE as usize + 3] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("pieces");
             let file = File::create(&path).unwrap();
-            let mut pieces = Pieces { file: &file, buffer: Vec::new() };
-            for chunk in text.chunks(part) {
-                pieces.write_all(chunk).unwrap();
-                assert!(pieces.buffer.len() < COPY_PIECE as usize, "a full piece waits");
-            }
-            pieces.flush().unwrap();
+            let mut pieces = Pieces { file: &file, buffer: b"stale".to_vec(), at: 0, limit: len, over: false };
+            let fitted = pieces.write_head(&|sink| text.chunks(part).try_for_each(|chunk| sink.write_all(chunk)));
+            assert!(fitted.unwrap(), "parts of {part}: the text is as long as its limit");
             assert!(pieces.buffer.is_empty());
             assert!(fs::read(&path).unwrap() == text, "parts of {part}");
+
+            // One byte too many: refused at the limit, and the file holds only whole pieces
+            // below it.
+            let file = File::create(&path).unwrap();
+            let mut pieces = Pieces { file: &file, buffer: Vec::new(), at: 0, limit: len - 1, over: false };
+            let fitted = pieces.write_head(&|sink| text.chunks(part).try_for_each(|chunk| sink.write_all(chunk)));
+            assert!(!fitted.unwrap(), "parts of {part}: longer than the limit");
+            assert!(pieces.over);
+            assert!(fs::metadata(&path).unwrap().len() < len, "parts of {part}: written past the limit");
+            // One byte too few: written, and reported short.
+            let mut pieces = Pieces { file: &file, buffer: Vec::new(), at: 0, limit: len + 1, over: false };
+            assert!(!pieces.write_head(&|sink| sink.write_all(&text)).unwrap());
+            assert!(!pieces.over);
         }
     }
 
-    /// A head that fails while the routines are copied behind it fails the output: its error,
-    /// not the copy's outcome, is reported, and the file the output was to replace stays.
+    /// A head that fails while the routines are moved behind it fails the output: its error,
+    /// not the move's outcome, is reported, and the file the output was to replace stays.
     #[test]
-    fn a_failing_head_fails_the_spilled_output() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.xaif");
-        fs::write(&path, "old").unwrap();
-        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-        let mut body = pending.spill();
-        body.write_all(&vec![b'r'; 5 * COPY_PIECE as usize + 3]).unwrap();
-        let head = Head {
-            write: &|sink| {
-                sink.write_all(b"he")?;
-                Err(io::Error::other("the head failed"))
-            },
-            len: &|| Some(4),
-        };
-        let failed = pending.stage_streamed(head, body, b"tail".to_vec()).expect_err("the head failed");
-        assert_eq!(failed.source.to_string(), "the head failed");
-        drop(pending);
-        assert_eq!(fs::read(&path).unwrap(), b"old");
-        assert_eq!(entries(dir.path()), ["out.xaif"]);
+    fn a_failing_head_fails_the_streamed_output() {
+        for room in [0, 4, 100] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out.xaif");
+            fs::write(&path, "old").unwrap();
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            let mut body = pending.body(SPILL_FROM, room);
+            body.write_all(&vec![b'r'; 5 * MOVE_PIECE as usize + 3]).unwrap();
+            let head = Head {
+                write: &|sink| {
+                    sink.write_all(b"he")?;
+                    Err(io::Error::other("the head failed"))
+                },
+                len: &|| Some(4),
+            };
+            let failed = pending.stage_streamed(head, body, b"tail".to_vec()).expect_err("the head failed");
+            assert_eq!(failed.source.to_string(), "the head failed");
+            drop(pending);
+            assert_eq!(fs::read(&path).unwrap(), b"old");
+            assert_eq!(entries(dir.path()), ["out.xaif"]);
+        }
     }
 
-    /// A range copied behind a head being written lands where it is asked to, whether one
-    /// thread or several take its pieces (the last one short), and leaves both files'
-    /// positions alone; a source shorter than asked is an error for every thread.
-    #[test]
-    fn a_range_is_copied_where_asked() {
+    /// Moves `len` bytes of a file holding `before` bytes and then the bytes to move, from
+    /// `from` to `to`, on `threads` threads, and returns the file's bytes and position.
+    fn moved(from: u64, to: u64, len: u64, threads: usize) -> (Vec<u8>, Vec<u8>, u64) {
         let dir = tempfile::tempdir().unwrap();
-        let len = 3 * COPY_PIECE + 17;
-        let bytes: Vec<u8> = (0..len + 10).map(|i| (i % 253) as u8).collect();
-        let from_path = dir.path().join("from");
-        fs::write(&from_path, &bytes).unwrap();
-        let from = File::open(&from_path).unwrap();
-        for threads in [1, 2, 3] {
-            let to_path = dir.path().join(format!("to{threads}"));
-            let mut to = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&to_path).unwrap();
-            to.write_all(b"0123456789").unwrap();
-            let copy = SharedCopy::new(&from, &to, 7, len);
-            std::thread::scope(|scope| {
-                let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(|| copy.take_pieces(Vec::new()))).collect();
-                copy.take_pieces(vec![7; 3]).unwrap();
-                helpers.into_iter().for_each(|helper| helper.join().unwrap().unwrap());
-            });
-            assert_eq!(to.stream_position().unwrap(), 10, "the position moved");
-            let mut expected = b"0123456".to_vec();
-            expected.extend_from_slice(&bytes[..len as usize]);
-            assert!(fs::read(&to_path).unwrap() == expected, "{threads} threads");
-            let short = SharedCopy::new(&from, &to, 0, bytes.len() as u64 + 1);
-            std::thread::scope(|scope| {
-                let helper = scope.spawn(|| short.take_pieces(Vec::new()));
-                let here = short.take_pieces(Vec::new());
-                let there = helper.join().unwrap();
-                assert!(here.is_err() || there.is_err(), "a source shorter than asked");
-            });
+        let path = dir.path().join("moved");
+        let bytes: Vec<u8> = (0..from + len).map(|i| (i % 253) as u8 ^ (i / 253 % 7) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let mut file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        file.seek(io::SeekFrom::Start(3)).unwrap();
+        let moving = Move::new(&file, from, to, len);
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(|| moving.take_pieces(Vec::new()))).collect();
+            moving.take_pieces(vec![7; 3]).unwrap();
+            helpers.into_iter().for_each(|helper| helper.join().unwrap().unwrap());
+        });
+        let position = file.stream_position().unwrap();
+        (fs::read(&path).unwrap(), bytes[from as usize..].to_vec(), position)
+    }
+
+    /// A move lands where it is asked to, down or up, by less than a piece, by more, by whole
+    /// pieces, overlapping itself or not, whether one thread or several take its pieces (the
+    /// last one short), and leaves the file's position alone.
+    #[test]
+    fn a_move_lands_where_asked() {
+        let p = MOVE_PIECE;
+        let len = 3 * p + 17;
+        for (from, to) in
+            [(10, 3), (p + 10, 10), (3 * p, 0), (4 * p + 1, 0), (0, 5), (10, p + 10), (0, 2 * p), (5, 5 * p), (7, 7)]
+        {
+            for threads in [1, 2, 3] {
+                let (file, moving, position) = moved(from, to, len, threads);
+                assert_eq!(position, 3, "the position moved");
+                let at = to as usize;
+                assert!(file[at..at + len as usize] == moving[..], "{from} -> {to}, {threads} threads");
+            }
+        }
+        // A file shorter than the move is an error for every thread.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("short");
+        fs::write(&path, vec![1; 2 * p as usize]).unwrap();
+        let file = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let short = Move::new(&file, 0, 10, 3 * p);
+        std::thread::scope(|scope| {
+            let helper = scope.spawn(|| short.take_pieces(Vec::new()));
+            let here = short.take_pieces(Vec::new());
+            let there = helper.join().unwrap();
+            assert!(here.is_err() || there.is_err(), "a file shorter than the move");
+        });
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Any move, on any number of threads, leaves the moved bytes at their new place.
+        #[test]
+        fn any_move_lands_where_asked(from in 0..3 * MOVE_PIECE, to in 0..3 * MOVE_PIECE, len in 1..4 * MOVE_PIECE, threads in 1usize..4) {
+            let (file, moving, _) = moved(from, to, len, threads);
+            let at = to as usize;
+            proptest::prop_assert!(file[at..at + len as usize] == moving[..]);
         }
     }
 
@@ -1159,19 +1239,31 @@ mod tests {
         assert_eq!(entries(dir.path()), ["out.xaif"]);
     }
 
-    /// Without unnamed files, the spill file is a named one removed at once: it reads and
-    /// writes, and leaves nothing in the directory.
-    #[cfg(unix)]
+    /// A body written behind room for the head, given up (the run took the whole-document
+    /// path), leaves nothing of itself in what is staged then, whether staged whole or
+    /// written in order.
     #[test]
-    fn a_named_spill_file_leaves_nothing_behind() {
+    fn a_body_behind_the_head_can_be_given_up() {
         let dir = tempfile::tempdir().unwrap();
-        let mut file = named_spill_file(dir.path()).expect("a spill file");
-        assert_eq!(entries(dir.path()), Vec::<String>::new());
-        file.write_all(b"routines").unwrap();
-        file.seek(io::SeekFrom::Start(0)).unwrap();
-        let mut back = String::new();
-        file.read_to_string(&mut back).unwrap();
-        assert_eq!(back, "routines");
+        let path = dir.path().join("out.xaif");
+        for written in [false, true] {
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            let mut body = pending.body(SPILL_FROM, 1_000);
+            assert!(matches!(body, Body::Behind { .. }));
+            body.write_all(&vec![b'r'; 2 * SPILL_CHUNK + 3]).unwrap();
+            drop(body);
+            if written {
+                pending.stage_written(&mut |sink| sink.write_all(b"whole")).unwrap();
+            } else {
+                pending.stage(b"whole".to_vec()).unwrap();
+            }
+            pending.commit().unwrap();
+            assert_eq!(fs::read_to_string(&path).unwrap(), "whole", "written in order: {written}");
+            assert_eq!(entries(dir.path()), ["out.xaif"]);
+        }
+        // A small body stays in memory.
+        let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+        assert!(matches!(pending.body(SPILL_FROM - 1, 0), Body::Memory(_)));
     }
 
     /// A spill thread whose writes fail passes its error to the writer (at a later chunk or at
@@ -1181,7 +1273,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("read-only");
         fs::write(&path, "").unwrap();
-        let mut spill = Spill::new(File::open(&path).unwrap(), true).unwrap();
+        let mut spill = Spill::new(File::open(&path).unwrap(), Some(0)).unwrap();
         let piece = vec![b'x'; SPILL_CHUNK];
         let failed = (0..4).map(|_| spill.write_all(&piece)).find_map(Result::err);
         let error = match failed {
@@ -1189,7 +1281,7 @@ mod tests {
             None => spill.into_file().unwrap_err(),
         };
         assert_ne!(error.kind(), io::ErrorKind::Other, "the file's own error should arrive, not {error}");
-        let dropped = Spill::new(File::open(&path).unwrap(), false).unwrap();
+        let dropped = Spill::new(File::open(&path).unwrap(), None).unwrap();
         drop(dropped);
     }
 
