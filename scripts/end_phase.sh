@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The end of a streamed run, where the routines spilled to a file of their own are copied behind
-# the head: milliseconds from the output's `fallocate` (just before head and copy begin) to its
-# rename (head, copy and tail written), and from the rename to the process's exit (the replaced
-# output's removal, the spill file's close, the exit itself). Whole runs' wall times on a shared
+# The end of a streamed run, where the routines, written behind room for the head, are moved
+# behind it: milliseconds from the output's last `fallocate` (just before head and move begin)
+# to its rename (head, move and tail written), and from the rename to the process's exit (the
+# replaced output's removal, the exit itself). Whole runs' wall times on a shared
 # two-core machine move by more than this part changes; these two system calls, traced with
 # seccomp so that no other call stops the process, do not.
 #
@@ -33,14 +33,14 @@ for _ in $(seq "$rounds"); do
         strace --seccomp-bpf -f -ttt -e trace=fallocate,renameat2,rename,exit_group -o "$work/trace" \
             "$binary" "$mode" "$input" -o "$work/out.xaif" >/dev/null 2>"$work/stderr" ||
             { echo "failed: $binary $mode $input" >&2; cat "$work/stderr" >&2; exit 1; }
-        # The output's allocation is the last `fallocate` (the spill file's come before it).
+        # The end's allocation is the last `fallocate` (the routines' come before it).
         awk -v binary="$binary" '
             $3 ~ /^fallocate\(/ { allocated = $2 }
             $3 ~ /^rename/ { renamed = $2 }
             $3 ~ /^exit_group\(/ { exited = $2 }
             END {
                 if (allocated == "" || renamed == "" || exited == "") {
-                    print binary ": no spill copy traced (a small input, or not streamed?)" > "/dev/stderr"
+                    print binary ": no end traced (a small input, or not streamed?)" > "/dev/stderr"
                     exit 1
                 }
                 printf "%s %.1f %.1f\n", binary, (renamed - allocated) * 1000, (exited - renamed) * 1000

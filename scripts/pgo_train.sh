@@ -4,7 +4,7 @@
 # lays out and inlines code by those counts.
 #
 # What it runs is what the binary is measured on: a large synthetic input (4 MiB: the streaming,
-# pipelined and spill-file paths) in identity, tangent and adjoint mode, which dominates the
+# pipelined and moved-routines paths) in identity, tangent and adjoint mode, which dominates the
 # counts of the hot loops; and small files one process each (start-up, the whole-document
 # path): the crate's own test inputs and, where the shared corpus is beside the checkout
 # (XAIF_SHARED, default ../shared), every fourth of its examples. Runs that refuse their input

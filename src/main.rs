@@ -1548,7 +1548,7 @@ fn finish_streamed(
     let name = if mode == Mode::Adjoint { "adjoint" } else { "tangent" };
     let outcome = match streamed {
         Ok(mut streamed) => {
-            // Every routine is transformed and spilled: what is freed from here on stays the
+            // Every routine is transformed and written: what is freed from here on stays the
             // process's ([`xaifbooster::cli::memory::keep_freed_memory`]).
             xaifbooster::cli::memory::keep_freed_memory();
             session.timing(label, started);
@@ -1609,7 +1609,8 @@ fn left_to_exit<T>(value: T) {
 /// final once the whole document is transformed, so it goes first and the routines follow it
 /// straight into the output's temporary file, each freed once written: the output text (the adjoint's
 /// is about 18 times the input on large inputs) is never whole in memory, and the graphs
-/// shrink as it grows. (Streamed outputs need a spill file: their head is known last.)
+/// shrink as it grows. (Streamed outputs write their routines first, behind room for the head,
+/// which is known last: `output::Pending::body`.)
 fn write_transformed(
     common: &TransformArgs,
     session: &mut Session,

@@ -96,7 +96,8 @@ pub enum StreamError {
 /// The `identity` mode, routine by routine. Identity changes nothing in the head, which is
 /// complete when the first routine is read: the head goes to `body` first, so `body` receives
 /// the whole output but the tail ([`Streamed::tail`]) and may be the output itself, with no
-/// copy of the routines from a spill file at the end (16 MiB: 12 ms of 120).
+/// move of the routines behind the head at the end (a copy from a spill file, as it then was,
+/// had been 12 ms of 120 on 16 MiB).
 pub fn identity(
     input: &[u8],
     file: &str,
@@ -605,7 +606,7 @@ impl Streamed {
 /// Where a streamed run's routines go, one after the other. Any writer will do: each routine's
 /// text is written to a buffer of the driver's and then copied to it. A sink that lends a
 /// buffer of its own ([`RoutineSink::lend`]) has the text written straight into it instead: a
-/// memory body, or the chunk a spill file's thread writes next (the copy was 3% of a large
+/// memory body, or the chunk the output file's thread writes next (the copy was 3% of a large
 /// identity run's driver).
 pub trait RoutineSink: Write {
     /// A buffer to append the next routine's text to; [`RoutineSink::appended`] follows.
@@ -663,7 +664,7 @@ struct HeadFirst {
 ///
 /// Taking a routine's plans right after the next routine was linearized left the driver
 /// waiting for them: 24–37 ms of a 16 MiB tangent's 0.3 s, a wait per routine, because the
-/// planning thread shares the other core with the reader and the spill thread and is not
+/// planning thread shares the other core with the reader and the output's writing thread and is not
 /// always run at once when it is handed work. With 16 plans of slack (at most 2 routines) it
 /// still waited 8–22 ms, with 24 (3) 4–15 ms, with 64 (8) 0–2.5 ms (four runs each).
 const PLANS_AHEAD: usize = 64;

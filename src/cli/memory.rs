@@ -145,7 +145,7 @@ pub fn configure_allocator() {
 /// mimalloc hands freed pages back (`madvise`) some time after they are freed (the purge delay
 /// among the binary's options, `OPTIONS` in the source), when a later allocation or a thread's
 /// exit looks for expired ones, and a thread's exit purges every arena's. At the end of a
-/// streamed run the threads that copy the routines behind the head, and the spill thread, exit
+/// streamed run the thread that moves the routines behind the head, and the one that wrote them, exit
 /// after the last routines were freed:
 /// the copy thread's exit on a 16 MiB tangent made 67 `madvise` calls for 30 MiB (`strace -f`)
 /// while the command waited to join it, the only work left then. Without them, from the
