@@ -65,27 +65,27 @@ impl OutputError {
 #[derive(Debug)]
 pub enum Body {
     /// The output's own temporary file from `at` on, where the head is expected to end: the
-    /// routines are moved behind the head once its length is known ([`move_behind`]).
+    /// routines are moved behind the head once its length is known (`move_behind`).
     Behind {
-        spill: Spill,
+        writer: BodyWriter,
         at: u64,
     },
     /// The output's own temporary file, the head already written ([`Pending::direct_body`]).
-    Direct(Spill),
+    Direct(BodyWriter),
     Memory(Vec<u8>),
 }
 
 impl Write for Body {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
-            Body::Behind { spill, .. } | Body::Direct(spill) => spill.write(bytes),
+            Body::Behind { writer, .. } | Body::Direct(writer) => writer.write(bytes),
             Body::Memory(memory) => memory.write(bytes),
         }
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Body::Behind { spill, .. } | Body::Direct(spill) => spill.write_all(bytes),
+            Body::Behind { writer, .. } | Body::Direct(writer) => writer.write_all(bytes),
             Body::Memory(memory) => memory.write_all(bytes),
         }
     }
@@ -100,32 +100,32 @@ impl Write for Body {
 impl crate::streaming::RoutineSink for Body {
     fn lend(&mut self) -> Option<&mut Vec<u8>> {
         match self {
-            Body::Behind { spill, .. } | Body::Direct(spill) => Some(&mut spill.chunk),
+            Body::Behind { writer, .. } | Body::Direct(writer) => Some(&mut writer.chunk),
             Body::Memory(memory) => Some(memory),
         }
     }
 
     fn appended(&mut self) -> io::Result<()> {
         match self {
-            Body::Behind { spill, .. } | Body::Direct(spill) if spill.chunk.len() >= SPILL_CHUNK => spill.pass_on(),
+            Body::Behind { writer, .. } | Body::Direct(writer) if writer.chunk.len() >= BODY_CHUNK => writer.pass_on(),
             Body::Behind { .. } | Body::Direct(_) | Body::Memory(_) => Ok(()),
         }
     }
 }
 
-/// How many bytes a [`Spill`] gathers before its thread writes them. The streaming driver
+/// How many bytes a [`BodyWriter`] gathers before its thread writes them. The streaming driver
 /// writes each routine straight into the chunk being gathered (`RoutineSink::lend`), so a
 /// chunk grows past this by up to a routine: chunks are made with room for twice this
 /// ([`CHUNK_CAPACITY`]; pages not written to cost no memory), so that the routine that crosses
 /// the mark does not make the chunk grow by a copy of what it holds (2 MiB identity: 2.4% of
 /// the driver's instructions). One that grew past that is given back at that size once written,
 /// so that a few large routines do not keep three large chunks.
-const SPILL_CHUNK: usize = 1 << 20;
+const BODY_CHUNK: usize = 1 << 20;
 
-/// The room a spill chunk is made with.
-const CHUNK_CAPACITY: usize = 2 * SPILL_CHUNK;
+/// The room a body's chunk is made with.
+const CHUNK_CAPACITY: usize = 2 * BODY_CHUNK;
 
-/// How far ahead a spill file's blocks are allocated ([`allocate`]).
+/// How far ahead a body's blocks are allocated ([`allocate`]).
 const ALLOCATE_AHEAD: u64 = 64 << 20;
 
 /// Allocates the blocks of `len` bytes of `file` from `offset` before they are written, without
@@ -156,23 +156,23 @@ fn allocate(file: &File, offset: u64, len: u64) -> bool {
 /// time, and the other core had room for it. At most three chunks exist at once: the one being
 /// filled, one queued and one being written.
 #[derive(Debug)]
-pub struct Spill {
+pub struct BodyWriter {
     chunk: Vec<u8>,
     to_thread: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
     written: std::sync::mpsc::Receiver<Vec<u8>>,
     thread: Option<std::thread::JoinHandle<io::Result<File>>>,
 }
 
-impl Spill {
+impl BodyWriter {
     /// Starts the thread that writes to `file` at its position; `None` where no thread can be
     /// started. With `ahead_from` (the position), the file gets its blocks [`ALLOCATE_AHEAD`] at
     /// a time before they are written: what is allocated past its end goes when its length is
     /// set ([`Pending::stage_streamed`] does, and a file given up is removed).
-    fn new(mut file: File, ahead_from: Option<u64>) -> Option<Spill> {
+    fn new(mut file: File, ahead_from: Option<u64>) -> Option<BodyWriter> {
         let (to_thread, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (give_back, written) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
-            .name("spill".to_owned())
+            .name("body".to_owned())
             .spawn(move || {
                 let start = ahead_from.unwrap_or(0);
                 let (mut end, mut allocated, mut ahead) = (start, start, ahead_from.is_some());
@@ -193,7 +193,7 @@ impl Spill {
                 Ok(file)
             })
             .ok()?;
-        Some(Spill {
+        Some(BodyWriter {
             chunk: Vec::with_capacity(CHUNK_CAPACITY),
             to_thread: Some(to_thread),
             written,
@@ -216,7 +216,7 @@ impl Spill {
         match sent {
             Some(Ok(())) => Ok(()),
             // The thread stopped: its result says why.
-            _ => Err(self.stop().err().unwrap_or_else(|| io::Error::other("the spill thread stopped"))),
+            _ => Err(self.stop().err().unwrap_or_else(|| io::Error::other("the body's writing thread stopped"))),
         }
     }
 
@@ -225,7 +225,7 @@ impl Spill {
         self.to_thread = None;
         match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => Err(io::Error::other("the spill thread stopped")),
+            None => Err(io::Error::other("the body's writing thread stopped")),
         }
     }
 
@@ -234,7 +234,7 @@ impl Spill {
         self.into_file_and_spares().map(|(file, _)| file)
     }
 
-    /// [`Spill::into_file`], and the chunks left over once the thread is done: memory
+    /// [`BodyWriter::into_file`], and the chunks left over once the thread is done: memory
     /// already faulted in, which the copy behind the head takes its pieces through (a fresh
     /// 1 MiB buffer is 256 page faults on each copying thread, just as the copy begins).
     fn into_file_and_spares(mut self) -> io::Result<(File, Vec<Vec<u8>>)> {
@@ -251,18 +251,18 @@ impl Spill {
     }
 }
 
-impl Write for Spill {
+impl Write for BodyWriter {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         self.write_all(bytes).map(|()| bytes.len())
     }
 
     fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            let room = SPILL_CHUNK.saturating_sub(self.chunk.len()).max(1);
+            let room = BODY_CHUNK.saturating_sub(self.chunk.len()).max(1);
             let (now, rest) = bytes.split_at(room.min(bytes.len()));
             self.chunk.extend_from_slice(now);
             bytes = rest;
-            if self.chunk.len() >= SPILL_CHUNK {
+            if self.chunk.len() >= BODY_CHUNK {
                 self.pass_on()?;
             }
         }
@@ -274,7 +274,7 @@ impl Write for Spill {
     }
 }
 
-impl Drop for Spill {
+impl Drop for BodyWriter {
     /// A body dropped unfinished (a failed run): the thread writes what it has to the
     /// unnamed file, which then vanishes; joining it leaves no thread behind.
     fn drop(&mut self) {
@@ -286,7 +286,7 @@ impl Drop for Spill {
 }
 
 /// Bodies expected to be smaller than this stay in memory ([`Pending::body`]).
-const SPILL_FROM: usize = 4 << 20;
+const BODY_FILE_FROM: usize = 4 << 20;
 
 /// A prepared destination; dropping it before [`Pending::commit`] leaves no trace.
 #[derive(Debug)]
@@ -355,21 +355,23 @@ impl Pending {
     /// precede them is known: a body of about `expected` bytes, the head expected to take up
     /// to `head_room`. For a file replaced by a rename, that file itself from `head_room` on,
     /// so the output never sits in memory: the routines are moved behind the head when it is
-    /// written ([`move_behind`]). Small bodies, and every body where no thread can be started
+    /// written (`move_behind`). Small bodies, and every body where no thread can be started
     /// or the destination is no such file, stay in memory: for a small one the thread, its
-    /// writes and the move (a dozen system calls) cost more than holding the bytes.
+    /// writes and the move (a dozen system calls) cost more than holding the bytes. Elsewhere
+    /// than on Unix, where the move's reads and writes at an offset are not written, memory.
     pub fn body(&mut self, expected: usize, head_room: u64) -> Body {
-        if expected >= SPILL_FROM
+        if cfg!(unix)
+            && expected >= BODY_FILE_FROM
             && let How::Replace { file, .. } = &self.how
             && let Ok(mut behind) = file.try_clone()
             && behind.seek(io::SeekFrom::Start(head_room)).is_ok()
-            && let Some(spill) = Spill::new(behind, Some(head_room))
+            && let Some(writer) = BodyWriter::new(behind, Some(head_room))
         {
             // What the body writes is discarded if the output is staged otherwise.
             self.direct = true;
-            return Body::Behind { spill, at: head_room };
+            return Body::Behind { writer, at: head_room };
         }
-        Body::Memory(if expected < SPILL_FROM { Vec::with_capacity(expected) } else { Vec::new() })
+        Body::Memory(if expected < BODY_FILE_FROM { Vec::with_capacity(expected) } else { Vec::new() })
     }
 
     /// Removes what a [`Pending::direct_body`] or [`Pending::body`] wrote to `file` before the
@@ -384,14 +386,14 @@ impl Pending {
 
     /// A body for an output whose routines come after their head, both written to it: for a
     /// file replaced by a rename, its temporary file itself, written on a thread of its own
-    /// ([`Spill`]); otherwise memory. [`Pending::stage_streamed`] then adds the tail (its head
+    /// ([`BodyWriter`]); otherwise memory. [`Pending::stage_streamed`] then adds the tail (its head
     /// writes nothing); [`Pending::stage`] instead discards what the body wrote.
     pub fn direct_body(&mut self) -> Body {
         if let How::Replace { file, .. } = &self.how
-            && let Some(spill) = file.try_clone().ok().and_then(|file| Spill::new(file, None))
+            && let Some(writer) = file.try_clone().ok().and_then(|file| BodyWriter::new(file, None))
         {
             self.direct = true;
-            return Body::Direct(spill);
+            return Body::Direct(writer);
         }
         Body::Memory(Vec::new())
     }
@@ -399,7 +401,7 @@ impl Pending {
     /// [`Pending::stage`] for a streamed output: what `head` writes, then what went to `body`,
     /// then `tail`. A file replaced by a rename has its routines already: they are moved
     /// behind the head, at the same time as it is written where it fits before them
-    /// ([`move_behind`]), or, for a [`Pending::direct_body`], behind the head already, and
+    /// (`move_behind`), or, for a [`Pending::direct_body`], behind the head already, and
     /// gets the tail.
     pub fn stage_streamed(&mut self, head: Head<'_>, body: Body, tail: Vec<u8>) -> Result<(), OutputError> {
         let Head { write: head, len: head_len } = head;
@@ -416,11 +418,14 @@ impl Pending {
                     file.write_all(&tail)?;
                     file.flush()
                 }
-                (How::Replace { file, .. }, Body::Behind { spill, at: from }) => {
-                    let (behind, spares) = spill.into_file_and_spares()?;
+                (How::Replace { file, .. }, Body::Behind { writer, at: from }) => {
+                    let (behind, spares) = writer.into_file_and_spares()?;
                     drop(behind);
                     // The body shares the file's offset, which is now after what it wrote.
-                    let routines = file.stream_position()? - from;
+                    let routines = file
+                        .stream_position()?
+                        .checked_sub(from)
+                        .ok_or_else(|| io::Error::other("internal error: the routines end before they begin"))?;
                     let at = move_behind(file, head, head_len(), from, routines, spares)?;
                     let end = at + routines;
                     write_at(file, &tail, end)?;
@@ -454,7 +459,7 @@ impl Pending {
 
     /// [`Pending::stage`] for an output written in order by `write`, in pieces: a file
     /// replaced by a rename gets them straight into its temporary file (64 KiB at a time),
-    /// with no spill file and no copy; other destinations get them in memory, written on
+    /// with no room left and nothing moved; other destinations get them in memory, written on
     /// commit. For outputs whose head is known before their routines are written (a whole
     /// document transformed before writing).
     pub fn stage_written(
@@ -515,7 +520,7 @@ pub struct Head<'h> {
     /// Writes it.
     pub write: &'h dyn Fn(&mut dyn Write) -> io::Result<()>,
     /// How many bytes `write` writes, where that can be known without writing them; asked
-    /// only where the routines come from a spill file.
+    /// only where the routines were written behind room for the head ([`Body::Behind`]).
     pub len: &'h dyn Fn() -> Option<u64>,
 }
 
@@ -611,19 +616,10 @@ fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         file.write_all_at(bytes, offset)
     }
-    #[cfg(windows)]
+    #[cfg(not(unix))]
     {
-        use std::os::windows::fs::FileExt;
-        let mut done = 0;
-        while done < bytes.len() {
-            match file.seek_write(&bytes[done..], offset + done as u64) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        let _ = (file, bytes, offset);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
     }
 }
 
@@ -634,19 +630,10 @@ fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         file.read_exact_at(buffer, offset)
     }
-    #[cfg(windows)]
+    #[cfg(not(unix))]
     {
-        use std::os::windows::fs::FileExt;
-        let mut done = 0;
-        while done < buffer.len() {
-            match file.seek_read(&mut buffer[done..], offset + done as u64) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        let _ = (file, buffer, offset);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
     }
 }
 
@@ -654,7 +641,7 @@ fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<()> {
 const MOVE_PIECE: u64 = 1 << 20;
 
 /// The head's writer in [`move_behind`]: writes at `at` in pieces of at least [`MOVE_PIECE`]
-/// bytes, gathered in `buffer` (a spill chunk, whose pages are in memory already: a
+/// bytes, gathered in `buffer` (a body's chunk, whose pages are in memory already: a
 /// `BufWriter`'s fresh 1 MiB buffer took 206 page faults on the head's thread), and nothing
 /// at or past `limit`, where the routines are (a head longer than counted sets `over`).
 /// Fewer, larger writes also wait less at the file's lock for the move's pieces.
@@ -1055,10 +1042,10 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(SPILL_FROM, room);
+            let mut body = pending.body(BODY_FILE_FROM, room);
             assert!(matches!(body, Body::Behind { .. }), "the output's file and a thread should be available here");
             let mut expected = head_text.to_vec();
-            let sizes = [1, 7, SPILL_CHUNK - 8, 3 * SPILL_CHUNK + 5, SPILL_CHUNK - 5, 100_000];
+            let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, BODY_CHUNK - 5, 100_000];
             for (i, size) in sizes.into_iter().enumerate() {
                 let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
                 // Written, and appended to the buffer the body lends, in turn.
@@ -1133,7 +1120,7 @@ mod tests {
             let path = dir.path().join("out.xaif");
             fs::write(&path, "old").unwrap();
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(SPILL_FROM, room);
+            let mut body = pending.body(BODY_FILE_FROM, room);
             body.write_all(&vec![b'r'; 5 * MOVE_PIECE as usize + 3]).unwrap();
             let head = Head {
                 write: &|sink| {
@@ -1221,7 +1208,7 @@ mod tests {
         let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
         let mut body = pending.direct_body();
         assert!(matches!(body, Body::Direct(_)));
-        let routines = vec![b'r'; 2 * SPILL_CHUNK + 3];
+        let routines = vec![b'r'; 2 * BODY_CHUNK + 3];
         body.write_all(b"head").unwrap();
         body.write_all(&routines).unwrap();
         pending.stage_streamed(Head { write: &|_| Ok(()), len: &|| Some(0) }, body, b"tail".to_vec()).unwrap();
@@ -1248,9 +1235,9 @@ mod tests {
         let path = dir.path().join("out.xaif");
         for written in [false, true] {
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(SPILL_FROM, 1_000);
+            let mut body = pending.body(BODY_FILE_FROM, 1_000);
             assert!(matches!(body, Body::Behind { .. }));
-            body.write_all(&vec![b'r'; 2 * SPILL_CHUNK + 3]).unwrap();
+            body.write_all(&vec![b'r'; 2 * BODY_CHUNK + 3]).unwrap();
             drop(body);
             if written {
                 pending.stage_written(&mut |sink| sink.write_all(b"whole")).unwrap();
@@ -1263,25 +1250,25 @@ mod tests {
         }
         // A small body stays in memory.
         let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-        assert!(matches!(pending.body(SPILL_FROM - 1, 0), Body::Memory(_)));
+        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
     }
 
-    /// A spill thread whose writes fail passes its error to the writer (at a later chunk or at
+    /// A body's thread whose writes fail passes its error to the writer (at a later chunk or at
     /// the end), and a dropped body leaves no thread waiting.
     #[test]
-    fn a_failing_spill_reports_its_error() {
+    fn a_failing_body_writer_reports_its_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("read-only");
         fs::write(&path, "").unwrap();
-        let mut spill = Spill::new(File::open(&path).unwrap(), Some(0)).unwrap();
-        let piece = vec![b'x'; SPILL_CHUNK];
+        let mut spill = BodyWriter::new(File::open(&path).unwrap(), Some(0)).unwrap();
+        let piece = vec![b'x'; BODY_CHUNK];
         let failed = (0..4).map(|_| spill.write_all(&piece)).find_map(Result::err);
         let error = match failed {
             Some(error) => error,
             None => spill.into_file().unwrap_err(),
         };
         assert_ne!(error.kind(), io::ErrorKind::Other, "the file's own error should arrive, not {error}");
-        let dropped = Spill::new(File::open(&path).unwrap(), None).unwrap();
+        let dropped = BodyWriter::new(File::open(&path).unwrap(), None).unwrap();
         drop(dropped);
     }
 
