@@ -532,8 +532,8 @@ pub struct Head<'h> {
 /// temporaries to its symbol tables to the end), into the output itself rather than a spill
 /// file beside it: the move reads and writes pages the output already has, where a spill file's
 /// copy had to fill as many fresh ones and then free the spill file's (16 MiB tangent, 81 MB of
-/// routines behind a 10 MB head, a C model of both on one thread, five runs: 40–69 ms against
-/// 26–31 ms of CPU time).
+/// routines behind a 10 MB head, a C model of both on one thread, the routines' writing
+/// included, five runs: 31–37 ms against 37–67 ms of CPU time).
 ///
 /// Where the head fits before `from`, as the callers' room is meant to let it, the two overlap:
 /// this thread writes the head while another moves the routines down, and then moves too (on a
