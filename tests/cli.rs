@@ -637,9 +637,10 @@ fn a_truncated_file_is_reported_where_it_was_cut() {
     assert_eq!(stderr(&result).lines().filter(|l| l.contains(": document: malformed XML: ")).count(), files.len());
 }
 
-/// A large document's whole-document output (the adjoint's) is written a few routines at a time
-/// on every core: the same bytes as the library writes one routine after the other, through a
-/// replaced file and through standard output.
+/// A large document's outputs, streamed (their routines written into the replaced file behind
+/// room for the head and moved behind it once it is written, or kept in memory for standard
+/// output) and written a few routines at a time on every core: the same bytes as the library
+/// writes one routine after the other from the whole document, in both transforming modes.
 #[test]
 fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
     use xaifbooster::pipeline::{self, Config};
@@ -648,19 +649,26 @@ fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
     let input = dir.path().join("large.xaif");
     synthetic_input(&input, "1.5", 7);
     let bytes = fs::read(&input).expect("generated");
-    let mut cg = xaif::read(&bytes, "large", &ReadOptions::default()).expect("readable").call_graph;
-    let config = Config::default();
-    pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
-    let expected = xaif::write(&cg, &WriteOptions { schema_location: "xaif_output.xsd".into() });
-    assert!(expected.len() > 4 << 20, "the output should be large: {} bytes", expected.len());
-    let out = dir.path().join("out.xaif");
-    fs::write(&out, b"old contents").expect("an output to replace");
-    let replaced = run(&["adjoint", path(&input), "-o", path(&out)]);
-    assert!(replaced.status.success(), "{}", stderr(&replaced));
-    assert!(fs::read(&out).expect("written") == expected, "the replaced file differs");
-    let piped = run(&["adjoint", path(&input)]);
-    assert!(piped.status.success(), "{}", stderr(&piped));
-    assert!(piped.stdout == expected, "standard output differs");
+    for mode in ["tangent", "adjoint"] {
+        let mut cg = xaif::read(&bytes, "large", &ReadOptions::default()).expect("readable").call_graph;
+        let config = Config::default();
+        if mode == "tangent" {
+            pipeline::tangent(&mut cg, Catalogue::builtin(), &config).expect("tangent");
+        } else {
+            pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
+        }
+        let expected = xaif::write(&cg, &WriteOptions { schema_location: "xaif_output.xsd".into() });
+        assert!(expected.len() > 4 << 20, "the {mode} output should be large: {} bytes", expected.len());
+        let out = dir.path().join("out.xaif");
+        fs::write(&out, b"old contents").expect("an output to replace");
+        let replaced = run(&[mode, path(&input), "-o", path(&out)]);
+        assert!(replaced.status.success(), "{}", stderr(&replaced));
+        assert!(fs::read(&out).expect("written") == expected, "the replaced file differs ({mode})");
+        assert_eq!(entries(dir.path()), ["large.xaif", "out.xaif"], "{mode}");
+        let piped = run(&[mode, path(&input)]);
+        assert!(piped.status.success(), "{}", stderr(&piped));
+        assert!(piped.stdout == expected, "standard output differs ({mode})");
+    }
 }
 
 /// While mimalloc starts, the binary shows it an environment of just its own options
