@@ -1260,12 +1260,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("read-only");
         fs::write(&path, "").unwrap();
-        let mut spill = BodyWriter::new(File::open(&path).unwrap(), Some(0)).unwrap();
+        let mut writer = BodyWriter::new(File::open(&path).unwrap(), Some(0)).unwrap();
         let piece = vec![b'x'; BODY_CHUNK];
-        let failed = (0..4).map(|_| spill.write_all(&piece)).find_map(Result::err);
+        let failed = (0..4).map(|_| writer.write_all(&piece)).find_map(Result::err);
         let error = match failed {
             Some(error) => error,
-            None => spill.into_file().unwrap_err(),
+            None => writer.into_file().unwrap_err(),
         };
         assert_ne!(error.kind(), io::ErrorKind::Other, "the file's own error should arrive, not {error}");
         let dropped = BodyWriter::new(File::open(&path).unwrap(), None).unwrap();
