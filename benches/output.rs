@@ -17,7 +17,8 @@ const HEAD: usize = 4 << 20;
 const ROUTINE: usize = 64 << 10;
 
 fn text(len: usize, seed: usize) -> Vec<u8> {
-    (0..len).map(|i| b"<xaif:Assignment statement_id=\"s\"/>\n"[(i + seed) % 36]).collect()
+    let line = b"<xaif:Assignment statement_id=\"s\"/>\n";
+    (0..len).map(|i| line[(i + seed) % line.len()]).collect()
 }
 
 fn in_order(path: &Path, head: &[u8], routines: &[u8]) {

@@ -419,8 +419,8 @@ impl Pending {
                     file.flush()
                 }
                 (How::Replace { file, .. }, Body::Behind { writer, at: from }) => {
-                    let (behind, spares) = writer.into_file_and_spares()?;
-                    drop(behind);
+                    // Its clone of the file is closed here.
+                    let (_, spares) = writer.into_file_and_spares()?;
                     // The body shares the file's offset, which is now after what it wrote.
                     let routines = file
                         .stream_position()?
@@ -549,64 +549,49 @@ fn move_behind(
     routines: u64,
     mut spares: Vec<Vec<u8>>,
 ) -> io::Result<u64> {
-    let mut spare = || spares.pop().unwrap_or_default();
-    if let Some(len) = claimed {
-        // The blocks before the routines: the head's and those the routines move to.
-        allocate(file, 0, from.max(len));
-        let moving = Move::new(file, from, len, routines);
-        let fits = len <= from;
-        let (theirs, ours) = (spare(), spare());
-        let (written, moved) = std::thread::scope(|scope| {
-            let helper =
-                std::thread::Builder::new().name("move".into()).spawn_scoped(scope, || moving.take_pieces(theirs));
-            let mut pieces = Pieces { file, buffer: ours, at: 0, limit: len, over: false };
-            if !fits {
-                // The head's place is free once the routines have left it.
-                let here = moving.take_pieces(std::mem::take(&mut pieces.buffer));
-                let there = join(helper);
-                if let Err(error) = here.and(there) {
-                    return (Ok(false), Err(error));
-                }
-                let written = pieces.write_head(head);
-                return (written, Ok(()));
-            }
+    // Without a count the head is made in memory first, for its length.
+    let made = match claimed {
+        Some(_) => None,
+        None => {
+            let mut text = Vec::new();
+            head(&mut text)?;
+            Some(text)
+        }
+    };
+    let len = made.as_ref().map_or(claimed.unwrap_or(0), |text| text.len() as u64);
+    // The blocks before the routines: the head's and those the routines move to.
+    allocate(file, 0, from.max(len));
+    let moving = Move::new(file, from, len, routines);
+    let theirs = spares.pop().unwrap_or_default();
+    let mut pieces = Pieces { file, buffer: spares.pop().unwrap_or_default(), at: 0, limit: len, over: false };
+    let written = if made.is_none() && len <= from {
+        // The head lies before both places of the routines: written while they move.
+        let (written, there) = moving.beside(theirs, || {
             let written = pieces.write_head(head);
             if written.is_err() {
                 // The run fails: the move is not needed.
                 moving.give_up();
             }
-            let here = moving.take_pieces(std::mem::take(&mut pieces.buffer));
-            (written, here.and(join(helper)))
+            (written, moving.take_pieces(std::mem::take(&mut pieces.buffer)))
         });
-        moved?;
-        if written? {
-            return Ok(len);
+        let (written, here) = written;
+        here.and(there)?;
+        written?
+    } else {
+        // The head's place is free once the routines have left it.
+        let (here, there) = moving.beside(theirs, || moving.take_pieces(std::mem::take(&mut pieces.buffer)));
+        here.and(there)?;
+        match &made {
+            Some(text) => write_at(file, text, 0).map(|()| true)?,
+            None => pieces.write_head(head)?,
         }
-        // The routines are whole at `len` (a head that did not fit its length wrote none of
-        // them over).
-        return move_behind(file, head, None, len, routines, spares);
+    };
+    if written {
+        return Ok(len);
     }
-    let mut text = Vec::new();
-    head(&mut text)?;
-    let len = text.len() as u64;
-    allocate(file, 0, from.max(len));
-    let moving = Move::new(file, from, len, routines);
-    let (theirs, ours) = (spare(), spare());
-    std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new().name("move".into()).spawn_scoped(scope, || moving.take_pieces(theirs));
-        moving.take_pieces(ours).and(join(helper))
-    })?;
-    write_at(file, &text, 0)?;
-    Ok(len)
-}
-
-/// What a helper of [`move_behind`] returned; `Ok` where none could be started (its share was
-/// taken by the others).
-fn join(helper: io::Result<std::thread::ScopedJoinHandle<'_, io::Result<()>>>) -> io::Result<()> {
-    match helper {
-        Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        Err(_) => Ok(()),
-    }
+    // The routines are whole at `len` (a head that did not fit its length wrote none of them
+    // over).
+    move_behind(file, head, None, len, routines, spares)
 }
 
 /// Writes all of `bytes` to `file` at `offset`, leaving its position alone.
@@ -725,6 +710,22 @@ impl<'f> Move<'f> {
             read: (0..pieces).map(|_| std::sync::atomic::AtomicBool::new(false)).collect(),
             failed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Runs `here` on this thread while a second one takes pieces through `buffer`, and gives
+    /// both results (the second `Ok` where no thread could be started: `here` is to take
+    /// pieces too, and then takes them all).
+    fn beside<T>(&self, buffer: Vec<u8>, here: impl FnOnce() -> T) -> (T, io::Result<()>) {
+        std::thread::scope(|scope| {
+            let helper =
+                std::thread::Builder::new().name("move".into()).spawn_scoped(scope, || self.take_pieces(buffer));
+            let result = here();
+            let there = match helper {
+                Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => Ok(()),
+            };
+            (result, there)
+        })
     }
 
     /// Stops every thread at its next piece.
