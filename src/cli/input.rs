@@ -101,26 +101,41 @@ fn read_in_parts(file: &File, bytes: &mut Vec<u8>, len: usize, parts: usize) -> 
 }
 
 /// Has the kernel provide the whole pages between `from` and `to` (addresses inside a
-/// vector's allocation) in one call, before a part is read into them: the same pages, zeroed as
-/// before, but without a trap into the kernel for each 4 KiB as the read first writes it. 16 MiB
-/// on two cores, twelve runs each (`strace -T`): each half's `pread` took 5.4–9.4 ms (median
-/// 6.8); now the populating call takes 3.1–4.2 ms and the `pread` 1.7–2.2 ms. Ordinary pages:
-/// huge ones fault once per 2 MiB, but on this machine's virtual machine they came slowly
-/// whenever the host had to back them (the halves' reads 3–31 ms, ARCHITECTURE.md).
+/// vector's allocation) before a part is read into them: the same pages, zeroed as before, but
+/// without a trap into the kernel for each 4 KiB as the read first writes it. 16 MiB on two
+/// cores, twelve runs each (`strace -T`): each half's `pread` took 5.4–9.4 ms (median 6.8);
+/// populated, 3.1–4.2 ms for the pages and 1.7–2.2 ms for the `pread`. Ordinary pages: huge
+/// ones fault once per 2 MiB, but on this machine's virtual machine they came slowly whenever
+/// the host had to back them (the halves' reads 3–31 ms, ARCHITECTURE.md).
+///
+/// In calls of [`POPULATE_STEP`] each: a call holds the process's address-space lock while it
+/// populates, and a thread that is starting maps and unmaps memory (the C library's arena for
+/// it), which waits for that lock. Populated in one call, the first part held it for all of its
+/// 32 MiB (12–17 ms at 64 MiB, `strace -f -T`), and the second part's thread began its reading
+/// only then: both parts were in after 26–40 ms, now after 23–29 ms (16 MiB: a median of 8.5 ms
+/// before, 6.0 ms now, eight runs each).
 #[cfg(target_os = "linux")]
 fn populate(from: usize, to: usize) {
     const PAGE: usize = 4096;
-    let (first, end) = (from.next_multiple_of(PAGE), to / PAGE * PAGE);
-    if end > first {
+    let (mut first, end) = (from.next_multiple_of(PAGE), to / PAGE * PAGE);
+    while end > first {
+        let step = (end - first).min(POPULATE_STEP);
         // SAFETY: the pages lie inside the vector's allocation, owned by this process and
         // written by no one else until the part is read; populating writes nothing into them
         // (a page not provided yet arrives zeroed, as a first write would have it). A kernel
         // without MADV_POPULATE_WRITE (before 5.14) refuses it, and the read faults them in.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_POPULATE_WRITE);
+        let refused = unsafe { libc::madvise(first as *mut libc::c_void, step, libc::MADV_POPULATE_WRITE) } != 0;
+        if refused {
+            return;
         }
+        first += step;
     }
 }
+
+/// How much of a part [`populate`] provides per call: about half a millisecond of the lock on
+/// this machine (fresh memory at about 1.5 µs a page).
+#[cfg(target_os = "linux")]
+const POPULATE_STEP: usize = 1 << 20;
 
 #[cfg(not(target_os = "linux"))]
 fn populate(_: usize, _: usize) {}
