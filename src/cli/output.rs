@@ -213,7 +213,9 @@ impl BodyWriter {
     /// Starts the thread that writes to `file` at its position; `None` where no thread can be
     /// started. With `ahead_from` (the position), the file gets its blocks [`ALLOCATE_AHEAD`] at
     /// a time before they are written: what is allocated past its end goes when its length is
-    /// set ([`Pending::stage_streamed`] does, and a file given up is removed).
+    /// set ([`Pending::stage_streamed`] does, and a file given up is removed); and the room
+    /// before it, left for the head, is allocated at once and filled while the thread waits
+    /// for chunks ([`Room`]).
     fn new(file: File, ahead_from: Option<u64>) -> Option<BodyWriter> {
         let (to_thread, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (give_back, written) = std::sync::mpsc::channel();
@@ -1169,7 +1171,8 @@ mod tests {
     }
 
     /// The room before the routines is filled with zeros, piece by piece, exactly to its end,
-    /// and filling it changes nothing past it.
+    /// and filling it changes nothing past it. (Unix only: elsewhere no body has a room.)
+    #[cfg(unix)]
     #[test]
     fn the_room_fills_with_zeros_to_its_end() {
         let dir = tempfile::tempdir().unwrap();
