@@ -617,8 +617,11 @@ fn move_behind(
         }
     };
     let len = made.as_ref().map_or(claimed.unwrap_or(0), |text| text.len() as u64);
-    // The blocks before the routines: the head's and those the routines move to.
-    allocate(file, 0, from.max(len));
+    // The blocks before `from` were allocated when the body began ([`Room`]), or by the move
+    // before this one; a head longer than that needs the rest.
+    if len > from {
+        allocate(file, from, len - from);
+    }
     let moving = Move::new(file, from, len, routines);
     let theirs = spares.pop().unwrap_or_default();
     let mut pieces = Pieces { file, buffer: spares.pop().unwrap_or_default(), at: 0, limit: len, over: false };
