@@ -1410,7 +1410,7 @@ fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
             session.error("identity", &error.to_string());
             return Ok(Err(Reported(1)));
         }
-        Err(StreamError::Io(error)) => return Err(anyhow::Error::new(error).context("cannot write the output")),
+        Err(StreamError::Io(error)) => return Err(output.failed(error).into()),
         // The checks stop the run only with an error among their findings, which
         // `validating` reports instead.
         Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
@@ -1586,7 +1586,7 @@ fn finish_streamed(
                 Ok(Err(Reported(1)))
             }
         },
-        Err(StreamError::Io(error)) => Err(anyhow::Error::new(error).context("cannot write the output")),
+        Err(StreamError::Io(error)) => Err(output.failed(error).into()),
         // The checks stop the run only with an error among their findings, which
         // `validating` reports instead.
         Err(StreamError::Invalid) => {

@@ -544,6 +544,36 @@ fn a_failing_stats_output_writes_no_document() {
     assert_eq!(entries(dir.path()), ["out.xaif"]);
 }
 
+/// A streamed output whose writing fails part way (here at a file size limit, with `SIGXFSZ`
+/// ignored so that the write returns `EFBIG`): the message names the output as every other
+/// output error does, the run fails, and the file it would have replaced is left as it was.
+#[test]
+fn a_streamed_output_that_cannot_be_written_is_named_and_leaves_the_old_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("large.xaif");
+    // 1.5 MiB streams (from 1 MiB on), and its tangent's routines (some 8 MB) go to the
+    // output's file as they are written (from 4 MiB expected).
+    synthetic_input(&input, "1.5", 2);
+    let out_dir = dir.path().join("out");
+    fs::create_dir(&out_dir).expect("out dir");
+    let out = out_dir.join("out.xaif");
+    for mode in ["tangent", "adjoint"] {
+        fs::write(&out, "previous").expect("write");
+        let result = Command::new("bash")
+            .arg("-c")
+            .arg(r#"trap '' XFSZ; ulimit -f 4096; exec "$0" "$@""#)
+            .arg(env!("CARGO_BIN_EXE_xaifbooster"))
+            .args([mode, path(&input), "-o", path(&out)])
+            .output()
+            .expect("bash runs");
+        assert_eq!(result.status.code(), Some(1), "{mode}: {}", stderr(&result));
+        let text = stderr(&result);
+        assert!(text.contains(&format!("cannot write {}", out.display())), "{mode}: {text}");
+        assert_eq!(fs::read_to_string(&out).expect("out"), "previous", "{mode}");
+        assert_eq!(entries(&out_dir), ["out.xaif"], "{mode}");
+    }
+}
+
 #[test]
 fn validate_checks_every_file_even_when_one_cannot_be_read() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -394,6 +394,12 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
 }
 
 impl Pending {
+    /// `source`, a failure of this destination's writing elsewhere (a streamed body's thread),
+    /// as an error that names the destination as every other of its errors does.
+    pub fn failed(&self, source: io::Error) -> OutputError {
+        OutputError { shown: self.shown.clone(), source }
+    }
+
     /// Sets the bytes to write. For a file replaced by a rename they are written to its
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
