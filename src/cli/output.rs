@@ -394,8 +394,8 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
 }
 
 impl Pending {
-    /// `source`, a failure of this destination's writing elsewhere (a streamed body's thread),
-    /// as an error that names the destination as every other of its errors does.
+    /// `source`, a failure of this destination's writing (here, or on a streamed body's
+    /// thread), as the error that names the destination.
     pub fn failed(&self, source: io::Error) -> OutputError {
         OutputError { shown: self.shown.clone(), source }
     }
@@ -412,7 +412,7 @@ impl Pending {
                 Ok(())
             }
         };
-        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+        result.map_err(|source| self.failed(source))
     }
 
     /// Where the streaming driver writes routines as they are done, before the head that must
@@ -518,7 +518,7 @@ impl Pending {
                 }
             }
         })();
-        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+        result.map_err(|source| self.failed(source))
     }
 
     /// [`Pending::stage`] for an output written in order by `write`, in pieces: a file
@@ -542,7 +542,7 @@ impl Pending {
                 written
             }
         };
-        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+        result.map_err(|source| self.failed(source))
     }
 
     /// Makes the staged bytes visible at the destination.
@@ -566,7 +566,7 @@ impl Pending {
                 None => Ok(()),
             },
         };
-        result.map_err(|source| OutputError { shown: self.shown.clone(), source })
+        result.map_err(|source| self.failed(source))
     }
 }
 
@@ -633,7 +633,7 @@ fn move_behind(
     let mut pieces = Pieces { file, buffer: spares.pop().unwrap_or_default(), at: 0, limit: len, over: false };
     let written = if made.is_none() && len <= from {
         // The head lies before both places of the routines: written while they move.
-        let (written, there) = moving.beside(theirs, || {
+        let ((written, here), there) = moving.beside(theirs, || {
             let written = pieces.write_head(head);
             if written.is_err() {
                 // The run fails: the move is not needed.
@@ -641,7 +641,6 @@ fn move_behind(
             }
             (written, moving.take_pieces(std::mem::take(&mut pieces.buffer)))
         });
-        let (written, here) = written;
         here.and(there)?;
         written?
     } else {
