@@ -579,6 +579,58 @@ fn a_streamed_output_that_cannot_be_written_is_named_and_leaves_the_old_file() {
     }
 }
 
+/// Runs the binary with `args` and `TMPDIR` set to `temp`, its standard output a pipe:
+/// what it printed and its exit status.
+fn run_piped(args: &[&str], temp: &Path) -> (Vec<u8>, Option<i32>) {
+    let output = xaifbooster().args(args).env("TMPDIR", temp).stderr(Stdio::null()).output().expect("binary runs");
+    (output.stdout, output.status.code())
+}
+
+/// Standard output (and a pipe, a device, a file kept in place) cannot take a large run's
+/// routines before their head, which is known last: they wait in an unnamed file in the
+/// temporary directory until the run has succeeded (`tests/standard_output.rs` holds its
+/// memory to the file output's). The output is the file output's bytes; nothing is left in
+/// the temporary directory; a run that fails at its last routine prints nothing; and where no
+/// temporary file can be made the run still succeeds, in memory.
+#[test]
+fn large_runs_to_standard_output_wait_in_a_temporary_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("large.xaif");
+    synthetic_input(&input, "4", 3);
+    let temp = dir.path().join("tmp");
+    fs::create_dir(&temp).expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    let mut tangent = Vec::new();
+    for mode in ["identity", "tangent", "adjoint"] {
+        let (printed, code) = run_piped(&[mode, path(&input)], &temp);
+        assert_eq!(code, Some(0), "{mode}");
+        let (_, code) = run_piped(&[mode, path(&input), "-o", path(&out)], &temp);
+        assert_eq!(code, Some(0), "{mode}");
+        assert!(printed == fs::read(&out).expect("written"), "{mode}: standard output differs from the file");
+        assert_eq!(entries(&temp), Vec::<String>::new(), "{mode}");
+        if mode == "tangent" {
+            tangent = printed;
+        }
+    }
+    // No temporary directory: memory, the same bytes.
+    let (printed, code) = run_piped(&["tangent", path(&input)], &dir.path().join("missing"));
+    assert_eq!(code, Some(0));
+    assert!(printed == tangent, "without a temporary directory the output differs");
+    // The last routine names a symbol nobody declares: found after the others were written.
+    let text = fs::read_to_string(&input).expect("generated");
+    let at = text.rfind("<xaif:SymbolReference").expect("a reference");
+    let name = at + text[at..].find("symbol_id=\"").expect("a symbol") + "symbol_id=\"".len();
+    let end = name + text[name..].find('"').expect("quoted");
+    let broken = dir.path().join("broken.xaif");
+    fs::write(&broken, format!("{}no_such_symbol{}", &text[..name], &text[end..])).expect("write");
+    for mode in ["identity", "tangent", "adjoint"] {
+        let (printed, code) = run_piped(&[mode, path(&broken)], &temp);
+        assert_eq!(code, Some(1), "{mode}");
+        assert!(printed.is_empty(), "{mode}: {} bytes printed by a failed run", printed.len());
+        assert_eq!(entries(&temp), Vec::<String>::new(), "{mode}");
+    }
+}
+
 #[test]
 fn validate_checks_every_file_even_when_one_cannot_be_read() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -673,9 +725,10 @@ fn a_truncated_file_is_reported_where_it_was_cut() {
 }
 
 /// A large document's outputs, streamed (their routines written into the replaced file behind
-/// room for the head and moved behind it once it is written, or kept in memory for standard
-/// output) and written a few routines at a time on every core: the same bytes as the library
-/// writes one routine after the other from the whole document, in both transforming modes.
+/// room for the head and moved behind it once it is written, or kept in a temporary file for
+/// standard output) and written a few routines at a time on every core: the same bytes as the
+/// library writes one routine after the other from the whole document, in both transforming
+/// modes.
 #[test]
 fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
     use xaifbooster::pipeline::{self, Config};

@@ -72,27 +72,32 @@ pub enum Body {
     },
     /// The output's own temporary file, the head already written ([`Pending::direct_body`]).
     Direct(BodyWriter),
+    /// An unnamed temporary file, for a destination that is written only in order and only
+    /// once the run has succeeded (standard output, a pipe, a device, a file kept in place):
+    /// it holds the routines, and then the head and the tail behind them, until the commit
+    /// copies the three out in their order ([`Spilled`]).
+    Spill(BodyWriter),
     Memory(Vec<u8>),
 }
 
 impl Write for Body {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match self {
-            Body::Behind { writer, .. } | Body::Direct(writer) => writer.write(bytes),
+            Body::Behind { writer, .. } | Body::Direct(writer) | Body::Spill(writer) => writer.write(bytes),
             Body::Memory(memory) => memory.write(bytes),
         }
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Body::Behind { writer, .. } | Body::Direct(writer) => writer.write_all(bytes),
+            Body::Behind { writer, .. } | Body::Direct(writer) | Body::Spill(writer) => writer.write_all(bytes),
             Body::Memory(memory) => memory.write_all(bytes),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Body::Behind { .. } | Body::Direct(_) | Body::Memory(_) => Ok(()),
+            Body::Behind { .. } | Body::Direct(_) | Body::Spill(_) | Body::Memory(_) => Ok(()),
         }
     }
 }
@@ -100,15 +105,19 @@ impl Write for Body {
 impl crate::streaming::RoutineSink for Body {
     fn lend(&mut self) -> Option<&mut Vec<u8>> {
         match self {
-            Body::Behind { writer, .. } | Body::Direct(writer) => Some(&mut writer.chunk),
+            Body::Behind { writer, .. } | Body::Direct(writer) | Body::Spill(writer) => Some(&mut writer.chunk),
             Body::Memory(memory) => Some(memory),
         }
     }
 
     fn appended(&mut self) -> io::Result<()> {
         match self {
-            Body::Behind { writer, .. } | Body::Direct(writer) if writer.chunk.len() >= BODY_CHUNK => writer.pass_on(),
-            Body::Behind { .. } | Body::Direct(_) | Body::Memory(_) => Ok(()),
+            Body::Behind { writer, .. } | Body::Direct(writer) | Body::Spill(writer)
+                if writer.chunk.len() >= BODY_CHUNK =>
+            {
+                writer.pass_on()
+            }
+            Body::Behind { .. } | Body::Direct(_) | Body::Spill(_) | Body::Memory(_) => Ok(()),
         }
     }
 }
@@ -343,6 +352,123 @@ impl Drop for BodyWriter {
     }
 }
 
+/// A [`Body::Spill`] on an unnamed temporary file and a thread of its own, or `None` where
+/// either cannot be had.
+fn spill_body() -> Option<Body> {
+    if !cfg!(unix) {
+        return None;
+    }
+    let file = spill_file().ok()?;
+    BodyWriter::new(file, None).map(Body::Spill)
+}
+
+/// A file in the temporary directory (`TMPDIR`, else `/tmp`) that no name leads to, so that
+/// it vanishes when closed, however the run ends: created unnamed where Linux's file system
+/// can (`O_TMPFILE`), otherwise created and its name removed at once.
+fn spill_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let unnamed = OpenOptions::new().read(true).write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(&dir);
+        if let Ok(file) = unnamed {
+            return Ok(file);
+        }
+    }
+    let (path, file) = create_temp(&dir.join("xaifbooster-spill"))?;
+    fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// A streamed output staged in a temporary file ([`Body::Spill`]): the routines, then the
+/// head, then the tail, which [`Spilled::copy_out`] sends head first.
+#[derive(Debug)]
+struct Spilled {
+    file: File,
+    /// Head, routines and tail, in the order the destination gets them.
+    pieces: [std::ops::Range<u64>; 3],
+}
+
+impl Spilled {
+    /// Sends the pieces to `out` in order: by the kernel from file to `descriptor` where it
+    /// can (`sendfile`, no copy through our memory), otherwise read and written a piece at a
+    /// time.
+    fn copy_out(&self, out: &mut dyn Write, descriptor: Option<i32>) -> io::Result<()> {
+        let mut buffer = Vec::new();
+        let mut by_kernel = descriptor;
+        for piece in &self.pieces {
+            let mut at = piece.start;
+            if let Some(to) = by_kernel {
+                match send_file(&self.file, to, piece.start, piece.end) {
+                    Ok(()) => continue,
+                    Err((_, e)) if e.kind() == io::ErrorKind::BrokenPipe => return Err(e),
+                    // Not for this destination (appending, or no such call): by hand from
+                    // where the kernel stopped.
+                    Err((stopped, _)) => {
+                        by_kernel = None;
+                        at = stopped;
+                    }
+                }
+            }
+            while at < piece.end {
+                let len = (piece.end - at).min(SPILL_PIECE) as usize;
+                buffer.resize(len, 0);
+                read_at(&self.file, &mut buffer, at)?;
+                out.write_all(&buffer)?;
+                at += len as u64;
+            }
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// How much [`Spilled::copy_out`] reads at a time where the kernel cannot copy.
+const SPILL_PIECE: u64 = 1 << 20;
+
+/// Copies `from`'s bytes `at..end` to the descriptor `to` with `sendfile`; where it cannot
+/// go on, the offset it got to and why.
+#[cfg(target_os = "linux")]
+fn send_file(from: &File, to: i32, mut at: u64, end: u64) -> Result<(), (u64, io::Error)> {
+    use std::os::fd::AsRawFd;
+    while at < end {
+        let Ok(mut offset) = libc::off_t::try_from(at) else {
+            return Err((at, io::Error::from(io::ErrorKind::InvalidInput)));
+        };
+        let count = usize::try_from(end - at).unwrap_or(usize::MAX).min(1 << 30);
+        // SAFETY: a system call on two descriptors this function borrows and an offset it
+        // owns; it changes no other memory of ours.
+        let sent = unsafe { libc::sendfile(to, from.as_raw_fd(), &mut offset, count) };
+        match sent {
+            0 => return Err((at, io::Error::new(io::ErrorKind::UnexpectedEof, "the temporary file ended early"))),
+            n if n > 0 => at += n as u64,
+            _ => {
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err((at, error));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn send_file(_from: &File, _to: i32, at: u64, _end: u64) -> Result<(), (u64, io::Error)> {
+    Err((at, io::Error::from(io::ErrorKind::Unsupported)))
+}
+
+/// The descriptor behind `of`, for [`send_file`].
+#[cfg(unix)]
+fn raw_descriptor(of: &impl std::os::fd::AsRawFd) -> Option<i32> {
+    Some(of.as_raw_fd())
+}
+
+#[cfg(not(unix))]
+fn raw_descriptor<T>(_of: &T) -> Option<i32> {
+    None
+}
+
 /// Bodies expected to be smaller than this stay in memory ([`Pending::body`]).
 const BODY_FILE_FROM: usize = 4 << 20;
 
@@ -354,6 +480,8 @@ pub struct Pending {
     bytes: Vec<u8>,
     /// A [`Pending::direct_body`] was handed out: its writes must go before anything staged.
     direct: bool,
+    /// A streamed output staged in a temporary file rather than in `bytes` ([`Body::Spill`]).
+    spilled: Option<Spilled>,
 }
 
 #[derive(Debug)]
@@ -388,7 +516,7 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
         Destination::Path(path) => prepare_path(path),
     };
     match how {
-        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false }),
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, spilled: None }),
         Err(source) => Err(OutputError { shown, source }),
     }
 }
@@ -403,6 +531,7 @@ impl Pending {
     /// Sets the bytes to write. For a file replaced by a rename they are written to its
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
+        self.spilled = None;
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct)
                 .and_then(|()| file.write_all(&bytes))
@@ -419,23 +548,35 @@ impl Pending {
     /// precede them is known: a body of about `expected` bytes, the head expected to take up
     /// to `head_room`. For a file replaced by a rename, that file itself from `head_room` on,
     /// so the output never sits in memory: the routines are moved behind the head when it is
-    /// written (`move_behind`). Small bodies, and every body where no thread can be started
-    /// or the destination is no such file, stay in memory: for a small one the thread, its
-    /// writes and the move (a dozen system calls) cost more than holding the bytes. Elsewhere
-    /// than on Unix, where the move's reads and writes at an offset are not written, memory.
+    /// written (`move_behind`). Any other destination (standard output, a pipe, a device, a
+    /// file kept in place) gets an unnamed temporary file instead ([`Body::Spill`]), copied out
+    /// on commit. Small bodies, and every body where no thread or temporary file can be had,
+    /// stay in memory: for a small one the thread, its writes and the move (a dozen system
+    /// calls) cost more than holding the bytes. Elsewhere than on Unix, where reads and writes
+    /// at an offset are not written, memory.
     pub fn body(&mut self, expected: usize, head_room: u64) -> Body {
-        if cfg!(unix)
-            && expected >= BODY_FILE_FROM
-            && let How::Replace { file, .. } = &self.how
-            && let Ok(mut behind) = file.try_clone()
-            && behind.seek(io::SeekFrom::Start(head_room)).is_ok()
-            && let Some(writer) = BodyWriter::new(behind, Some(head_room))
-        {
-            // What the body writes is discarded if the output is staged otherwise.
-            self.direct = true;
-            return Body::Behind { writer, at: head_room };
+        if expected < BODY_FILE_FROM {
+            return Body::Memory(Vec::with_capacity(expected));
         }
-        Body::Memory(if expected < BODY_FILE_FROM { Vec::with_capacity(expected) } else { Vec::new() })
+        match &self.how {
+            _ if !cfg!(unix) => {}
+            How::Replace { file, .. } => {
+                if let Ok(mut behind) = file.try_clone()
+                    && behind.seek(io::SeekFrom::Start(head_room)).is_ok()
+                    && let Some(writer) = BodyWriter::new(behind, Some(head_room))
+                {
+                    // What the body writes is discarded if the output is staged otherwise.
+                    self.direct = true;
+                    return Body::Behind { writer, at: head_room };
+                }
+            }
+            How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
+                if let Some(body) = spill_body() {
+                    return body;
+                }
+            }
+        }
+        Body::Memory(Vec::new())
     }
 
     /// Removes what a [`Pending::direct_body`] or [`Pending::body`] wrote to `file` before the
@@ -450,14 +591,23 @@ impl Pending {
 
     /// A body for an output whose routines come after their head, both written to it: for a
     /// file replaced by a rename, its temporary file itself, written on a thread of its own
-    /// ([`BodyWriter`]); otherwise memory. [`Pending::stage_streamed`] then adds the tail (its head
-    /// writes nothing); [`Pending::stage`] instead discards what the body wrote.
+    /// ([`BodyWriter`]); for any other destination, an unnamed temporary file copied out on
+    /// commit ([`Body::Spill`]); memory where neither can be had. [`Pending::stage_streamed`]
+    /// then adds the tail (its head writes nothing); [`Pending::stage`] instead discards what
+    /// the body wrote.
     pub fn direct_body(&mut self) -> Body {
-        if let How::Replace { file, .. } = &self.how
-            && let Some(writer) = file.try_clone().ok().and_then(|file| BodyWriter::new(file, None))
-        {
-            self.direct = true;
-            return Body::Direct(writer);
+        match &self.how {
+            How::Replace { file, .. } => {
+                if let Some(writer) = file.try_clone().ok().and_then(|file| BodyWriter::new(file, None)) {
+                    self.direct = true;
+                    return Body::Direct(writer);
+                }
+            }
+            How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
+                if let Some(body) = spill_body() {
+                    return body;
+                }
+            }
         }
         Body::Memory(Vec::new())
     }
@@ -504,12 +654,28 @@ impl Pending {
                     file.write_all(&tail)?;
                     file.flush()
                 }
+                (_, Body::Spill(body)) => {
+                    let mut file = body.into_file()?;
+                    // Behind the routines: the head, then the tail; the commit copies the
+                    // head first.
+                    let routines = file.stream_position()?;
+                    let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER, &file);
+                    head(&mut buffered)?;
+                    buffered.flush()?;
+                    drop(buffered);
+                    let head_end = file.stream_position()?;
+                    file.write_all(&tail)?;
+                    let end = head_end + tail.len() as u64;
+                    self.bytes = Vec::new();
+                    self.spilled = Some(Spilled { file, pieces: [routines..head_end, 0..routines, head_end..end] });
+                    Ok(())
+                }
                 (_, body) => {
                     let mut head_bytes = Vec::new();
                     head(&mut head_bytes)?;
                     let body = match body {
                         Body::Memory(bytes) => bytes,
-                        Body::Direct(_) | Body::Behind { .. } => {
+                        Body::Direct(_) | Body::Behind { .. } | Body::Spill(_) => {
                             return Err(io::Error::other("internal error: a body in a file elsewhere"));
                         }
                     };
@@ -548,6 +714,25 @@ impl Pending {
     /// Makes the staged bytes visible at the destination.
     pub fn commit(mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
+        if let Some(spilled) = self.spilled.take() {
+            let result = match &mut self.how {
+                How::Stdout => {
+                    let mut out = io::stdout().lock();
+                    out.flush().and_then(|()| spilled.copy_out(&mut out, raw_descriptor(&io::stdout())))
+                }
+                How::Stderr => spilled.copy_out(&mut io::stderr().lock(), raw_descriptor(&io::stderr())),
+                How::Direct(file) => {
+                    let descriptor = raw_descriptor(&*file);
+                    spilled.copy_out(file, descriptor)
+                }
+                How::InPlace(file) => file.set_len(0).and_then(|()| {
+                    let descriptor = raw_descriptor(&*file);
+                    spilled.copy_out(file, descriptor)
+                }),
+                How::Replace { .. } => Err(io::Error::other("internal error: a replaced file's output spilled")),
+            };
+            return result.map_err(|source| self.failed(source));
+        }
         let result = match &mut self.how {
             How::Stdout => {
                 let mut out = io::stdout().lock();
@@ -1344,6 +1529,48 @@ mod tests {
         // A small body stays in memory.
         let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
         assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
+    }
+
+    /// A destination written in place (here a file with two names; standard output, pipes and
+    /// devices alike) gets its routines through an unnamed temporary file: head, routines and
+    /// tail arrive in that order on commit, copied by the kernel or, where it cannot (a
+    /// descriptor opened for appending), by hand; nothing arrives before the commit, and a body
+    /// given up leaves the destination as it was.
+    #[test]
+    fn a_body_for_a_destination_written_in_place_goes_through_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+        let appended = dir.path().join("log");
+        fs::write(&appended, "before ").unwrap();
+        let log = OpenOptions::new().append(true).open(&appended).unwrap();
+        let alias = PathBuf::from(format!("/dev/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&log)));
+        let routines: Vec<u8> = (0..3 * BODY_CHUNK + 11).map(|j| (j % 253) as u8).collect();
+        let head_text: Vec<u8> = (0..SPILL_PIECE as usize + 5).map(|j| (j % 239) as u8).collect();
+        for (destination, before) in [(&path, &b""[..]), (&alias, b"before ")] {
+            let mut pending = prepare(&Destination::Path(destination.clone())).unwrap();
+            for mut body in [pending.body(BODY_FILE_FROM, 0), pending.direct_body()] {
+                assert!(matches!(body, Body::Spill(_)), "{}", destination.display());
+                body.write_all(&routines).unwrap();
+            }
+            let mut body = pending.body(BODY_FILE_FROM, 0);
+            body.write_all(&routines).unwrap();
+            let write_head = |sink: &mut dyn Write| sink.write_all(&head_text);
+            pending.stage_streamed(Head { write: &write_head, len: &|| None }, body, b"tail".to_vec()).unwrap();
+            let written = if destination == &path { &path } else { &appended };
+            let unchanged = if destination == &path { &b"old"[..] } else { b"before " };
+            assert_eq!(fs::read(written).unwrap(), unchanged, "nothing before the commit");
+            pending.commit().unwrap();
+            let expected = [before, &head_text, &routines, b"tail"].concat();
+            assert!(fs::read(written).unwrap() == expected, "{} differs", destination.display());
+        }
+        assert_eq!(fs::read(dir.path().join("other.xaif")).unwrap(), fs::read(&path).unwrap());
+        assert_eq!(entries(dir.path()), ["log", "other.xaif", "out.xaif"]);
+        // A small body stays in memory.
+        let mut pending = prepare(&Destination::Stdout).unwrap();
+        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
+        assert!(matches!(pending.body(BODY_FILE_FROM, 0), Body::Spill(_)));
     }
 
     /// A body's thread whose writes fail passes its error to the writer (at a later chunk or at
