@@ -590,8 +590,9 @@ fn run_piped(args: &[&str], temp: &Path) -> (Vec<u8>, Option<i32>) {
 /// routines before their head, which is known last: they wait in an unnamed file in the
 /// temporary directory until the run has succeeded (`tests/standard_output.rs` holds its
 /// memory to the file output's). The output is the file output's bytes; nothing is left in
-/// the temporary directory; a run that fails at its last routine prints nothing; and where no
-/// temporary file can be made the run still succeeds, in memory.
+/// the temporary directory; a run that fails at its last routine, or because the temporary
+/// file cannot grow, prints nothing (the latter says where); and where no temporary file can
+/// be made the run still succeeds, in memory.
 #[test]
 fn large_runs_to_standard_output_wait_in_a_temporary_file() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -616,6 +617,21 @@ fn large_runs_to_standard_output_wait_in_a_temporary_file() {
     let (printed, code) = run_piped(&["tangent", path(&input)], &dir.path().join("missing"));
     assert_eq!(code, Some(0));
     assert!(printed == tangent, "without a temporary directory the output differs");
+    // A temporary file that cannot grow (a file size limit, `SIGXFSZ` ignored) fails the run,
+    // which says where, prints nothing and leaves nothing.
+    let limited = Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 4096; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_xaifbooster"))
+        .args(["tangent", path(&input)])
+        .env("TMPDIR", &temp)
+        .output()
+        .expect("bash runs");
+    assert_eq!(limited.status.code(), Some(1), "{}", stderr(&limited));
+    let expected = format!("cannot write standard output (put together in the temporary directory {})", temp.display());
+    assert!(stderr(&limited).contains(&expected), "{}", stderr(&limited));
+    assert!(limited.stdout.is_empty(), "{} bytes printed by a failed run", limited.stdout.len());
+    assert_eq!(entries(&temp), Vec::<String>::new());
     // The last routine names a symbol nobody declares: found after the others were written.
     let text = fs::read_to_string(&input).expect("generated");
     let at = text.rfind("<xaif:SymbolReference").expect("a reference");

@@ -482,6 +482,8 @@ pub struct Pending {
     direct: bool,
     /// A streamed output staged in a temporary file rather than in `bytes` ([`Body::Spill`]).
     spilled: Option<Spilled>,
+    /// The temporary directory of a [`Body::Spill`] handed out, until the commit.
+    spilling: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -516,22 +518,35 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
         Destination::Path(path) => prepare_path(path),
     };
     match how {
-        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, spilled: None }),
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, spilled: None, spilling: None }),
         Err(source) => Err(OutputError { shown, source }),
     }
 }
 
 impl Pending {
     /// `source`, a failure of this destination's writing (here, or on a streamed body's
-    /// thread), as the error that names the destination.
+    /// thread), as the error that names the destination, and the temporary directory while
+    /// the output is being put together there ([`Body::Spill`]): a full temporary directory
+    /// is not the destination's fault.
     pub fn failed(&self, source: io::Error) -> OutputError {
-        OutputError { shown: self.shown.clone(), source }
+        let shown = match &self.spilling {
+            Some(dir) => format!("{} (put together in the temporary directory {})", self.shown, dir.display()),
+            None => self.shown.clone(),
+        };
+        OutputError { shown, source }
+    }
+
+    /// A [`Body::Spill`], noting its directory for [`Pending::failed`].
+    fn spill_body(&mut self) -> Option<Body> {
+        let body = spill_body()?;
+        self.spilling = Some(std::env::temp_dir());
+        Some(body)
     }
 
     /// Sets the bytes to write. For a file replaced by a rename they are written to its
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
-        self.spilled = None;
+        (self.spilled, self.spilling) = (None, None);
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct)
                 .and_then(|()| file.write_all(&bytes))
@@ -571,7 +586,7 @@ impl Pending {
                 }
             }
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
-                if let Some(body) = spill_body() {
+                if let Some(body) = self.spill_body() {
                     return body;
                 }
             }
@@ -604,7 +619,7 @@ impl Pending {
                 }
             }
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
-                if let Some(body) = spill_body() {
+                if let Some(body) = self.spill_body() {
                     return body;
                 }
             }
@@ -696,6 +711,7 @@ impl Pending {
         &mut self,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), OutputError> {
+        (self.spilled, self.spilling) = (None, None);
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
                 let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER, &*file);
@@ -714,6 +730,8 @@ impl Pending {
     /// Makes the staged bytes visible at the destination.
     pub fn commit(mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
+        // From here on a failure is the destination's.
+        self.spilling = None;
         if let Some(spilled) = self.spilled.take() {
             let result = match &mut self.how {
                 How::Stdout => {
