@@ -352,16 +352,6 @@ impl Drop for BodyWriter {
     }
 }
 
-/// A [`Body::Spill`] on an unnamed temporary file and a thread of its own, or `None` where
-/// either cannot be had.
-fn spill_body() -> Option<Body> {
-    if !cfg!(unix) {
-        return None;
-    }
-    let file = spill_file().ok()?;
-    BodyWriter::new(file, None).map(Body::Spill)
-}
-
 /// A file in the temporary directory (`TMPDIR`, else `/tmp`) that no name leads to, so that
 /// it vanishes when closed, however the run ends: created unnamed where Linux's file system
 /// can (`O_TMPFILE`), otherwise created and its name removed at once.
@@ -400,7 +390,7 @@ impl Spilled {
             let mut at = piece.start;
             if let Some(to) = by_kernel {
                 match send_file(&self.file, to, piece.start, piece.end) {
-                    Ok(()) => continue,
+                    Ok(()) => at = piece.end,
                     Err((_, e)) if e.kind() == io::ErrorKind::BrokenPipe => return Err(e),
                     // Not for this destination (appending, or no such call): by hand from
                     // where the kernel stopped.
@@ -536,11 +526,15 @@ impl Pending {
         OutputError { shown, source }
     }
 
-    /// A [`Body::Spill`], noting its directory for [`Pending::failed`].
+    /// A [`Body::Spill`] on an unnamed temporary file and a thread of its own (`None` where
+    /// either cannot be had), its directory noted for [`Pending::failed`].
     fn spill_body(&mut self) -> Option<Body> {
-        let body = spill_body()?;
+        if !cfg!(unix) {
+            return None;
+        }
+        let writer = BodyWriter::new(spill_file().ok()?, None)?;
         self.spilling = Some(std::env::temp_dir());
-        Some(body)
+        Some(Body::Spill(writer))
     }
 
     /// Sets the bytes to write. For a file replaced by a rename they are written to its
