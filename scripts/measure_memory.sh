@@ -8,7 +8,9 @@
 # Environment: XAIFBOOSTER (the binary; default target/release/xaifbooster, or
 # $CARGO_TARGET_DIR/release/xaifbooster; the deployed build is `scripts/build_dist.sh`, which
 # prints the binary's path: XAIFBOOSTER=$(scripts/build_dist.sh | tail -1)), XAIF_SHARED (default ../shared), MODES (default
-# "identity tangent adjoint"), RUNS (rounds, each xmllint then every mode; default 5).
+# "identity tangent adjoint"), RUNS (rounds, each xmllint then every mode; default 5), OUTPUT
+# (`file`, the default: each mode writes a file with -o; `stdout`: to standard output, which
+# goes to /dev/null, as a pipe's reader would take it).
 # Needs /usr/bin/time (GNU time) and xmllint.
 set -euo pipefail
 
@@ -17,10 +19,16 @@ binary=${XAIFBOOSTER:-${CARGO_TARGET_DIR:-$here/target}/release/xaifbooster}
 shared=${XAIF_SHARED:-$here/../shared}
 modes=${MODES:-identity tangent adjoint}
 runs=${RUNS:-5}
+output=${OUTPUT:-file}
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(16 64)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+case $output in
+    file) to=(-o "$work/out.xaif") ;;
+    stdout) to=() ;;
+    *) echo "OUTPUT must be file or stdout, not $output" >&2; exit 1 ;;
+esac
 # shellcheck source=timing.sh
 . "$here/scripts/timing.sh"
 
@@ -48,7 +56,7 @@ for mb in "${sizes[@]}"; do
             if [ "$mode" = xmllint ]; then
                 seconds=$base rss=$base_rss
             else
-                read -r seconds rss < <(run_once "$binary" "$mode" "$input" -o "$work/out.xaif") || exit 1
+                read -r seconds rss < <(run_once "$binary" "$mode" "$input" "${to[@]}") || exit 1
             fi
             if [ -z "${best[$mode]:-}" ] || awk -v a="$seconds" -v b="${best[$mode]}" 'BEGIN{exit !(a<b)}'; then
                 best[$mode]=$seconds
