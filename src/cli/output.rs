@@ -75,7 +75,7 @@ pub enum Body {
     /// An unnamed temporary file, for a destination that is written only in order and only
     /// once the run has succeeded (standard output, a pipe, a device, a file kept in place):
     /// it holds the routines, and then the head and the tail behind them, until the commit
-    /// copies the three out in their order ([`Spilled`]).
+    /// copies the three out in their order (`Spilled`).
     Spill(BodyWriter),
     Memory(Vec<u8>),
 }
