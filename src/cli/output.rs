@@ -413,6 +413,47 @@ impl Spilled {
     }
 }
 
+/// What [`Pending::stage_written`] writes for a destination other than a replaced file:
+/// memory up to [`SPILL_OVER_FROM`] bytes (a small output, most of them, costs no file), then
+/// an unnamed temporary file ([`spill_file`]) from the first byte on, so that a large output
+/// made from the whole document is not held twice, as text beside its model. Memory where no
+/// temporary file can be had.
+#[derive(Default)]
+struct SpillOver {
+    memory: Vec<u8>,
+    file: Option<io::BufWriter<File>>,
+    /// No temporary file could be made: memory to the end.
+    unspillable: bool,
+}
+
+impl Write for SpillOver {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.file.is_none() && !self.unspillable && cfg!(unix) && self.memory.len() + bytes.len() > SPILL_OVER_FROM {
+            match spill_file() {
+                Ok(file) => {
+                    let mut file = io::BufWriter::with_capacity(WRITE_BUFFER, file);
+                    file.write_all(&std::mem::take(&mut self.memory))?;
+                    self.file = Some(file);
+                }
+                Err(_) => self.unspillable = true,
+            }
+        }
+        match &mut self.file {
+            Some(file) => file.write(bytes),
+            None => self.memory.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+/// From how many bytes a [`SpillOver`] moves to a temporary file: its three system calls and
+/// the copy out are nothing beside writing a megabyte of XAIF (about 5 ms), and every
+/// megabyte held costs the peak as much.
+const SPILL_OVER_FROM: usize = 1 << 20;
+
 /// How much [`Spilled::copy_out`] reads at a time where the kernel cannot copy.
 const SPILL_PIECE: u64 = 1 << 20;
 
@@ -712,10 +753,23 @@ impl Pending {
                 write(&mut buffered).and_then(|()| buffered.flush())
             }),
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
-                let mut bytes = Vec::new();
-                let written = write(&mut bytes);
-                self.bytes = bytes;
-                written
+                let mut sink = SpillOver::default();
+                let written = write(&mut sink).and_then(|()| sink.flush());
+                if sink.file.is_some() {
+                    self.spilling = Some(std::env::temp_dir());
+                }
+                written.and_then(|()| match sink.file {
+                    None => {
+                        self.bytes = sink.memory;
+                        Ok(())
+                    }
+                    Some(file) => {
+                        let mut file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+                        let end = file.stream_position()?;
+                        self.spilled = Some(Spilled { file, pieces: [0..0, 0..end, end..end] });
+                        Ok(())
+                    }
+                })
             }
         };
         result.map_err(|source| self.failed(source))
@@ -1583,6 +1637,29 @@ mod tests {
         let mut pending = prepare(&Destination::Stdout).unwrap();
         assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
         assert!(matches!(pending.body(BODY_FILE_FROM, 0), Body::Spill(_)));
+    }
+
+    /// An output written in order for a destination written in place stays in memory while
+    /// small and moves to a temporary file once past [`SPILL_OVER_FROM`]; either way the
+    /// destination gets all of it, in order, on commit and not before.
+    #[test]
+    fn a_large_output_written_in_order_moves_to_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+        let mut before = b"old".to_vec();
+        for size in [10, SPILL_OVER_FROM, SPILL_OVER_FROM + 1, 3 * SPILL_OVER_FROM + 12_345] {
+            let text: Vec<u8> = (0..size).map(|j| (j % 251) as u8).collect();
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            pending.stage_written(&mut |sink| text.chunks(70_001).try_for_each(|part| sink.write_all(part))).unwrap();
+            assert_eq!(pending.spilled.is_some(), size > SPILL_OVER_FROM, "size {size}");
+            assert!(fs::read(&path).unwrap() == before, "nothing before the commit (size {size})");
+            pending.commit().unwrap();
+            before.clone_from(&text);
+            assert!(fs::read(&path).unwrap() == text, "size {size}");
+        }
+        assert_eq!(entries(dir.path()), ["other.xaif", "out.xaif"]);
     }
 
     /// A body's thread whose writes fail passes its error to the writer (at a later chunk or at
