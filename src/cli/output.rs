@@ -431,9 +431,9 @@ impl Write for SpillOver {
         if self.file.is_none() && !self.unspillable && cfg!(unix) && self.memory.len() + bytes.len() > SPILL_OVER_FROM {
             match spill_file() {
                 Ok(file) => {
-                    let mut file = io::BufWriter::with_capacity(WRITE_BUFFER, file);
+                    // Kept before it is written to, so that a failure names its directory.
+                    let file = self.file.insert(io::BufWriter::with_capacity(WRITE_BUFFER, file));
                     file.write_all(&std::mem::take(&mut self.memory))?;
-                    self.file = Some(file);
                 }
                 Err(_) => self.unspillable = true,
             }
