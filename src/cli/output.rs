@@ -1662,6 +1662,27 @@ mod tests {
         assert_eq!(entries(dir.path()), ["other.xaif", "out.xaif"]);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Writes of any sizes, whichever side of the spill-over they fall, arrive whole and in
+        /// order; only an output past [`SPILL_OVER_FROM`] goes through a temporary file.
+        #[test]
+        fn any_output_written_in_order_arrives_whole(sizes in proptest::collection::vec(0usize..600_000, 0..8)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out.xaif");
+            fs::write(&path, "old").unwrap();
+            fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+            let pieces: Vec<Vec<u8>> =
+                sizes.iter().enumerate().map(|(i, &n)| (0..n).map(|j| ((i * 7 + j) % 251) as u8).collect()).collect();
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            pending.stage_written(&mut |sink| pieces.iter().try_for_each(|piece| sink.write_all(piece))).unwrap();
+            let total: usize = sizes.iter().sum();
+            proptest::prop_assert_eq!(pending.spilled.is_some(), total > SPILL_OVER_FROM);
+            pending.commit().unwrap();
+            proptest::prop_assert!(fs::read(&path).unwrap() == pieces.concat());
+        }
+    }
+
     /// A body's thread whose writes fail passes its error to the writer (at a later chunk or at
     /// the end), and a dropped body leaves no thread waiting.
     #[test]
