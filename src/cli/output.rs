@@ -739,9 +739,10 @@ impl Pending {
 
     /// [`Pending::stage`] for an output written in order by `write`, in pieces: a file
     /// replaced by a rename gets them straight into its temporary file (64 KiB at a time),
-    /// with no room left and nothing moved; other destinations get them in memory, written on
-    /// commit. For outputs whose head is known before their routines are written (a whole
-    /// document transformed before writing).
+    /// with no room left and nothing moved; other destinations get them in memory, and past
+    /// 1 MiB in an unnamed temporary file (`SpillOver`), written on commit. For outputs whose
+    /// head is known before their routines are written (a whole document transformed before
+    /// writing).
     pub fn stage_written(
         &mut self,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
