@@ -513,8 +513,9 @@ pub struct Pending {
     direct: bool,
     /// A streamed output staged in a temporary file rather than in `bytes` ([`Body::Spill`]).
     spilled: Option<Spilled>,
-    /// The temporary directory of a [`Body::Spill`] handed out, until the commit.
-    spilling: Option<PathBuf>,
+    /// The output is being put together in the temporary directory ([`Body::Spill`] handed
+    /// out, or [`SpillOver`] past its memory), until the commit.
+    spilling: bool,
 }
 
 #[derive(Debug)]
@@ -549,7 +550,7 @@ pub fn prepare(destination: &Destination) -> Result<Pending, OutputError> {
         Destination::Path(path) => prepare_path(path),
     };
     match how {
-        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, spilled: None, spilling: None }),
+        Ok(how) => Ok(Pending { shown, how, bytes: Vec::new(), direct: false, spilled: None, spilling: false }),
         Err(source) => Err(OutputError { shown, source }),
     }
 }
@@ -560,9 +561,10 @@ impl Pending {
     /// the output is being put together there ([`Body::Spill`]): a full temporary directory
     /// is not the destination's fault.
     pub fn failed(&self, source: io::Error) -> OutputError {
-        let shown = match &self.spilling {
-            Some(dir) => format!("{} (put together in the temporary directory {})", self.shown, dir.display()),
-            None => self.shown.clone(),
+        let shown = if self.spilling {
+            format!("{} (put together in the temporary directory {})", self.shown, std::env::temp_dir().display())
+        } else {
+            self.shown.clone()
         };
         OutputError { shown, source }
     }
@@ -574,14 +576,14 @@ impl Pending {
             return None;
         }
         let writer = BodyWriter::new(spill_file().ok()?, None)?;
-        self.spilling = Some(std::env::temp_dir());
+        self.spilling = true;
         Some(Body::Spill(writer))
     }
 
     /// Sets the bytes to write. For a file replaced by a rename they are written to its
     /// temporary file now, so that committing cannot run out of space half way.
     pub fn stage(&mut self, bytes: Vec<u8>) -> Result<(), OutputError> {
-        (self.spilled, self.spilling) = (None, None);
+        (self.spilled, self.spilling) = (None, false);
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct)
                 .and_then(|()| file.write_all(&bytes))
@@ -747,7 +749,7 @@ impl Pending {
         &mut self,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), OutputError> {
-        (self.spilled, self.spilling) = (None, None);
+        (self.spilled, self.spilling) = (None, false);
         let result = match &mut self.how {
             How::Replace { file, .. } => Self::discard_direct(file, &mut self.direct).and_then(|()| {
                 let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER, &*file);
@@ -756,9 +758,7 @@ impl Pending {
             How::Stdout | How::Stderr | How::Direct(_) | How::InPlace(_) => {
                 let mut sink = SpillOver::default();
                 let written = write(&mut sink).and_then(|()| sink.flush());
-                if sink.file.is_some() {
-                    self.spilling = Some(std::env::temp_dir());
-                }
+                self.spilling = sink.file.is_some();
                 written.and_then(|()| match sink.file {
                     None => {
                         self.bytes = sink.memory;
@@ -780,7 +780,7 @@ impl Pending {
     pub fn commit(mut self) -> Result<(), OutputError> {
         let bytes = std::mem::take(&mut self.bytes);
         // From here on a failure is the destination's.
-        self.spilling = None;
+        self.spilling = false;
         if let Some(spilled) = self.spilled.take() {
             let result = match &mut self.how {
                 How::Stdout => {
@@ -1310,6 +1310,15 @@ mod tests {
         pending.commit()
     }
 
+    /// `out.xaif` in `dir`, holding "old" under a second name too (`other.xaif`): a file
+    /// written in place, as standard output, pipes and devices are.
+    fn file_with_two_names(dir: &Path) -> PathBuf {
+        let path = dir.join("out.xaif");
+        fs::write(&path, "old").unwrap();
+        fs::hard_link(&path, dir.join("other.xaif")).unwrap();
+        path
+    }
+
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> =
             fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -1606,9 +1615,7 @@ mod tests {
     #[test]
     fn a_body_for_a_destination_written_in_place_goes_through_a_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.xaif");
-        fs::write(&path, "old").unwrap();
-        fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+        let path = file_with_two_names(dir.path());
         let appended = dir.path().join("log");
         fs::write(&appended, "before ").unwrap();
         let log = OpenOptions::new().append(true).open(&appended).unwrap();
@@ -1646,9 +1653,7 @@ mod tests {
     #[test]
     fn a_large_output_written_in_order_moves_to_a_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.xaif");
-        fs::write(&path, "old").unwrap();
-        fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+        let path = file_with_two_names(dir.path());
         let mut before = b"old".to_vec();
         for size in [10, SPILL_OVER_FROM, SPILL_OVER_FROM + 1, 3 * SPILL_OVER_FROM + 12_345] {
             let text: Vec<u8> = (0..size).map(|j| (j % 251) as u8).collect();
@@ -1670,9 +1675,7 @@ mod tests {
         #[test]
         fn any_output_written_in_order_arrives_whole(sizes in proptest::collection::vec(0usize..600_000, 0..8)) {
             let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("out.xaif");
-            fs::write(&path, "old").unwrap();
-            fs::hard_link(&path, dir.path().join("other.xaif")).unwrap();
+            let path = file_with_two_names(dir.path());
             let pieces: Vec<Vec<u8>> =
                 sizes.iter().enumerate().map(|(i, &n)| (0..n).map(|j| ((i * 7 + j) % 251) as u8).collect()).collect();
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
