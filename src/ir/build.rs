@@ -26,6 +26,20 @@ pub struct Temporaries {
     /// Set for a worker that transforms a routine apart from the others ([`Temporaries::deferred`]):
     /// what it asked for, in order.
     deferred: Option<Vec<Deferred>>,
+    /// The temporary [`Self::fresh`] made last, and where the statement id of its assignment
+    /// stands in the name table ([`Self::assignment_id`] usually comes next, for it).
+    last_fresh: Option<LastFresh>,
+}
+
+/// The temporary made last: its symbol and name, the identity of the name table that holds
+/// the name, the series of its kind's statement ids (`_<prefix><kind>_`) and its number.
+#[derive(Debug, Clone, Copy)]
+struct LastFresh {
+    symbol: SymbolId,
+    name: Name,
+    table: u64,
+    ids: SeriesId,
+    number: usize,
 }
 
 /// A name a worker asked for but could not choose: temporaries are numbered and statement ids
@@ -199,6 +213,20 @@ impl Temporaries {
         if let Some(log) = &mut self.deferred {
             return Self::defer(log, cg, Deferred::AssignmentId(symbol));
         }
+        // The temporary just made: `_<symbol>` is the same number of its kind's series of
+        // statement ids, found by that number rather than spelled, then parsed back into the
+        // series by the name table (a third of the instructions of this call). Where it is
+        // taken, the general way below finds the next free one.
+        if let Some(last) = self.last_fresh.take()
+            && last.symbol == symbol
+            && last.table == cg.names.identity()
+            && cg.symbols[symbol].name == last.name
+        {
+            let (id, _) = cg.names.numbered(last.ids, last.number);
+            if !self.reserved.contains(cg.names.get(id)) && self.statement_ids.insert(id) {
+                return id;
+            }
+        }
         let mut base = std::mem::take(&mut self.text);
         base.clear();
         base.push('_');
@@ -230,8 +258,8 @@ impl Temporaries {
             return id;
         }
         let counter = counter(&mut self.counters, kind);
-        let series = match counter.series {
-            Some((table, prefix, series)) if table == cg.names.identity() && prefix == cg.prefix => series,
+        let (series, ids) = match counter.series {
+            Some((table, prefix, series, ids)) if table == cg.names.identity() && prefix == cg.prefix => (series, ids),
             _ => {
                 // `<prefix><kind>_` numbers the temporaries, and `_<prefix><kind>_` the
                 // statement ids of their assignments ([`Self::assignment_id`]): both are
@@ -241,25 +269,27 @@ impl Temporaries {
                 self.text.push_str(cg.names.get(cg.prefix));
                 self.text.push_str(kind);
                 self.text.push('_');
-                cg.names.series(&self.text);
+                let ids = cg.names.series(&self.text);
                 let series = cg.names.series(&self.text[1..]);
-                counter.series = Some((cg.names.identity(), cg.prefix, series));
-                series
+                counter.series = Some((cg.names.identity(), cg.prefix, series, ids));
+                (series, ids)
             }
         };
-        let name = loop {
+        let (name, number) = loop {
             let number = counter.next;
             counter.next += 1;
             let (name, new) = cg.names.numbered(series, number);
             // A name interned just now names no symbol yet: nothing to look up.
             if new || cg.lookup_symbol(scope, name).is_none() {
-                break name;
+                break (name, number);
             }
         };
         let mut symbol = Symbol::new(scope, name);
         symbol.temp = true;
         init(&mut symbol);
-        cg.add_new_symbol(symbol)
+        let id = cg.add_new_symbol(symbol);
+        self.last_fresh = Some(LastFresh { symbol: id, name, table: cg.names.identity(), ids, number });
+        id
     }
 }
 
@@ -270,8 +300,9 @@ struct Counter {
     /// The number to try next.
     next: usize,
     /// The series of the kind's names in the name table of this identity
-    /// ([`crate::ir::Names::identity`]) under this prefix, as that table registered it.
-    series: Option<(u64, Name, SeriesId)>,
+    /// ([`crate::ir::Names::identity`]) under this prefix, as that table registered it, and
+    /// the series of the statement ids of their assignments.
+    series: Option<(u64, Name, SeriesId, SeriesId)>,
 }
 
 /// The counter of `kind` among `counters`, new at 0. Kinds are string literals: the same
@@ -791,6 +822,36 @@ mod tests {
         without_underscore.insert("r0_s1");
         assert!(!without_underscore.contains("_r0_s1"));
         assert!(without_underscore.contains("r0_s1"));
+    }
+
+    /// The statement id of a temporary's assignment, asked for right after the temporary is
+    /// made, is found by its number in the series of such ids; asked for later, it is spelled
+    /// and interned. Both give the same ids, taken ones passed over alike.
+    #[test]
+    fn assignment_ids_are_the_same_asked_for_at_once_or_later() {
+        let ids = |at_once: bool| {
+            let mut cg = CallGraph::default();
+            let scope = cg.scopes.alloc(Scope { id: Name::EMPTY, annotation: Name::EMPTY, symbols: Vec::new() });
+            let mut reserved = ReservedIds::default();
+            reserved.insert("_lin_1");
+            let mut temporaries = Temporaries::with_reserved_statement_ids(reserved);
+            let handed_out = temporaries.statement_id(&mut cg, "_lin_2");
+            assert_eq!(cg.name(handed_out), "_lin_2");
+            let mut ids = Vec::new();
+            for _ in 0..4 {
+                let symbol = temporaries.fresh(&mut cg, scope, "lin", |_| {});
+                if !at_once {
+                    // Another temporary in between: the id is found the general way.
+                    temporaries.fresh(&mut cg, scope, "aux", |_| {});
+                }
+                let id = temporaries.assignment_id(&mut cg, symbol);
+                ids.push(cg.name(id).to_owned());
+            }
+            ids
+        };
+        let expected = ["_lin_0", "_lin_1_2", "_lin_2_2", "_lin_3"];
+        assert_eq!(ids(true), expected);
+        assert_eq!(ids(false), expected);
     }
 
     #[test]

@@ -692,9 +692,21 @@ fn build_partial(
     partial: &PartialExpr,
     auxiliary_of: &FxHashMap<ExprVertexId, SymbolId>,
 ) -> Expression {
-    let mut target = Expression::default();
+    // Sized for the partial's own vertices (an argument is usually one, a variable): grown
+    // from empty, the two lists were reallocated about twice per partial.
+    let vertices = partial_vertices(partial);
+    let mut target =
+        Expression { vertices: la_arena::Arena::with_capacity(vertices), edges: Vec::with_capacity(vertices) };
     build_rec(cg, rhs, operands, partial, auxiliary_of, &mut target);
     target
+}
+
+/// How many vertices `partial` spells out, counting each argument as one.
+fn partial_vertices(partial: &PartialExpr) -> usize {
+    match partial {
+        PartialExpr::Constant { .. } | PartialExpr::Argument(_) => 1,
+        PartialExpr::Intrinsic { arguments, .. } => 1 + arguments.iter().map(partial_vertices).sum::<usize>(),
+    }
 }
 
 fn build_rec(
