@@ -45,7 +45,7 @@ use crate::passes::elimination::{PlanCache, Planner};
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::TangentConfig;
 use crate::passes::tangent::{Linearized, finish_routines, linearize_routines, tangent_with_plans};
-use crate::passes::type_change::{TypeChangeReport, type_change_routine};
+use crate::passes::type_change::{Bodies, TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
@@ -702,6 +702,8 @@ struct Driver<'c> {
     /// The formal argument count of each routine read so far (for calls without
     /// `formalArgCount`, as the reader infers them for a whole document).
     formal_counts: FxHashMap<SymbolId, u32>,
+    /// The routines read so far by their symbols, for TypeChange to find a routine's callees.
+    bodies_by_symbol: Bodies,
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>, usize)>,
@@ -760,6 +762,7 @@ impl<'c> Driver<'c> {
             bodies,
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
+            bodies_by_symbol: Bodies::default(),
             waiting: VecDeque::new(),
             last_end: 0,
             output,
@@ -1059,12 +1062,15 @@ impl<'c> Driver<'c> {
         let Some(pass) = self.adjoint.as_mut() else {
             // Left unfinished, it is finished once enough routines after it are linearized,
             // while its plans are made.
-            self.linearized = transform_routine(cg, routine, catalogue, self.config, temporaries, plans, report)?
-                .map(|l| (routine, l));
+            let bodies = &mut self.bodies_by_symbol;
+            self.linearized =
+                transform_routine(cg, routine, catalogue, self.config, temporaries, bodies, plans, report)?
+                    .map(|l| (routine, l));
             return Ok(None);
         };
         let size_hint = cg.size_hint;
-        let Some(head) = adjoint_head(cg, temporaries, self.config, routine, report)? else { return Ok(None) };
+        let bodies = &mut self.bodies_by_symbol;
+        let Some(head) = adjoint_head(cg, temporaries, bodies, self.config, routine, report)? else { return Ok(None) };
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
         match pass {
             AdjointPass::Summarize { summaries, frames, alias_keys } => {
@@ -1092,11 +1098,12 @@ impl<'c> Driver<'c> {
 fn adjoint_head(
     cg: &mut CallGraph,
     temporaries: &mut Temporaries,
+    bodies: &mut Bodies,
     config: &Config,
     routine: RoutineId,
     report: &mut Report,
 ) -> Result<Option<Routine>, PipelineError> {
-    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, bodies)?;
     merge_type_change(&mut report.type_change, type_change);
     let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
     Ok(Some(Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() })))
@@ -1128,12 +1135,14 @@ fn adjoint_tangent(
 /// passes skip the other routines' heads without work (they hold every routine read so far).
 /// With a planner that makes plans elsewhere ([`Planner::defers`]) they stop once every plan
 /// is asked for, and give what [`finish_routine`] completes; otherwise they finish at once.
+#[allow(clippy::too_many_arguments)]
 fn transform_routine(
     cg: &mut CallGraph,
     routine: RoutineId,
     catalogue: &Catalogue,
     config: &Config,
     temporaries: &mut Temporaries,
+    bodies: &mut Bodies,
     plans: &mut dyn Planner,
     report: &mut Report,
 ) -> Result<Option<Linearized>, PipelineError> {
@@ -1143,7 +1152,7 @@ fn transform_routine(
     // The passes grow the size hint for a whole document's output; one routine at a time it
     // would grow without bound ([`finish_routine`] keeps it too).
     let size_hint = cg.size_hint;
-    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, bodies)?;
     merge_type_change(&mut report.type_change, type_change);
     let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
     cg.size_hint = size_hint;

@@ -118,7 +118,7 @@ pub fn type_change(
     config: &TypeChangeConfig,
 ) -> Result<TypeChangeReport, TypeChangeError> {
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
-    convert_routines(cg, &routines, temporaries, config)
+    convert_routines(cg, &routines, temporaries, config, None)
 }
 
 /// [`type_change`] of `routine` alone, the call graph's other routines standing only as
@@ -127,14 +127,89 @@ pub fn type_change(
 /// calls; merged over every routine's, they are the whole document's. Taking the whole call
 /// graph instead cost each routine a pass over the heads of all the routines before it, with
 /// a formal-use list made for each: quadratic in the routines (16 MiB: 47 M instructions, at
-/// 64 MiB sixteen times that).
+/// 64 MiB sixteen times that). `bodies` finds the routines it calls, and is to be kept for
+/// the next routine of the same call graph.
 pub fn type_change_routine(
     cg: &mut CallGraph,
     routine: RoutineId,
     temporaries: &mut Temporaries,
     config: &TypeChangeConfig,
+    bodies: &mut Bodies,
 ) -> Result<TypeChangeReport, TypeChangeError> {
-    convert_routines(cg, &[routine], temporaries, config)
+    convert_routines(cg, &[routine], temporaries, config, Some(bodies))
+}
+
+/// The routines of a call graph that grows by routines appended to it (the streaming
+/// driver's), by their symbols: where [`type_change_routine`] finds the routines a routine
+/// calls. A pass over every routine read so far, for each routine converted, had been
+/// quadratic in the routines (64 MiB, 1,440 routines: 74 of the 10,475 samples of a tangent,
+/// on the driving thread; 16 MiB: 3 of 2,156).
+#[derive(Debug, Default)]
+pub struct Bodies {
+    /// How many of the call graph's routines are taken in.
+    seen: usize,
+    /// The last routine of each symbol among them, control flow graph or replacement list.
+    by_symbol: FxHashMap<SymbolId, RoutineId>,
+}
+
+impl Bodies {
+    /// The routines with a body among `called`, each the last control flow graph of its
+    /// symbol, as a pass over every routine of `cg` finds them where routines are appended and
+    /// replaced in place by routines of the same symbol (a head, a replacement list, as the
+    /// streaming driver does). Routines appended since the last call are taken in; a routine
+    /// whose symbol changed, or a call graph shorter than what was taken in, has all of them
+    /// taken in again.
+    fn called(&mut self, cg: &CallGraph, called: &FxHashSet<SymbolId>) -> FxHashMap<SymbolId, RoutineId> {
+        if self.seen > cg.routines.len() {
+            *self = Bodies::default();
+        }
+        self.take_in(cg);
+        match self.find(cg, called) {
+            Some(bodies) => bodies,
+            None => {
+                *self = Bodies::default();
+                self.take_in(cg);
+                self.find(cg, called).expect("an index just made holds every routine's symbol")
+            }
+        }
+    }
+
+    /// `None` where a routine of the index no longer has the symbol it was taken in with.
+    fn find(&self, cg: &CallGraph, called: &FxHashSet<SymbolId>) -> Option<FxHashMap<SymbolId, RoutineId>> {
+        let mut found = FxHashMap::with_capacity_and_hasher(called.len(), Default::default());
+        for &symbol in called {
+            let Some(&last) = self.by_symbol.get(&symbol) else { continue };
+            match &cg.routines[last] {
+                Routine::ControlFlowGraph(cfg) if cfg.symbol == symbol => {
+                    found.insert(symbol, last);
+                }
+                Routine::ReplacementList(list) if list.symbol == symbol => {
+                    // Reversed (the adjoint's): its symbol's last graph, if any, is before it.
+                    let mut before = cg.routines.iter().take(last.into_raw().into_u32() as usize).rev();
+                    let graph = before.find_map(|(id, routine)| match routine {
+                        Routine::ControlFlowGraph(cfg) if cfg.symbol == symbol => Some(id),
+                        _ => None,
+                    });
+                    if let Some(id) = graph {
+                        found.insert(symbol, id);
+                    }
+                }
+                _ => return None,
+            }
+        }
+        Some(found)
+    }
+
+    fn take_in(&mut self, cg: &CallGraph) {
+        for (id, routine) in cg.routines.iter().skip(self.seen) {
+            let symbol = match routine {
+                Routine::ControlFlowGraph(cfg) => cfg.symbol,
+                Routine::ReplacementList(list) => list.symbol,
+            };
+            self.by_symbol.insert(symbol, id);
+        }
+        self.seen = cg.routines.len();
+    }
 }
 
 /// Converts the calls in `routines`.
@@ -143,6 +218,7 @@ fn convert_routines(
     routines: &[RoutineId],
     temporaries: &mut Temporaries,
     config: &TypeChangeConfig,
+    index: Option<&mut Bodies>,
 ) -> Result<TypeChangeReport, TypeChangeError> {
     let mut report = TypeChangeReport::default();
     // The routines with a body among those called (a later definition of a symbol wins, as
@@ -166,8 +242,10 @@ fn convert_routines(
             _ => None,
         })
         .collect();
-    let bodies: FxHashMap<SymbolId, RoutineId> =
-        cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect();
+    let bodies: FxHashMap<SymbolId, RoutineId> = match index {
+        Some(index) => index.called(cg, &called),
+        None => cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect(),
+    };
     let mut renames: FxHashMap<SymbolId, SymbolId> = FxHashMap::default();
     if config.rename_all {
         let symbols: Vec<SymbolId> = cg.cfgs().map(|(_, cfg)| cfg.symbol).collect();
@@ -656,7 +734,112 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::names_routine;
+    use super::{Bodies, names_routine};
+    use crate::ir::*;
+    use rustc_hash::{FxHashMap, FxHashSet};
+
+    /// What a pass over every routine finds: the last control flow graph of each symbol called.
+    fn scanned(cg: &CallGraph, called: &FxHashSet<SymbolId>) -> FxHashMap<SymbolId, RoutineId> {
+        cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect()
+    }
+
+    fn routine(cg: &CallGraph, symbol: SymbolId, scope: ScopeId, list: bool) -> Routine {
+        if list {
+            return Routine::ReplacementList(ReplacementList {
+                id: Name::EMPTY,
+                annotation: Name::EMPTY,
+                symbol,
+                scope,
+                body_scope: scope,
+                template_name: Name::EMPTY,
+                arguments: None,
+                replacements: Vec::new(),
+            });
+        }
+        let _ = cg;
+        Routine::ControlFlowGraph(ControlFlowGraph {
+            id: Name::EMPTY,
+            annotation: Name::EMPTY,
+            symbol,
+            scope,
+            body_scope: scope,
+            active: false,
+            structured: true,
+            arguments: None,
+            side_effects: SideEffects::default(),
+            graph: FlowGraph::default(),
+        })
+    }
+
+    /// Over a call graph that grows by routines (some of them replacement lists, some
+    /// defining a symbol again), whose routines are replaced in place by their own heads or
+    /// by replacement lists, and which is cut short now and then, the index finds what a pass
+    /// over every routine finds, for every set of symbols called.
+    #[test]
+    fn bodies_find_what_a_pass_over_every_routine_finds() {
+        let mut cg = CallGraph::default();
+        let scope = cg.scopes.alloc(Scope { id: Name::EMPTY, annotation: Name::EMPTY, symbols: Vec::new() });
+        let symbols: Vec<SymbolId> = (0..6)
+            .map(|k| {
+                let name = cg.names.intern(&format!("sub{k}"));
+                cg.add_symbol(Symbol::new(scope, name))
+            })
+            .collect();
+        let mut bodies = Bodies::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        for step in 0..3000 {
+            match next(11) {
+                0..=4 => {
+                    let symbol = symbols[next(6)];
+                    let list = next(8) == 0;
+                    let made = routine(&cg, symbol, scope, list);
+                    cg.routines.alloc(made);
+                }
+                5 | 6 if !cg.routines.is_empty() => {
+                    // A routine replaced by its own head (same kind, same symbol).
+                    let id = RoutineId::from_raw(la_arena::RawIdx::from_u32(next(cg.routines.len() as u64) as u32));
+                    let head = cg.routines[id].clone();
+                    cg.routines[id] = head;
+                }
+                7 if !cg.routines.is_empty() => {
+                    // A routine reversed: a replacement list of the same symbol.
+                    let id = RoutineId::from_raw(la_arena::RawIdx::from_u32(next(cg.routines.len() as u64) as u32));
+                    let symbol = match &cg.routines[id] {
+                        Routine::ControlFlowGraph(cfg) => cfg.symbol,
+                        Routine::ReplacementList(list) => list.symbol,
+                    };
+                    cg.routines[id] = routine(&cg, symbol, scope, true);
+                }
+                8 if !cg.routines.is_empty() && step % 2 == 0 => {
+                    // A reversed routine's head put back: a control flow graph of the same symbol.
+                    let id = RoutineId::from_raw(la_arena::RawIdx::from_u32(next(cg.routines.len() as u64) as u32));
+                    let symbol = match &cg.routines[id] {
+                        Routine::ControlFlowGraph(cfg) => cfg.symbol,
+                        Routine::ReplacementList(list) => list.symbol,
+                    };
+                    cg.routines[id] = routine(&cg, symbol, scope, false);
+                }
+                9 if step % 7 == 0 => {
+                    // Cut short (a worker's copy set back).
+                    let keep = next(cg.routines.len() as u64 + 1);
+                    let kept: Vec<Routine> = cg.routines.iter().take(keep).map(|(_, r)| r.clone()).collect();
+                    cg.routines = la_arena::Arena::default();
+                    for r in kept {
+                        cg.routines.alloc(r);
+                    }
+                }
+                _ => {}
+            }
+            let called: FxHashSet<SymbolId> = symbols.iter().copied().filter(|_| next(2) == 0).collect();
+            assert_eq!(bodies.called(&cg, &called), scanned(&cg, &called), "step {step}");
+        }
+    }
 
     #[test]
     fn wrapper_names_ignore_case_and_decoration() {
