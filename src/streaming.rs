@@ -45,7 +45,7 @@ use crate::passes::elimination::{PlanCache, Planner};
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::TangentConfig;
 use crate::passes::tangent::{Linearized, finish_routines, linearize_routines, tangent_with_plans};
-use crate::passes::type_change::{Bodies, TypeChangeReport, type_change_routine};
+use crate::passes::type_change::{RoutinesBySymbol, TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
 use crate::xaif::intrinsics::Catalogue;
@@ -703,7 +703,7 @@ struct Driver<'c> {
     /// `formalArgCount`, as the reader infers them for a whole document).
     formal_counts: FxHashMap<SymbolId, u32>,
     /// The routines read so far by their symbols, for TypeChange to find a routine's callees.
-    bodies_by_symbol: Bodies,
+    routines_by_symbol: RoutinesBySymbol,
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>, usize)>,
@@ -762,7 +762,7 @@ impl<'c> Driver<'c> {
             bodies,
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
-            bodies_by_symbol: Bodies::default(),
+            routines_by_symbol: RoutinesBySymbol::default(),
             waiting: VecDeque::new(),
             last_end: 0,
             output,
@@ -1062,15 +1062,17 @@ impl<'c> Driver<'c> {
         let Some(pass) = self.adjoint.as_mut() else {
             // Left unfinished, it is finished once enough routines after it are linearized,
             // while its plans are made.
-            let bodies = &mut self.bodies_by_symbol;
+            let by_symbol = &mut self.routines_by_symbol;
             self.linearized =
-                transform_routine(cg, routine, catalogue, self.config, temporaries, bodies, plans, report)?
+                transform_routine(cg, routine, catalogue, self.config, temporaries, by_symbol, plans, report)?
                     .map(|l| (routine, l));
             return Ok(None);
         };
         let size_hint = cg.size_hint;
-        let bodies = &mut self.bodies_by_symbol;
-        let Some(head) = adjoint_head(cg, temporaries, bodies, self.config, routine, report)? else { return Ok(None) };
+        let by_symbol = &mut self.routines_by_symbol;
+        let Some(head) = adjoint_head(cg, temporaries, by_symbol, self.config, routine, report)? else {
+            return Ok(None);
+        };
         let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
         match pass {
             AdjointPass::Summarize { summaries, frames, alias_keys } => {
@@ -1098,12 +1100,12 @@ impl<'c> Driver<'c> {
 fn adjoint_head(
     cg: &mut CallGraph,
     temporaries: &mut Temporaries,
-    bodies: &mut Bodies,
+    by_symbol: &mut RoutinesBySymbol,
     config: &Config,
     routine: RoutineId,
     report: &mut Report,
 ) -> Result<Option<Routine>, PipelineError> {
-    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, bodies)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, by_symbol)?;
     merge_type_change(&mut report.type_change, type_change);
     let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] else { return Ok(None) };
     Ok(Some(Routine::ControlFlowGraph(ControlFlowGraph { graph: FlowGraph::default(), ..cfg.clone() })))
@@ -1142,7 +1144,7 @@ fn transform_routine(
     catalogue: &Catalogue,
     config: &Config,
     temporaries: &mut Temporaries,
-    bodies: &mut Bodies,
+    by_symbol: &mut RoutinesBySymbol,
     plans: &mut dyn Planner,
     report: &mut Report,
 ) -> Result<Option<Linearized>, PipelineError> {
@@ -1152,7 +1154,7 @@ fn transform_routine(
     // The passes grow the size hint for a whole document's output; one routine at a time it
     // would grow without bound ([`finish_routine`] keeps it too).
     let size_hint = cg.size_hint;
-    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, bodies)?;
+    let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, by_symbol)?;
     merge_type_change(&mut report.type_change, type_change);
     let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
     cg.size_hint = size_hint;

@@ -127,16 +127,16 @@ pub fn type_change(
 /// calls; merged over every routine's, they are the whole document's. Taking the whole call
 /// graph instead cost each routine a pass over the heads of all the routines before it, with
 /// a formal-use list made for each: quadratic in the routines (16 MiB: 47 M instructions, at
-/// 64 MiB sixteen times that). `bodies` finds the routines it calls, and is to be kept for
+/// 64 MiB sixteen times that). `by_symbol` finds the routines it calls, and is to be kept for
 /// the next routine of the same call graph.
 pub fn type_change_routine(
     cg: &mut CallGraph,
     routine: RoutineId,
     temporaries: &mut Temporaries,
     config: &TypeChangeConfig,
-    bodies: &mut Bodies,
+    by_symbol: &mut RoutinesBySymbol,
 ) -> Result<TypeChangeReport, TypeChangeError> {
-    convert_routines(cg, &[routine], temporaries, config, Some(bodies))
+    convert_routines(cg, &[routine], temporaries, config, Some(by_symbol))
 }
 
 /// The routines of a call graph that grows by routines appended to it (the streaming
@@ -145,14 +145,14 @@ pub fn type_change_routine(
 /// quadratic in the routines (64 MiB, 1,440 routines: 74 of the 10,475 samples of a tangent,
 /// on the driving thread; 16 MiB: 3 of 2,156).
 #[derive(Debug, Default)]
-pub struct Bodies {
+pub struct RoutinesBySymbol {
     /// How many of the call graph's routines are taken in.
     seen: usize,
     /// The last routine of each symbol among them, control flow graph or replacement list.
     by_symbol: FxHashMap<SymbolId, RoutineId>,
 }
 
-impl Bodies {
+impl RoutinesBySymbol {
     /// The routines with a body among `called`, each the last control flow graph of its
     /// symbol, as a pass over every routine of `cg` finds them where routines are appended and
     /// replaced in place by routines of the same symbol (a head, a replacement list, as the
@@ -161,13 +161,13 @@ impl Bodies {
     /// taken in again.
     fn called(&mut self, cg: &CallGraph, called: &FxHashSet<SymbolId>) -> FxHashMap<SymbolId, RoutineId> {
         if self.seen > cg.routines.len() {
-            *self = Bodies::default();
+            *self = RoutinesBySymbol::default();
         }
         self.take_in(cg);
         match self.find(cg, called) {
             Some(bodies) => bodies,
             None => {
-                *self = Bodies::default();
+                *self = RoutinesBySymbol::default();
                 self.take_in(cg);
                 self.find(cg, called).expect("an index just made holds every routine's symbol")
             }
@@ -218,7 +218,7 @@ fn convert_routines(
     routines: &[RoutineId],
     temporaries: &mut Temporaries,
     config: &TypeChangeConfig,
-    index: Option<&mut Bodies>,
+    index: Option<&mut RoutinesBySymbol>,
 ) -> Result<TypeChangeReport, TypeChangeError> {
     let mut report = TypeChangeReport::default();
     // The routines with a body among those called (a later definition of a symbol wins, as
@@ -734,7 +734,7 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Bodies, names_routine};
+    use super::{RoutinesBySymbol, names_routine};
     use crate::ir::*;
     use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -785,7 +785,7 @@ mod tests {
                 cg.add_symbol(Symbol::new(scope, name))
             })
             .collect();
-        let mut bodies = Bodies::default();
+        let mut bodies = RoutinesBySymbol::default();
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: u64| {
             state ^= state << 13;

@@ -38,7 +38,7 @@ use crate::ir::{CallGraph, Name, NameBatch, Routine, RoutineId, Symbol, SymbolId
 use crate::passes::adjoint::{AdjointConfig, AdjointStats, ReverseApart, ReversedApart};
 use crate::passes::elimination::PlanCache;
 use crate::passes::tangent::TangentConfig;
-use crate::passes::type_change::{Bodies, FormalUse};
+use crate::passes::type_change::{FormalUse, RoutinesBySymbol};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::intrinsics::Catalogue;
 
@@ -130,7 +130,7 @@ impl Workers {
             .map(|_| Worker {
                 cg: head.clone(),
                 temporaries: Temporaries::deferred(),
-                bodies: Bodies::default(),
+                by_symbol: RoutinesBySymbol::default(),
                 plans: PlanCache::default(),
                 recording: None,
                 batches: 0,
@@ -297,7 +297,7 @@ struct Worker {
     cg: CallGraph,
     temporaries: Temporaries,
     /// Its copy's routines by their symbols, for TypeChange.
-    bodies: Bodies,
+    by_symbol: RoutinesBySymbol,
     plans: PlanCache,
     /// The adjoint's facts, its own copy of [`Mode::Adjoint`]'s.
     recording: Option<Recording>,
@@ -372,14 +372,15 @@ impl Worker {
         let result = match mode {
             // A worker's plan cache plans at once: nothing is left unfinished.
             Mode::Tangent => {
-                let bodies = &mut self.bodies;
-                transform_routine(cg, id, catalogue, config, temporaries, bodies, &mut self.plans, &mut report)
+                let by_symbol = &mut self.by_symbol;
+                transform_routine(cg, id, catalogue, config, temporaries, by_symbol, &mut self.plans, &mut report)
                     .map(|unfinished| debug_assert!(unfinished.is_none()))
             }
             Mode::Adjoint { facts, tangent, formal_uses, config: adjoint } => (|| {
                 let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
                 let size_hint = cg.size_hint;
-                let Some(own_head) = adjoint_head(cg, temporaries, &mut self.bodies, config, id, &mut report)? else {
+                let Some(own_head) = adjoint_head(cg, temporaries, &mut self.by_symbol, config, id, &mut report)?
+                else {
                     return Ok(());
                 };
                 finished.head = Some(own_head);
