@@ -164,14 +164,15 @@ impl RoutinesBySymbol {
             *self = RoutinesBySymbol::default();
         }
         self.take_in(cg);
-        match self.find(cg, called) {
-            Some(bodies) => bodies,
-            None => {
-                *self = RoutinesBySymbol::default();
-                self.take_in(cg);
-                self.find(cg, called).expect("an index just made holds every routine's symbol")
-            }
+        if let Some(bodies) = self.find(cg, called) {
+            return bodies;
         }
+        *self = RoutinesBySymbol::default();
+        self.take_in(cg);
+        // An index just made holds every routine's symbol; the pass is only its stand-in.
+        self.find(cg, called).unwrap_or_else(|| {
+            cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect()
+        })
     }
 
     /// `None` where a routine of the index no longer has the symbol it was taken in with.
