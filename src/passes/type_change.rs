@@ -170,9 +170,7 @@ impl RoutinesBySymbol {
         *self = RoutinesBySymbol::default();
         self.take_in(cg);
         // An index just made holds every routine's symbol; the pass is only its stand-in.
-        self.find(cg, called).unwrap_or_else(|| {
-            cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect()
-        })
+        self.find(cg, called).unwrap_or_else(|| last_graphs(cg, called))
     }
 
     /// `None` where a routine of the index no longer has the symbol it was taken in with.
@@ -213,13 +211,18 @@ impl RoutinesBySymbol {
     }
 }
 
+/// The last control flow graph of each symbol in `called`, by a pass over every routine.
+fn last_graphs(cg: &CallGraph, called: &FxHashSet<SymbolId>) -> FxHashMap<SymbolId, RoutineId> {
+    cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect()
+}
+
 /// Converts the calls in `routines`.
 fn convert_routines(
     cg: &mut CallGraph,
     routines: &[RoutineId],
     temporaries: &mut Temporaries,
     config: &TypeChangeConfig,
-    index: Option<&mut RoutinesBySymbol>,
+    by_symbol: Option<&mut RoutinesBySymbol>,
 ) -> Result<TypeChangeReport, TypeChangeError> {
     let mut report = TypeChangeReport::default();
     // The routines with a body among those called (a later definition of a symbol wins, as
@@ -243,9 +246,9 @@ fn convert_routines(
             _ => None,
         })
         .collect();
-    let bodies: FxHashMap<SymbolId, RoutineId> = match index {
-        Some(index) => index.called(cg, &called),
-        None => cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect(),
+    let bodies = match by_symbol {
+        Some(by_symbol) => by_symbol.called(cg, &called),
+        None => last_graphs(cg, &called),
     };
     let mut renames: FxHashMap<SymbolId, SymbolId> = FxHashMap::default();
     if config.rename_all {
