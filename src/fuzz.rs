@@ -9,6 +9,7 @@
 
 use crate::interp::verify::{Driver, DriverConfig, Sweep};
 use crate::pipeline::{self, Config, PipelineError};
+use crate::streaming::{self, Concurrency, StreamError};
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::{ValidateOptions, validate};
 use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
@@ -21,12 +22,22 @@ pub enum Target {
     Identity,
     Tangent,
     Adjoint,
+    /// The streaming driver's tangent and adjoint, with no checks beside it: it transforms
+    /// routines before the checks have passed them.
+    Streamed,
     Run,
 }
 
 impl Target {
-    pub const ALL: [Target; 6] =
-        [Target::Read, Target::Validate, Target::Identity, Target::Tangent, Target::Adjoint, Target::Run];
+    pub const ALL: [Target; 7] = [
+        Target::Read,
+        Target::Validate,
+        Target::Identity,
+        Target::Tangent,
+        Target::Adjoint,
+        Target::Streamed,
+        Target::Run,
+    ];
 }
 
 /// How an input fared.
@@ -46,6 +57,7 @@ pub fn check(target: Target, input: &[u8]) -> Result<Outcome, String> {
         Target::Identity => identity(input),
         Target::Tangent => transform(input, Mode::Tangent),
         Target::Adjoint => transform(input, Mode::Adjoint),
+        Target::Streamed => streamed(input),
         Target::Run => run(input),
     }
 }
@@ -128,6 +140,72 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
         }
         Err(error) => located_failure(input, &error).map(|()| Outcome::Refused),
     }
+}
+
+/// The streaming driver, reading on a second thread and planning on a third as on two cores,
+/// must keep the contract on any input (it runs ahead of the checks, `streaming::Driver`): its
+/// output reads back, and where it stops, it stops with a located error or a reason to take
+/// the whole-document path. Where the checks accept the input and the whole-document path
+/// transforms it, the two outputs are the same.
+fn streamed(input: &[u8]) -> Result<Outcome, String> {
+    let catalogue = Catalogue::builtin();
+    let config = Config::default();
+    let (options, write) = (ReadOptions::default(), WriteOptions::default());
+    let concurrency = Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: true };
+    let mut outcome = Outcome::Accepted;
+    let mut valid = None;
+    for mode in [Mode::Tangent, Mode::Adjoint] {
+        let mut body = Vec::new();
+        let run = match mode {
+            Mode::Tangent => {
+                streaming::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
+            }
+            Mode::Adjoint => {
+                streaming::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
+            }
+        };
+        let streamed = match run {
+            Ok(streamed) => streamed.bytes(&body),
+            Err(StreamError::WholeDocument(_)) => {
+                outcome = Outcome::Refused;
+                continue;
+            }
+            Err(StreamError::Read(error)) => {
+                match error.findings().iter().find(|d| d.severity == Severity::Error) {
+                    Some(d) if !located(d) => return Err(format!("unlocated streamed read error: {d}")),
+                    Some(_) => {}
+                    None => return Err("the streamed read refused the input without an error".into()),
+                }
+                outcome = Outcome::Refused;
+                continue;
+            }
+            Err(StreamError::Pipeline(error)) => {
+                located_failure(input, &error)?;
+                outcome = Outcome::Refused;
+                continue;
+            }
+            Err(error) => return Err(format!("streamed run failed: {error}")),
+        };
+        xaif::read(&streamed, "output.xaif", &ReadOptions::default())
+            .map_err(|e| format!("streamed output does not read back: {}", e.diagnostic()))?;
+        let valid = *valid.get_or_insert_with(|| {
+            !validate(input, FILE, &ValidateOptions::default()).iter().any(|d| d.severity == Severity::Error)
+        });
+        if !valid {
+            continue;
+        }
+        let Some(mut cg) = read(input)? else {
+            return Err("validate and the streamed read accepted what read refuses".into());
+        };
+        let whole = match mode {
+            Mode::Tangent => pipeline::tangent(&mut cg, catalogue, &config).map(drop),
+            Mode::Adjoint => pipeline::adjoint(&mut cg, catalogue, &config).map(drop),
+        };
+        if whole.is_ok() && xaif::write(&cg, &write) != streamed {
+            return Err("the streamed output differs from the whole document's".into());
+        }
+    }
+    Ok(outcome)
 }
 
 fn located_failure(input: &[u8], error: &PipelineError) -> Result<(), String> {
