@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared="${XAIF_SHARED:-$(cd .. && pwd)/shared}"
-for target in read validate identity tangent adjoint run; do
+for target in read validate identity tangent adjoint streamed run; do
   dir="fuzz/corpus/$target"
   mkdir -p "$dir"
   find "$shared/corpus" testdata -name '*.xaif' -size -40k | sort | while read -r file; do
