@@ -142,16 +142,18 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
     }
 }
 
-/// The streaming driver, reading on a second thread and planning on a third as on two cores,
-/// must keep the contract on any input (it runs ahead of the checks, `streaming::Driver`): its
-/// output reads back, and where it stops, it stops with a located error or a reason to take
-/// the whole-document path. Where the checks accept the input and the whole-document path
-/// transforms it, the two outputs are the same.
+/// The streaming driver must keep the contract on any input (it runs ahead of the checks,
+/// `streaming::Driver`): its output reads back, and where it stops, it stops with a located
+/// error or a reason to take the whole-document path. Where the checks accept the input and
+/// the whole-document path transforms it, the two outputs are the same. It reads on a second
+/// thread and plans on a third, as on two cores, or transforms on one or two workers, as on
+/// more (which, the input's length decides, so that a mutation test meets all three).
 fn streamed(input: &[u8]) -> Result<Outcome, String> {
     let catalogue = Catalogue::builtin();
     let config = Config::default();
     let (options, write) = (ReadOptions::default(), WriteOptions::default());
-    let concurrency = Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: true };
+    let workers = input.len() % 3;
+    let concurrency = Concurrency { gate: None, pipelined: true, workers, writer: false, planner: workers == 0 };
     let mut outcome = Outcome::Accepted;
     let mut valid = None;
     for mode in [Mode::Tangent, Mode::Adjoint] {

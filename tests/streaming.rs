@@ -509,8 +509,9 @@ fn the_streamed_adjoint_leaves_saved_indices_to_the_whole_document() {
     let seed = common::shared_dir().join("corpus/argArrayIndexOverwrite1/tlm.in.xaif");
     let text = std::fs::read_to_string(&seed).expect("the corpus input");
     let call = text.find("<xaif:SubroutineCall").expect("a call");
-    let edge = call + text[call..].find("source=\"1\" target=\"2\"").expect("the argument's edge");
-    let mutant = format!("{}source=\"1\" target=\"1\"{}", &text[..edge], &text[edge + 21..]);
+    const EDGE: &str = "source=\"1\" target=\"2\"";
+    let edge = call + text[call..].find(EDGE).expect("the argument's edge");
+    let mutant = format!("{}source=\"1\" target=\"1\"{}", &text[..edge], &text[edge + EDGE.len()..]);
     let (_, statistics) = whole_adjoint(mutant.as_bytes(), &Config::default()).expect("the whole document transforms");
     assert!(!statistics.contains("\"saved_indices\": 0"), "TypeChange saves an index: {statistics}");
     for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer) {

@@ -1,8 +1,9 @@
 //! Validation alongside the transformation (large inputs: the validator's checks run on a
 //! second thread while the command reads, transforms and writes routines without waiting for
 //! them, and keeps the output only once they have all passed) gives exactly what validation
-//! first gives: the same exit code, the same messages, the same output or none. `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from
-//! which the concurrent path is taken, so every small test input can take it too; the modes
+//! first gives: the same exit code, the same messages, the same output or none.
+//! `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` moves the size from which the concurrent path is
+//! taken, so every small test input can take it too; the modes
 //! then also stream routine by routine (`XAIFBOOSTER_STREAM_FROM`, the same size; below it the
 //! whole-document path runs), reading on a thread of their own (`XAIFBOOSTER_PIPELINE_FROM`),
 //! the routines transformed on that thread or by workers (`XAIFBOOSTER_WORKERS`; in the
