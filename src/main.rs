@@ -1233,9 +1233,11 @@ impl Checked {
 
     /// Runs `work` (the command's read, or its streamed run) with the checks that need no
     /// reader: before it on small inputs, alongside it on large ones, where `work` gets the
-    /// checks' [`Progress`] and must wait on it before it transforms a routine, so it never
-    /// transforms what the checks refuse (the reader itself takes any input without harm).
-    /// `None` when the checks found an error; their findings are then reported.
+    /// checks' [`Progress`] and must stop once they have found an error; it may transform
+    /// routines they have not passed yet (the reader and the passes keep the robustness
+    /// contract on any input, `fuzz`), as its result is kept only when they found none.
+    /// `None` when the checks found an error; their findings are then reported, whatever
+    /// `work` gave.
     fn validating<T>(
         &mut self,
         session: &mut Session,

@@ -129,9 +129,10 @@ pub fn with_reader_findings(mut findings: Vec<Diagnostic>, from_reader: Vec<Diag
     findings
 }
 
-/// [`validate_without_reader`], telling `progress` how far the input has been checked, for a
-/// transformation that runs on another thread at the same time and must not see a routine the
-/// checks have not passed ([`Progress::wait_for`]).
+/// [`validate_without_reader`], telling `progress` how far the input has been checked and the
+/// verdict, for a transformation that runs on another thread at the same time: it stops once
+/// the checks have found an error ([`Progress::checked_for`]) and keeps its output only on
+/// their verdict ([`Progress::wait_for`]).
 pub fn validate_without_reader_progressively(
     input: &[u8],
     file: &str,
