@@ -171,18 +171,15 @@ pub fn tangent(
             driver.plans = Box::new(planner);
         }
         // What the passes need to know of the whole document; pipelined, learnt while the
-        // reading thread reads the head.
-        let learn_document = |driver: &mut Driver| -> Result<(), StreamError> {
-            let survey = survey(input, concurrency.gate)?;
-            driver.temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
-            driver.bodies = Some(survey.bodies);
-            Ok(())
-        };
+        // reading thread reads the head. The checks running beside find it in the scan they
+        // begin with, which ends after the reader has handed over the first routines (16 MiB:
+        // 3.5–8 ms after): the driver transforms meanwhile and takes it when it comes
+        // (`Driver::take_awaited_survey`).
         driver.workers = workers;
         let read = if concurrency.pipelined {
-            read_pipelined(&mut driver, input, file, options, learn_document)
+            read_pipelined(&mut driver, input, file, options, |driver| learn_document(driver, input, concurrency))
         } else {
-            learn_document(&mut driver)?;
+            learn_document(&mut driver, input, concurrency)?;
             read_into(&mut driver, input, file, options, false)
         };
         driver.finish(read, write)
@@ -326,6 +323,34 @@ pub fn adjoint(
     Ok(streamed)
 }
 
+/// What the tangent's passes need to know of the whole document ([`tangent`]).
+fn learn_document<'c>(
+    driver: &mut Driver<'c>,
+    input: &'c [u8],
+    concurrency: Concurrency<'c>,
+) -> Result<(), StreamError> {
+    if let Some(gate) = concurrency.gate.filter(|_| concurrency.pipelined) {
+        driver.temporaries = Temporaries::awaiting_reserved_statement_ids();
+        driver.awaited_survey = Some(AwaitedSurvey { gate, input });
+        return Ok(());
+    }
+    let survey = survey(input, concurrency.gate)?;
+    driver.temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
+    driver.bodies = Some(survey.bodies);
+    Ok(())
+}
+
+/// The survey a [`Driver`] takes when the checks running beside it have found it.
+struct AwaitedSurvey<'c> {
+    gate: &'c Progress,
+    /// The document, surveyed by the driver itself where the checks made no survey.
+    input: &'c [u8],
+}
+
+/// Why the streamed tangent leaves a document to the whole-document path when a statement id
+/// it handed out before the checks' survey came is one of the document's.
+pub const MADE_BEFORE_SURVEY: &str = "a statement id made before the survey came is one of the document's";
+
 /// Why the streamed adjoint leaves a document whose calls need saved indices to the
 /// whole-document path ([`adjoint`]).
 pub const SAVED_INDICES: &str = "TypeChange saves indices, numbered before every routine's adjoint temporaries";
@@ -455,12 +480,12 @@ enum Handed {
 ///
 /// `prepare` runs on this thread while the reader starts: what the driver needs before the
 /// first routine. If it fails, reading stops and its error is the driver's failure.
-fn read_pipelined(
-    driver: &mut Driver,
+fn read_pipelined<'c>(
+    driver: &mut Driver<'c>,
     input: &[u8],
     file: &str,
     options: &ReadOptions,
-    prepare: impl FnOnce(&mut Driver) -> Result<(), StreamError>,
+    prepare: impl FnOnce(&mut Driver<'c>) -> Result<(), StreamError>,
 ) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
     let per_worker = driver.routines_per_worker;
@@ -717,6 +742,10 @@ struct Driver<'c> {
     formal_counts: FxHashMap<SymbolId, u32>,
     /// The routines read so far by their symbols, for TypeChange to find a routine's callees.
     routines_by_symbol: RoutinesBySymbol,
+    /// The survey the checks running beside are still to find ([`Driver::take_awaited_survey`]):
+    /// until it comes, routines are transformed with the statement ids handed out kept for
+    /// checking, and a routine whose callee is not read yet waits.
+    awaited_survey: Option<AwaitedSurvey<'c>>,
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
     waiting: VecDeque<(RoutineId, Vec<FlowGraph>, usize)>,
@@ -777,6 +806,7 @@ impl<'c> Driver<'c> {
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
             routines_by_symbol: RoutinesBySymbol::default(),
+            awaited_survey: None,
             waiting: VecDeque::new(),
             last_end: 0,
             output,
@@ -815,6 +845,7 @@ impl<'c> Driver<'c> {
         {
             return Err(StreamError::Invalid);
         }
+        self.take_awaited_survey(&read.call_graph, true)?;
         self.flush(&mut read.call_graph, true);
         if let Some(failure) = self.failure.take() {
             return Err(failure);
@@ -876,6 +907,10 @@ impl<'c> Driver<'c> {
             self.failure = Some(StreamError::Invalid);
             return false;
         }
+        if let Err(failure) = self.take_awaited_survey(cg, false) {
+            self.failure = Some(failure);
+            return false;
+        }
         if self.head_symbols == 0 {
             self.head_symbols = cg.symbols.len();
         }
@@ -895,6 +930,27 @@ impl<'c> Driver<'c> {
         self.waiting.push_back((routine, parked, length));
         self.flush(cg, false);
         self.failure.is_none()
+    }
+
+    /// Takes the survey the checks were still to find, if they have found it (or, with
+    /// `wait`, once they have): the document's statement ids, which every id handed out so far
+    /// must avoid, and which routines have bodies. Where the checks made none, the driver
+    /// surveys the document itself. An id handed out before that is one of the document's
+    /// gives the document to the whole-document path ([`MADE_BEFORE_SURVEY`]).
+    fn take_awaited_survey(&mut self, cg: &CallGraph, wait: bool) -> Result<(), StreamError> {
+        let Some(awaited) = &self.awaited_survey else { return Ok(()) };
+        let found = match awaited.gate.try_take_survey() {
+            Some(found) => found,
+            None if !wait => return Ok(()),
+            None => awaited.gate.take_survey(),
+        };
+        let found = found.unwrap_or_else(|| Survey::of(awaited.input)).map_err(StreamError::WholeDocument)?;
+        self.awaited_survey = None;
+        if !self.temporaries.reserve_statement_ids(cg, found.statement_ids) {
+            return Err(StreamError::WholeDocument(MADE_BEFORE_SURVEY));
+        }
+        self.bodies = Some(found.bodies);
+        Ok(())
     }
 
     /// Writes the head to the body in a head-first mode, once.
@@ -1047,7 +1103,7 @@ impl<'c> Driver<'c> {
             block.statements.iter().all(|statement| {
                 let Statement::SubroutineCall(call) = statement else { return true };
                 let Some(symbol) = call.symbol else { return true };
-                if self.bodies.is_none() && call.formal_arg_count != u32::MAX {
+                if self.bodies.is_none() && self.awaited_survey.is_none() && call.formal_arg_count != u32::MAX {
                     return true;
                 }
                 let key = symbol_key(cg, symbol);
@@ -1261,6 +1317,106 @@ fn survey(input: &[u8], gate: Option<&Progress>) -> Result<Survey, StreamError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body whose writes are routines; once `routines` are written it reports the checks'
+    /// verdict (no error, no survey), as checks that had not finished their first scan
+    /// before then would.
+    struct VerdictAfter<'p> {
+        bytes: Vec<u8>,
+        routines: usize,
+        progress: &'p Progress,
+    }
+
+    impl Write for VerdictAfter<'_> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.write_all(bytes).map(|()| bytes.len())
+        }
+
+        fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+            self.bytes.extend_from_slice(bytes);
+            self.routines = self.routines.saturating_sub(1);
+            if self.routines == 0 {
+                self.progress.finish(true);
+            }
+            Ok(())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl RoutineSink for VerdictAfter<'_> {}
+
+    fn tangent_with_verdict_after(input: &[u8], routines: usize) -> Result<Vec<u8>, StreamError> {
+        let progress = Progress::default();
+        let mut body = VerdictAfter { bytes: Vec::new(), routines, progress: &progress };
+        let concurrency = Concurrency { gate: Some(&progress), pipelined: true, ..Concurrency::default() };
+        let config = Config::default();
+        let streamed = tangent(
+            input,
+            "late.xaif",
+            &ReadOptions::default(),
+            Catalogue::builtin(),
+            &config,
+            &WriteOptions::default(),
+            &mut body,
+            concurrency,
+        )?;
+        Ok(streamed.bytes(&body.bytes))
+    }
+
+    fn whole_tangent(input: &[u8]) -> Vec<u8> {
+        let mut cg = crate::xaif::read(input, "whole.xaif", &ReadOptions::default()).expect("reads").call_graph;
+        crate::pipeline::tangent(&mut cg, Catalogue::builtin(), &Config::default()).expect("transforms");
+        crate::xaif::write(&cg, &WriteOptions::default())
+    }
+
+    /// The driver transforms before the checks' survey of the document's statement ids comes.
+    /// Where an id it handed out meanwhile is the document's, it gives the document to the
+    /// whole-document path; otherwise its output is the whole-document path's. Here the survey
+    /// comes only with the checks' verdict, after both routines are written: the routines of
+    /// a test program swapped so that the callee comes first (a routine whose callee is not
+    /// read yet waits for the survey), and the caller's first temporary's assignment gets
+    /// `_OpenAD_lin_0`, which the mutant gives a statement of the callee too.
+    #[test]
+    fn ids_handed_out_before_the_survey_came_are_checked_against_it() {
+        let text = include_str!("../testdata/interp/constructs.xaif");
+        let (first, second) = (
+            text.find("<xaif:ControlFlowGraph").expect("a routine"),
+            text.rfind("<xaif:ControlFlowGraph").expect("another"),
+        );
+        let end = text.rfind("</xaif:ControlFlowGraph>").expect("its end") + "</xaif:ControlFlowGraph>".len();
+        let swapped =
+            format!("{}{}\n{}{}", &text[..first], &text[second..end], text[first..second].trim_end(), &text[end..]);
+        let late = tangent_with_verdict_after(swapped.as_bytes(), 2).expect("streams");
+        let whole = whole_tangent(swapped.as_bytes());
+        assert!(late == whole, "the output is the whole-document path's");
+        assert!(String::from_utf8_lossy(&whole).contains("statement_id=\"_OpenAD_lin_0\""));
+
+        assert_eq!(swapped.matches("statement_id=\"s1\"").count(), 1, "the callee's first statement");
+        let taken = swapped.replace("statement_id=\"s1\"", "statement_id=\"_OpenAD_lin_0\"");
+        match tangent_with_verdict_after(taken.as_bytes(), 2) {
+            Err(StreamError::WholeDocument(why)) => assert_eq!(why, MADE_BEFORE_SURVEY),
+            other => panic!("expected the whole-document path, got {:?}", other.map(|_| ())),
+        }
+        // Known from the start, the id is avoided, as on the whole-document path.
+        let mut body = Vec::new();
+        let early = tangent(
+            taken.as_bytes(),
+            "early.xaif",
+            &ReadOptions::default(),
+            Catalogue::builtin(),
+            &Config::default(),
+            &WriteOptions::default(),
+            &mut body,
+            Concurrency { pipelined: true, ..Concurrency::default() },
+        )
+        .expect("streams");
+        let whole = whole_tangent(taken.as_bytes());
+        assert!(early.bytes(&body) == whole);
+        assert!(String::from_utf8_lossy(&whole).contains("statement_id=\"_OpenAD_lin_0_2\""));
+    }
 
     #[test]
     fn survey_skips_what_is_not_markup() {

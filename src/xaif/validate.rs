@@ -232,6 +232,21 @@ impl Progress {
         }
     }
 
+    /// [`Progress::take_survey`] without waiting: `None` while the first scan may still find
+    /// it.
+    pub fn try_take_survey(&self) -> Option<Option<Result<Survey, &'static str>>> {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match std::mem::replace(&mut state.survey, SurveyState::Gone) {
+            SurveyState::Found(found) => Some(Some(found)),
+            SurveyState::Gone => Some(None),
+            SurveyState::Pending if state.verdict.is_some() => Some(None),
+            SurveyState::Pending => {
+                state.survey = SurveyState::Pending;
+                None
+            }
+        }
+    }
+
     /// The first scan is over: `found` is its survey, `None` if it made none.
     fn survey_found(&self, found: Option<Result<Survey, &'static str>>) {
         self.update(|state| {
@@ -257,7 +272,8 @@ impl Progress {
         self.update(|state| state.verdict = Some(false));
     }
 
-    fn finish(&self, valid: bool) {
+    /// All is checked: `valid` when no error was found (an error found before stays).
+    pub(crate) fn finish(&self, valid: bool) {
         self.update(|state| {
             if state.verdict.is_none() {
                 state.verdict = Some(valid);
