@@ -70,16 +70,19 @@ fn located(d: &Diagnostic) -> bool {
 fn read(input: &[u8]) -> Result<Option<crate::ir::CallGraph>, String> {
     match xaif::read(input, FILE, &ReadOptions::default()) {
         Ok(read) => Ok(Some(read.call_graph)),
-        Err(error) => {
-            let errors: Vec<&Diagnostic> = error.findings().iter().filter(|d| d.severity == Severity::Error).collect();
-            if errors.is_empty() {
-                return Err("read refused the input without an error".into());
-            }
-            match errors.iter().find(|d| !located(d)) {
-                Some(d) => Err(format!("unlocated read error: {d}")),
-                None => Ok(None),
-            }
-        }
+        Err(error) => located_refusal("read", &error).map(|()| None),
+    }
+}
+
+/// A reader's refusal (`who`'s) must hold an error, and every error be located.
+fn located_refusal(who: &str, error: &xaif::ReadError) -> Result<(), String> {
+    let errors: Vec<&Diagnostic> = error.findings().iter().filter(|d| d.severity == Severity::Error).collect();
+    if errors.is_empty() {
+        return Err(format!("{who} refused the input without an error"));
+    }
+    match errors.iter().find(|d| !located(d)) {
+        Some(d) => Err(format!("unlocated {who} error: {d}")),
+        None => Ok(()),
     }
 }
 
@@ -173,11 +176,7 @@ fn streamed(input: &[u8]) -> Result<Outcome, String> {
                 continue;
             }
             Err(StreamError::Read(error)) => {
-                match error.findings().iter().find(|d| d.severity == Severity::Error) {
-                    Some(d) if !located(d) => return Err(format!("unlocated streamed read error: {d}")),
-                    Some(_) => {}
-                    None => return Err("the streamed read refused the input without an error".into()),
-                }
+                located_refusal("streamed read", &error)?;
                 outcome = Outcome::Refused;
                 continue;
             }

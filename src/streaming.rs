@@ -940,11 +940,10 @@ impl<'c> Driver<'c> {
     fn take_awaited_survey(&mut self, cg: &CallGraph, wait: bool) -> Result<(), StreamError> {
         let Some(awaited) = &self.awaited_survey else { return Ok(()) };
         let found = match awaited.gate.try_take_survey() {
-            Some(found) => found,
+            Some(found) => surveyed(found, awaited.input)?,
             None if !wait => return Ok(()),
-            None => awaited.gate.take_survey(),
+            None => survey(awaited.input, Some(awaited.gate))?,
         };
-        let found = found.unwrap_or_else(|| Survey::of(awaited.input)).map_err(StreamError::WholeDocument)?;
         self.awaited_survey = None;
         if !self.temporaries.reserve_statement_ids(cg, found.statement_ids) {
             return Err(StreamError::WholeDocument(MADE_BEFORE_SURVEY));
@@ -1307,11 +1306,12 @@ fn symbol_key(cg: &CallGraph, symbol: SymbolId) -> (Box<str>, Box<str>) {
 /// which find it in the scan they begin with, or from a scan of our own (2.7% of a 16 MiB
 /// tangent's `perf` samples, all on the driver's thread).
 fn survey(input: &[u8], gate: Option<&Progress>) -> Result<Survey, StreamError> {
-    let found = match gate.and_then(Progress::take_survey) {
-        Some(found) => found,
-        None => Survey::of(input),
-    };
-    found.map_err(StreamError::WholeDocument)
+    surveyed(gate.and_then(Progress::take_survey), input)
+}
+
+/// The checks' survey where they `found` one, else one made here.
+fn surveyed(found: Option<Result<Survey, &'static str>>, input: &[u8]) -> Result<Survey, StreamError> {
+    found.unwrap_or_else(|| Survey::of(input)).map_err(StreamError::WholeDocument)
 }
 
 #[cfg(test)]

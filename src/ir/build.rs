@@ -122,6 +122,11 @@ impl ReservedIds {
 
     /// Takes in the ids of `other`.
     pub fn extend(&mut self, other: ReservedIds) {
+        // Into none, the set is taken whole rather than hashed in again.
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
         for (mine, theirs) in self.first_bytes.iter_mut().zip(other.first_bytes) {
             *mine |= theirs;
         }
@@ -208,11 +213,7 @@ impl Temporaries {
             self.before_reserved = Some(before);
             return false;
         }
-        if self.reserved.is_empty() {
-            self.reserved = reserved;
-        } else {
-            self.reserved.extend(reserved);
-        }
+        self.reserved.extend(reserved);
         true
     }
 

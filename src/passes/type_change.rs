@@ -747,7 +747,7 @@ mod tests {
         cg.cfgs().filter(|(_, cfg)| called.contains(&cfg.symbol)).map(|(id, cfg)| (cfg.symbol, id)).collect()
     }
 
-    fn routine(cg: &CallGraph, symbol: SymbolId, scope: ScopeId, list: bool) -> Routine {
+    fn routine(symbol: SymbolId, scope: ScopeId, list: bool) -> Routine {
         if list {
             return Routine::ReplacementList(ReplacementList {
                 id: Name::EMPTY,
@@ -760,7 +760,6 @@ mod tests {
                 replacements: Vec::new(),
             });
         }
-        let _ = cg;
         Routine::ControlFlowGraph(ControlFlowGraph {
             id: Name::EMPTY,
             annotation: Name::EMPTY,
@@ -802,7 +801,7 @@ mod tests {
                 0..=4 => {
                     let symbol = symbols[next(6)];
                     let list = next(8) == 0;
-                    let made = routine(&cg, symbol, scope, list);
+                    let made = routine(symbol, scope, list);
                     cg.routines.alloc(made);
                 }
                 5 | 6 if !cg.routines.is_empty() => {
@@ -818,7 +817,7 @@ mod tests {
                         Routine::ControlFlowGraph(cfg) => cfg.symbol,
                         Routine::ReplacementList(list) => list.symbol,
                     };
-                    cg.routines[id] = routine(&cg, symbol, scope, true);
+                    cg.routines[id] = routine(symbol, scope, true);
                 }
                 8 if !cg.routines.is_empty() && step % 2 == 0 => {
                     // A reversed routine's head put back: a control flow graph of the same symbol.
@@ -827,7 +826,7 @@ mod tests {
                         Routine::ControlFlowGraph(cfg) => cfg.symbol,
                         Routine::ReplacementList(list) => list.symbol,
                     };
-                    cg.routines[id] = routine(&cg, symbol, scope, false);
+                    cg.routines[id] = routine(symbol, scope, false);
                 }
                 9 if step % 7 == 0 => {
                     // Cut short (a worker's copy set back).

@@ -179,6 +179,21 @@ impl ProgressState {
             None => None,
         }
     }
+
+    /// The survey once the first scan is over (taken: later calls get `Some(None)`), `None`
+    /// while it may still come. `Some(None)` where it made none, or an error ended the checks
+    /// first.
+    fn take_survey(&mut self) -> Option<Option<Result<Survey, &'static str>>> {
+        match std::mem::replace(&mut self.survey, SurveyState::Gone) {
+            SurveyState::Found(found) => Some(Some(found)),
+            SurveyState::Gone => Some(None),
+            SurveyState::Pending if self.verdict.is_some() => Some(None),
+            SurveyState::Pending => {
+                self.survey = SurveyState::Pending;
+                None
+            }
+        }
+    }
 }
 
 /// The streaming driver's [`Survey`], which the checks' first scan finds on the way.
@@ -220,14 +235,9 @@ impl Progress {
     pub fn take_survey(&self) -> Option<Result<Survey, &'static str>> {
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
-            match std::mem::replace(&mut state.survey, SurveyState::Gone) {
-                SurveyState::Found(found) => return Some(found),
-                SurveyState::Gone => return None,
-                SurveyState::Pending if state.verdict.is_some() => return None,
-                SurveyState::Pending => {
-                    state.survey = SurveyState::Pending;
-                    state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
-                }
+            match state.take_survey() {
+                Some(found) => return found,
+                None => state = self.changed.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner),
             }
         }
     }
@@ -235,16 +245,7 @@ impl Progress {
     /// [`Progress::take_survey`] without waiting: `None` while the first scan may still find
     /// it.
     pub fn try_take_survey(&self) -> Option<Option<Result<Survey, &'static str>>> {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match std::mem::replace(&mut state.survey, SurveyState::Gone) {
-            SurveyState::Found(found) => Some(Some(found)),
-            SurveyState::Gone => Some(None),
-            SurveyState::Pending if state.verdict.is_some() => Some(None),
-            SurveyState::Pending => {
-                state.survey = SurveyState::Pending;
-                None
-            }
-        }
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take_survey()
     }
 
     /// The first scan is over: `found` is its survey, `None` if it made none.
