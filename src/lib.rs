@@ -23,7 +23,7 @@
 //! assert_eq!(report.tangent.sequences.len(), 1);
 //!
 //! // Write, in the original engine's conventions; the output passes every check.
-//! let output = xaif::write(&call_graph, &WriteOptions { schema_location: "xaif_output.xsd".into() });
+//! let output = xaif::write(&call_graph, &WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false });
 //! let text = String::from_utf8(output.clone())?;
 //! assert!(text.contains("xaif:DerivativePropagator"));
 //! let findings = validate(&output, "head.tlm.xaif", &ValidateOptions::default());

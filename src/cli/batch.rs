@@ -545,7 +545,12 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
         Some(dir) => format!("{}/{schema}", dir.trim_end_matches('/')),
         None => schema.to_owned(),
     };
-    let bytes = xaif::write(&call_graph, &WriteOptions { schema_location });
+    // As the single commands write it: a transformed document's head aligned from a size on.
+    let options = match settings.mode {
+        Mode::Identity => WriteOptions { schema_location, align_head: false },
+        Mode::Tangent | Mode::Adjoint => WriteOptions::transformed(schema_location, input.len()),
+    };
+    let bytes = xaif::write(&call_graph, &options);
     drop(call_graph);
     write_output(&job.output, &bytes)?;
     report.output_bytes = bytes.len() as u64;

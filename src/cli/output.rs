@@ -13,6 +13,8 @@
 //! links (truncated and rewritten, so every link sees the new contents). A symbolic link is
 //! written through: its target is replaced, the link stays.
 
+mod direct;
+
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, Write};
@@ -113,7 +115,7 @@ impl crate::streaming::RoutineSink for Body {
     fn appended(&mut self) -> io::Result<()> {
         match self {
             Body::Behind { writer, .. } | Body::Direct(writer) | Body::Spill(writer)
-                if writer.chunk.len() >= BODY_CHUNK =>
+                if writer.gathered() >= BODY_CHUNK =>
             {
                 writer.pass_on()
             }
@@ -210,12 +212,45 @@ const ROOM_PIECE: u64 = 32 << 10;
 /// (page cache allocation, copying, ext4's block reservation) was a seventh of the driver's
 /// time, and the other core had room for it. At most three chunks exist at once: the one being
 /// filled, one queued and one being written.
+///
+/// Writing past the page cache ([`BodyWriter::direct`]), each chunk's text begins at an
+/// aligned address, after `skip` bytes of the vector, and only whole aligned blocks of it are
+/// handed to the thread: the bytes after the last whole block begin the next chunk.
 #[derive(Debug)]
 pub struct BodyWriter {
     chunk: Vec<u8>,
-    to_thread: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Where the text of `chunk` begins (0 but for direct writes).
+    skip: usize,
+    /// The thread writes past the page cache, whole aligned blocks only.
+    direct: bool,
+    to_thread: Option<std::sync::mpsc::SyncSender<(Vec<u8>, usize)>>,
     written: std::sync::mpsc::Receiver<Vec<u8>>,
-    thread: Option<std::thread::JoinHandle<io::Result<File>>>,
+    thread: Option<std::thread::JoinHandle<io::Result<Written>>>,
+}
+
+/// What a [`BodyWriter`]'s thread leaves: its file, where its writes end, and whether they
+/// all went past the page cache.
+#[derive(Debug)]
+struct Written {
+    file: File,
+    end: u64,
+    direct: bool,
+}
+
+/// A finished [`BodyWriter`] ([`BodyWriter::finish`]).
+struct Finished {
+    /// The thread's file: for direct writes, the descriptor that writes past the page cache.
+    file: File,
+    /// Where what the thread wrote ends.
+    end: u64,
+    /// Every byte the thread wrote went past the page cache.
+    direct: bool,
+    /// The last bytes, short of a whole block, which the thread did not write.
+    rest: Vec<u8>,
+    /// The chunks left over, emptied: memory already faulted in, which the copy behind the
+    /// head takes its pieces through (a fresh 1 MiB buffer is 256 page faults on each
+    /// copying thread, just as the copy begins). The fullest last.
+    spares: Vec<Vec<u8>>,
 }
 
 impl BodyWriter {
@@ -226,60 +261,118 @@ impl BodyWriter {
     /// before it, left for the head, is allocated at once and filled while the thread waits
     /// for chunks ([`Room`]).
     fn new(file: File, ahead_from: Option<u64>) -> Option<BodyWriter> {
-        let (to_thread, chunks) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
-        let (give_back, written) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("body".to_owned())
-            .spawn(move || {
-                let start = ahead_from.unwrap_or(0);
-                let (mut end, mut allocated, mut ahead) = (start, start, ahead_from.is_some());
-                let mut room = Room::new(&file, start);
-                loop {
-                    let chunk = match chunks.try_recv() {
+        Self::start(false, move |chunks, give_back| {
+            let start = ahead_from.unwrap_or(0);
+            let (mut end, mut allocated, mut ahead) = (start, start, ahead_from.is_some());
+            let mut room = Room::new(&file, start);
+            loop {
+                let (chunk, _) = match chunks.try_recv() {
+                    Ok(chunk) => chunk,
+                    Err(std::sync::mpsc::TryRecvError::Empty) if room.fill_next()? => continue,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => match chunks.recv() {
                         Ok(chunk) => chunk,
-                        Err(std::sync::mpsc::TryRecvError::Empty) if room.fill_next()? => continue,
-                        Err(std::sync::mpsc::TryRecvError::Empty) => match chunks.recv() {
-                            Ok(chunk) => chunk,
-                            Err(_) => break,
-                        },
-                        Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
-                    };
-                    end += chunk.len() as u64;
-                    if ahead && end > allocated {
-                        ahead = allocate(&file, allocated, ALLOCATE_AHEAD);
-                        allocated += ALLOCATE_AHEAD;
-                    }
-                    (&file).write_all(&chunk)?;
-                    let mut chunk = chunk;
-                    if chunk.capacity() > CHUNK_CAPACITY {
-                        chunk = Vec::with_capacity(CHUNK_CAPACITY);
-                    }
-                    // The driver may have finished or given up: its chunks are then not needed.
-                    let _ = give_back.send(chunk);
+                        Err(_) => break,
+                    },
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                };
+                end += chunk.len() as u64;
+                if ahead && end > allocated {
+                    ahead = allocate(&file, allocated, ALLOCATE_AHEAD);
+                    allocated += ALLOCATE_AHEAD;
                 }
-                Ok(file)
-            })
-            .ok()?;
-        Some(BodyWriter {
-            chunk: Vec::with_capacity(CHUNK_CAPACITY),
-            to_thread: Some(to_thread),
-            written,
-            thread: Some(thread),
+                (&file).write_all(&chunk)?;
+                Self::give_back(&give_back, chunk);
+            }
+            let end = (&file).stream_position()?;
+            Ok(Written { file, end, direct: false })
         })
     }
 
-    /// Hands the filled chunk to the thread and takes an empty one: one it wrote, or a new
-    /// one while fewer than three exist.
-    fn pass_on(&mut self) -> io::Result<()> {
-        let next = match self.written.try_recv() {
-            Ok(mut chunk) => {
-                chunk.clear();
-                chunk
+    /// Starts the thread that writes to `file`, a descriptor that writes past the page cache
+    /// ([`direct::open`]), from `at` (aligned) on. Where the file system refuses a direct
+    /// write after all, the thread writes through the page cache from there on, and says so.
+    fn direct(file: File, at: u64) -> Option<BodyWriter> {
+        Self::start(true, move |chunks, give_back| {
+            let (mut end, mut direct, mut staging) = (at, true, None);
+            while let Ok((chunk, skip)) = chunks.recv() {
+                let text = &chunk[skip..];
+                if direct
+                    && let Err(error) = direct::write(&file, text, end, &mut staging)
+                {
+                    if error.raw_os_error() != Some(libc::EINVAL) || !direct::through_page_cache(&file) {
+                        return Err(error);
+                    }
+                    direct = false;
+                }
+                if !direct {
+                    write_at(&file, text, end)?;
+                }
+                end += text.len() as u64;
+                Self::give_back(&give_back, chunk);
             }
-            Err(_) => Vec::with_capacity(CHUNK_CAPACITY),
-        };
-        let full = std::mem::replace(&mut self.chunk, next);
-        let sent = self.to_thread.as_ref().map(|thread| thread.send(full));
+            Ok(Written { file, end, direct })
+        })
+    }
+
+    fn start(
+        direct: bool,
+        write: impl FnOnce(
+            std::sync::mpsc::Receiver<(Vec<u8>, usize)>,
+            std::sync::mpsc::Sender<Vec<u8>>,
+        ) -> io::Result<Written>
+        + Send
+        + 'static,
+    ) -> Option<BodyWriter> {
+        let (to_thread, chunks) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(1);
+        let (give_back, written) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new().name("body".to_owned()).spawn(move || write(chunks, give_back)).ok()?;
+        let mut writer =
+            BodyWriter { chunk: Vec::new(), skip: 0, direct, to_thread: Some(to_thread), written, thread: Some(thread) };
+        writer.begin_chunk(Self::new_chunk(), &[]);
+        Some(writer)
+    }
+
+    fn new_chunk() -> Vec<u8> {
+        Vec::with_capacity(CHUNK_CAPACITY + direct::ALIGNMENT)
+    }
+
+    /// Gives a written chunk back to the driver, at its usual size.
+    fn give_back(to: &std::sync::mpsc::Sender<Vec<u8>>, mut chunk: Vec<u8>) {
+        if chunk.capacity() > CHUNK_CAPACITY + direct::ALIGNMENT {
+            chunk = Self::new_chunk();
+        }
+        // The driver may have finished or given up: its chunks are then not needed.
+        let _ = to.send(chunk);
+    }
+
+    /// Makes `chunk` the one being filled, its text beginning with `carried`.
+    fn begin_chunk(&mut self, mut chunk: Vec<u8>, carried: &[u8]) {
+        chunk.clear();
+        self.skip = if self.direct { chunk.as_ptr().align_offset(direct::ALIGNMENT).min(direct::ALIGNMENT) } else { 0 };
+        chunk.resize(self.skip, b' ');
+        chunk.extend_from_slice(carried);
+        self.chunk = chunk;
+    }
+
+    /// How much text the chunk being filled holds.
+    fn gathered(&self) -> usize {
+        self.chunk.len() - self.skip
+    }
+
+    /// Hands the filled chunk to the thread and takes an empty one: one it wrote, or a new
+    /// one while fewer than three exist. Writing past the page cache, only its whole blocks
+    /// go: the bytes after them begin the next chunk.
+    fn pass_on(&mut self) -> io::Result<()> {
+        let next = self.written.try_recv().unwrap_or_else(|_| Self::new_chunk());
+        let whole = if self.direct { self.gathered() / direct::ALIGNMENT * direct::ALIGNMENT } else { self.gathered() };
+        let (skip, cut) = (self.skip, self.skip + whole);
+        let mut full = std::mem::take(&mut self.chunk);
+        self.begin_chunk(next, &full[cut..]);
+        full.truncate(cut);
+        if whole == 0 {
+            return Ok(());
+        }
+        let sent = self.to_thread.as_ref().map(|thread| thread.send((full, skip)));
         match sent {
             Some(Ok(())) => Ok(()),
             // The thread stopped: its result says why.
@@ -287,8 +380,9 @@ impl BodyWriter {
         }
     }
 
-    /// Waits for the thread to write what it was given and returns its file, or its error.
-    fn stop(&mut self) -> io::Result<File> {
+    /// Waits for the thread to write what it was given and returns what it left, or its
+    /// error.
+    fn stop(&mut self) -> io::Result<Written> {
         self.to_thread = None;
         match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
@@ -296,25 +390,32 @@ impl BodyWriter {
         }
     }
 
-    /// The file, once everything is written, positioned after it.
+    /// The file, once everything is written, positioned after it (through the page cache
+    /// only: a direct writer leaves bytes short of a block to [`BodyWriter::finish`]'s
+    /// caller).
     fn into_file(self) -> io::Result<File> {
-        self.into_file_and_spares().map(|(file, _)| file)
+        let finished = self.finish()?;
+        if !finished.rest.is_empty() {
+            return Err(io::Error::other("internal error: a body's last bytes left unwritten"));
+        }
+        Ok(finished.file)
     }
 
-    /// [`BodyWriter::into_file`], and the chunks left over once the thread is done: memory
-    /// already faulted in, which the copy behind the head takes its pieces through (a fresh
-    /// 1 MiB buffer is 256 page faults on each copying thread, just as the copy begins).
-    fn into_file_and_spares(mut self) -> io::Result<(File, Vec<Vec<u8>>)> {
-        if !self.chunk.is_empty() {
+    /// Everything handed over written, the thread stopped.
+    fn finish(mut self) -> io::Result<Finished> {
+        if self.gathered() > 0 {
             self.pass_on()?;
         }
-        let file = self.stop()?;
+        let Written { file, end, direct } = self.stop()?;
+        let rest = self.chunk[self.skip..].to_vec();
         let mut spares: Vec<Vec<u8>> = self.written.try_iter().collect();
-        spares.push(std::mem::take(&mut self.chunk));
+        let mut last = std::mem::take(&mut self.chunk);
+        last.clear();
+        spares.push(last);
         // The fullest last, where `pop` takes them: their pages were written to, and so are
         // in memory.
         spares.sort_by_key(Vec::len);
-        Ok((file, spares))
+        Ok(Finished { file, end, direct, rest, spares })
     }
 }
 
@@ -325,11 +426,11 @@ impl Write for BodyWriter {
 
     fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            let room = BODY_CHUNK.saturating_sub(self.chunk.len()).max(1);
+            let room = BODY_CHUNK.saturating_sub(self.gathered()).max(1);
             let (now, rest) = bytes.split_at(room.min(bytes.len()));
             self.chunk.extend_from_slice(now);
             bytes = rest;
-            if self.chunk.len() >= BODY_CHUNK {
+            if self.gathered() >= BODY_CHUNK {
                 self.pass_on()?;
             }
         }
@@ -600,15 +701,32 @@ impl Pending {
     /// precede them is known: a body of about `expected` bytes, the head expected to take up
     /// to `head_room`. For a file replaced by a rename, that file itself from `head_room` on,
     /// so the output never sits in memory: the routines are moved behind the head when it is
-    /// written (`move_behind`). Any other destination (standard output, a pipe, a device, a
+    /// written (`move_behind`). Where the head will end on a block boundary (`aligned_head`,
+    /// [`crate::xaif::write::WriteOptions::align_head`]) and the file system can, they are
+    /// written past the page cache from an aligned room on, and the file system moves their
+    /// blocks instead ([`direct`]). Any other destination (standard output, a pipe, a device, a
     /// file kept in place) gets an unnamed temporary file instead ([`Body::Spill`]), copied out
     /// on commit. Small bodies, and every body where no thread or temporary file can be had,
     /// stay in memory: for a small one the thread, its writes and the move (a dozen system
     /// calls) cost more than holding the bytes. Elsewhere than on Unix, where reads and writes
     /// at an offset are not written, memory.
-    pub fn body(&mut self, expected: usize, head_room: u64) -> Body {
+    pub fn body(&mut self, expected: usize, head_room: u64, aligned_head: bool) -> Body {
         if expected < BODY_FILE_FROM {
             return Body::Memory(Vec::with_capacity(expected));
+        }
+        match &self.how {
+            _ if !cfg!(unix) => {}
+            How::Replace { file, temp: Some(temp), .. }
+                if aligned_head
+                    && let Some(direct) = direct::open(temp, file) =>
+            {
+                let at = head_room.next_multiple_of(direct::ALIGNMENT as u64);
+                if let Some(writer) = BodyWriter::direct(direct, at) {
+                    self.direct = true;
+                    return Body::Behind { writer, at };
+                }
+            }
+            _ => {}
         }
         match &self.how {
             _ if !cfg!(unix) => {}
@@ -685,14 +803,37 @@ impl Pending {
                     file.flush()
                 }
                 (How::Replace { file, .. }, Body::Behind { writer, at: from }) => {
-                    // Its clone of the file is closed here.
-                    let (_, spares) = writer.into_file_and_spares()?;
-                    // The body shares the file's offset, which is now after what it wrote.
-                    let routines = file
-                        .stream_position()?
+                    // Its descriptor of the file is closed here.
+                    let Finished { file: written, end: written_end, direct, rest, spares } = writer.finish()?;
+                    let claimed = head_len();
+                    // Past the page cache, the routines' whole blocks go behind the head by the
+                    // file system; then their last bytes follow, and the head is written in
+                    // front of them.
+                    let placed = match claimed {
+                        Some(len) if direct && direct::place(file, from, len) => Some(len),
+                        _ => None,
+                    };
+                    let whole = written_end
                         .checked_sub(from)
                         .ok_or_else(|| io::Error::other("internal error: the routines end before they begin"))?;
-                    let at = move_behind(file, head, head_len(), from, routines, spares)?;
+                    let routines = whole + rest.len() as u64;
+                    let at = match placed {
+                        Some(len) => {
+                            write_at(file, &rest, len + whole)?;
+                            if direct::DirectHead::new(&written, len).write_head(head)? {
+                                len
+                            } else {
+                                // Miscounted: the routines are whole behind where the head was
+                                // to end, and move to fit it.
+                                move_behind(file, head, None, len, routines, spares)?
+                            }
+                        }
+                        None => {
+                            write_at(file, &rest, written_end)?;
+                            drop(written);
+                            move_behind(file, head, claimed, from, routines, spares)?
+                        }
+                    };
                     let end = at + routines;
                     write_at(file, &tail, end)?;
                     // Also gives back the blocks allocated ahead past the end.
@@ -1370,7 +1511,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, room);
+            let mut body = pending.body(BODY_FILE_FROM, room, false);
             assert!(matches!(body, Body::Behind { .. }), "the output's file and a thread should be available here");
             let mut expected = head_text.to_vec();
             let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, BODY_CHUNK - 5, 100_000];
@@ -1474,7 +1615,7 @@ mod tests {
             let path = dir.path().join("out.xaif");
             fs::write(&path, "old").unwrap();
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, room);
+            let mut body = pending.body(BODY_FILE_FROM, room, false);
             body.write_all(&vec![b'r'; 5 * MOVE_PIECE as usize + 3]).unwrap();
             let head = Head {
                 write: &|sink| {
@@ -1589,7 +1730,7 @@ mod tests {
         let path = dir.path().join("out.xaif");
         for written in [false, true] {
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, 1_000);
+            let mut body = pending.body(BODY_FILE_FROM, 1_000, false);
             assert!(matches!(body, Body::Behind { .. }));
             body.write_all(&vec![b'r'; 2 * BODY_CHUNK + 3]).unwrap();
             drop(body);
@@ -1604,7 +1745,7 @@ mod tests {
         }
         // A small body stays in memory.
         let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
+        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0, false), Body::Memory(_)));
     }
 
     /// A destination written in place (here a file with two names; standard output, pipes and
@@ -1624,11 +1765,11 @@ mod tests {
         let head_text: Vec<u8> = (0..SPILL_PIECE as usize + 5).map(|j| (j % 239) as u8).collect();
         for (destination, before) in [(&path, &b""[..]), (&alias, b"before ")] {
             let mut pending = prepare(&Destination::Path(destination.clone())).unwrap();
-            for mut body in [pending.body(BODY_FILE_FROM, 0), pending.direct_body()] {
+            for mut body in [pending.body(BODY_FILE_FROM, 0, false), pending.direct_body()] {
                 assert!(matches!(body, Body::Spill(_)), "{}", destination.display());
                 body.write_all(&routines).unwrap();
             }
-            let mut body = pending.body(BODY_FILE_FROM, 0);
+            let mut body = pending.body(BODY_FILE_FROM, 0, false);
             body.write_all(&routines).unwrap();
             let write_head = |sink: &mut dyn Write| sink.write_all(&head_text);
             pending.stage_streamed(Head { write: &write_head, len: &|| None }, body, b"tail".to_vec()).unwrap();
@@ -1643,8 +1784,8 @@ mod tests {
         assert_eq!(entries(dir.path()), ["log", "other.xaif", "out.xaif"]);
         // A small body stays in memory.
         let mut pending = prepare(&Destination::Stdout).unwrap();
-        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0), Body::Memory(_)));
-        assert!(matches!(pending.body(BODY_FILE_FROM, 0), Body::Spill(_)));
+        assert!(matches!(pending.body(BODY_FILE_FROM - 1, 0, false), Body::Memory(_)));
+        assert!(matches!(pending.body(BODY_FILE_FROM, 0, false), Body::Spill(_)));
     }
 
     /// An output written in order for a destination written in place stays in memory while
