@@ -820,7 +820,7 @@ impl Pending {
                     let at = match placed {
                         Some(len) => {
                             write_at(file, &rest, len + whole)?;
-                            if direct::DirectHead::new(&written, len).write_head(head)? {
+                            if direct::write_head(&written, len, head)? {
                                 len
                             } else {
                                 // Miscounted: the routines are whole behind where the head was
