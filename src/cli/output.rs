@@ -804,7 +804,7 @@ impl Pending {
                 }
                 (How::Replace { file, .. }, Body::Behind { writer, at: from }) => {
                     // Its descriptor of the file is closed here.
-                    let Finished { file: written, end: written_end, direct, rest, spares } = writer.finish()?;
+                    let Finished { file: written, end: written_end, direct, rest, mut spares } = writer.finish()?;
                     let claimed = head_len();
                     // Past the page cache, the routines' whole blocks go behind the head by the
                     // file system; then their last bytes follow, and the head is written in
@@ -820,7 +820,7 @@ impl Pending {
                     let at = match placed {
                         Some(len) => {
                             write_at(file, &rest, len + whole)?;
-                            if direct::write_head(&written, len, head)? {
+                            if direct::write_head(&written, len, head, &mut spares)? {
                                 len
                             } else {
                                 // Miscounted: the routines are whole behind where the head was
@@ -1606,23 +1606,116 @@ mod tests {
         }
     }
 
+    /// Whether this machine's temporary directory takes direct writes and moves blocks
+    /// ([`direct::open`]): the file system the tests' outputs are written to. CI runs where
+    /// it does, and there a test that needs it fails rather than skip.
+    fn temporary_directory_moves_blocks() -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe");
+        let file = File::create(&path).unwrap();
+        let moves = direct::open(&path, &file).is_some();
+        assert!(moves || std::env::var_os("CI").is_none(), "CI's temporary directory should take direct writes");
+        moves
+    }
+
+    /// Behind a head that ends on a block boundary, the routines are written past the page
+    /// cache and put behind the head by moving blocks: out of room left over, into room that
+    /// was short, with none to move. A head counted wrong (on a block boundary or not, longer
+    /// or shorter) or not counted takes the move of bytes instead. Every way, what arrives is
+    /// the head, every piece in order (written and appended, some shorter than a block, some
+    /// longer than a chunk, the last ending short of a block) and the tail.
+    #[test]
+    fn a_body_behind_an_aligned_head_arrives_whole_and_in_order() {
+        let block = direct::ALIGNMENT as u64;
+        let moves_blocks = temporary_directory_moves_blocks();
+        let large = 2 * MOVE_PIECE + 3 * block;
+        for (head_len, claimed, room) in [
+            (block, Some(block), 0),
+            (block, Some(block), block),
+            (3 * block, Some(3 * block), 100 * block + 5),
+            (large, Some(large), MOVE_PIECE / 2),
+            (large, Some(large), 4 * MOVE_PIECE),
+            (block, Some(block + 1), 10 * block),
+            (block, Some(2 * block), 10 * block),
+            (2 * block, Some(block), 10 * block),
+            (large, Some(large - block), large),
+            (block, None, 10 * block),
+            (0, Some(0), 3 * block),
+        ] {
+            let head_text: Vec<u8> = (0..head_len).map(|j| (j % 239) as u8).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out.xaif");
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            let mut body = pending.body(BODY_FILE_FROM, room, true);
+            let Body::Behind { writer, .. } = &body else { panic!("the output's file and a thread should be here") };
+            assert_eq!(writer.direct, moves_blocks, "written past the page cache where blocks can be moved");
+            let mut expected = head_text.clone();
+            let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, 4_096, BODY_CHUNK - 5, 100_001];
+            for (i, size) in sizes.into_iter().enumerate() {
+                let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
+                if i % 2 == 0 {
+                    body.write_all(&piece).unwrap();
+                } else {
+                    use crate::streaming::RoutineSink;
+                    body.lend().expect("a body in a file lends its chunk").extend_from_slice(&piece);
+                    body.appended().unwrap();
+                }
+                expected.extend_from_slice(&piece);
+            }
+            expected.extend_from_slice(b"tail");
+            let write_head = |sink: &mut dyn Write| head_text.chunks(65_537).try_for_each(|part| sink.write_all(part));
+            let head = Head { write: &write_head, len: &|| claimed };
+            pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
+            pending.commit().unwrap();
+            assert!(
+                fs::read(&path).unwrap() == expected,
+                "the committed file differs from what was written (head {head_len}, {claimed:?}, room {room})"
+            );
+            assert_eq!(entries(dir.path()), ["out.xaif"]);
+        }
+    }
+
+    /// A direct body whose writes the file system refuses after all (here: an unaligned
+    /// start) writes through the page cache from there on, says so, and loses nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_refused_direct_write_goes_through_the_page_cache() {
+        if !temporary_directory_moves_blocks() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("direct");
+        let file = File::create(&path).unwrap();
+        let at = direct::ALIGNMENT as u64 + 1;
+        let mut writer = BodyWriter::direct(direct::open(&path, &file).unwrap(), at).unwrap();
+        let text: Vec<u8> = (0..3 * BODY_CHUNK + 12_345).map(|j| (j % 247) as u8).collect();
+        writer.write_all(&text).unwrap();
+        let finished = writer.finish().unwrap();
+        assert!(!finished.direct, "the refused write should have gone through the page cache");
+        let written = (finished.end - at) as usize;
+        assert_eq!(written + finished.rest.len(), text.len());
+        assert!(finished.rest.len() < direct::ALIGNMENT, "only the last bytes short of a block are left");
+        let on_disk = fs::read(&path).unwrap();
+        assert!(on_disk[at as usize..] == text[..written] && finished.rest[..] == text[written..]);
+    }
+
     /// A head that fails while the routines are moved behind it fails the output: its error,
     /// not the move's outcome, is reported, and the file the output was to replace stays.
     #[test]
     fn a_failing_head_fails_the_streamed_output() {
-        for room in [0, 4, 100] {
+        for (room, aligned) in [(0, false), (4, false), (100, false), (0, true), (8_192, true)] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             fs::write(&path, "old").unwrap();
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, room, false);
+            let mut body = pending.body(BODY_FILE_FROM, room, aligned);
             body.write_all(&vec![b'r'; 5 * MOVE_PIECE as usize + 3]).unwrap();
             let head = Head {
                 write: &|sink| {
                     sink.write_all(b"he")?;
                     Err(io::Error::other("the head failed"))
                 },
-                len: &|| Some(4),
+                len: &|| Some(if aligned { direct::ALIGNMENT as u64 } else { 4 }),
             };
             let failed = pending.stage_streamed(head, body, b"tail".to_vec()).expect_err("the head failed");
             assert_eq!(failed.source.to_string(), "the head failed");
