@@ -1389,6 +1389,62 @@ mod tests {
         assert_eq!(head_len(&cg, &options), written_len(&cg, &options), "made symbols");
     }
 
+    /// An aligned head ends on a multiple of [`HEAD_ALIGNMENT`] bytes however it is written
+    /// (into a buffer that holds text already, drained a piece at a time) or counted, and
+    /// differs from the head as the reference writes it only by a line of blanks at its end;
+    /// read back, the document writes as it did. Heads short of a piece and longer than
+    /// several, as read and after the tangent (its temporaries are most of a large head).
+    #[test]
+    fn an_aligned_head_ends_on_a_block_boundary() {
+        let plain = WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false };
+        let aligned = WriteOptions { align_head: true, ..plain.clone() };
+        let mut documents = Vec::new();
+        for dir in ["examples", "tangent"] {
+            let dir = std::fs::read_dir(format!("{}/testdata/{dir}", env!("CARGO_MANIFEST_DIR"))).expect("test data");
+            for file in dir.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "xaif")) {
+                let bytes = std::fs::read(file.path()).unwrap();
+                let Ok(read) = read(&bytes, "test", &ReadOptions::default()) else { continue };
+                let mut cg = read.call_graph;
+                documents.push(cg.clone());
+                if pipeline::tangent(&mut cg, Catalogue::builtin(), &Config::default()).is_ok() {
+                    documents.push(cg);
+                }
+            }
+        }
+        let mut large = documents.last().expect("a document").clone();
+        let scope = large.scopes.iter().map(|(id, _)| id).next_back().expect("a scope");
+        for i in 0..3_000 {
+            let name = large.names.intern(&format!("padded_{i}"));
+            large.add_symbol(Symbol::new(scope, name));
+        }
+        documents.push(large);
+        let mut lengths = Vec::new();
+        for cg in &documents {
+            let mut reference = Vec::new();
+            write_head(cg, &plain, &mut reference);
+            let mut buffered = b"before".to_vec();
+            write_head(cg, &aligned, &mut buffered);
+            let mut drained = Vec::new();
+            write_head_to(cg, &aligned, &mut drained).unwrap();
+            assert!(buffered[6..] == drained[..], "written into a buffer and drained alike");
+            assert_eq!(head_len(cg, &aligned), drained.len() as u64, "counted as written");
+            assert_eq!(drained.len() as u64 % HEAD_ALIGNMENT, 0, "the head ends on a block boundary");
+            let (same, padding) = drained.split_at(reference.len());
+            assert!(same == reference, "the head as the reference writes it comes first");
+            assert!((padding.len() as u64) < HEAD_ALIGNMENT);
+            if let Some((last, blanks)) = padding.split_last() {
+                assert!(*last == b'\n' && blanks.iter().all(|&b| b == b' '), "padding: a line of blanks");
+            }
+            let whole = write(cg, &aligned);
+            assert!(whole.starts_with(&drained));
+            let back = read(&whole, "aligned", &ReadOptions::default()).expect("an aligned document reads").call_graph;
+            assert!(write(&back, &plain) == write(cg, &plain), "read back, the document writes as before");
+            lengths.push(drained.len());
+        }
+        assert!(lengths.iter().any(|&len| len as u64 == HEAD_ALIGNMENT), "a head within one block");
+        assert!(lengths.iter().any(|&len| len > 4 * DRAIN_AT), "a head drained in several pieces");
+    }
+
     /// A replacement that repeats another is written as a copy of that one's text: the output
     /// must be what writing each repeated graph out in full gives, byte for byte.
     #[test]
