@@ -213,7 +213,7 @@ const ROOM_PIECE: u64 = 32 << 10;
 /// time, and the other core had room for it. At most three chunks exist at once: the one being
 /// filled, one queued and one being written.
 ///
-/// Writing past the page cache ([`BodyWriter::direct`]), each chunk's text begins at an
+/// Writing past the page cache (`BodyWriter::direct`), each chunk's text begins at an
 /// aligned address, after `skip` bytes of the vector, and only whole aligned blocks of it are
 /// handed to the thread: the bytes after the last whole block begin the next chunk.
 #[derive(Debug)]
@@ -296,9 +296,7 @@ impl BodyWriter {
             let (mut end, mut direct, mut staging) = (at, true, None);
             while let Ok((chunk, skip)) = chunks.recv() {
                 let text = &chunk[skip..];
-                if direct
-                    && let Err(error) = direct::write(&file, text, end, &mut staging)
-                {
+                if direct && let Err(error) = direct::write(&file, text, end, &mut staging) {
                     if error.raw_os_error() != Some(libc::EINVAL) || !direct::through_page_cache(&file) {
                         return Err(error);
                     }
@@ -325,9 +323,16 @@ impl BodyWriter {
     ) -> Option<BodyWriter> {
         let (to_thread, chunks) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(1);
         let (give_back, written) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new().name("body".to_owned()).spawn(move || write(chunks, give_back)).ok()?;
-        let mut writer =
-            BodyWriter { chunk: Vec::new(), skip: 0, direct, to_thread: Some(to_thread), written, thread: Some(thread) };
+        let thread =
+            std::thread::Builder::new().name("body".to_owned()).spawn(move || write(chunks, give_back)).ok()?;
+        let mut writer = BodyWriter {
+            chunk: Vec::new(),
+            skip: 0,
+            direct,
+            to_thread: Some(to_thread),
+            written,
+            thread: Some(thread),
+        };
         writer.begin_chunk(Self::new_chunk(), &[]);
         Some(writer)
     }
@@ -704,7 +709,7 @@ impl Pending {
     /// written (`move_behind`). Where the head will end on a block boundary (`aligned_head`,
     /// [`crate::xaif::write::WriteOptions::align_head`]) and the file system can, they are
     /// written past the page cache from an aligned room on, and the file system moves their
-    /// blocks instead ([`direct`]). Any other destination (standard output, a pipe, a device, a
+    /// blocks instead (`output/direct.rs`). Any other destination (standard output, a pipe, a device, a
     /// file kept in place) gets an unnamed temporary file instead ([`Body::Spill`]), copied out
     /// on commit. Small bodies, and every body where no thread or temporary file can be had,
     /// stay in memory: for a small one the thread, its writes and the move (a dozen system
@@ -717,8 +722,7 @@ impl Pending {
         match &self.how {
             _ if !cfg!(unix) => {}
             How::Replace { file, temp: Some(temp), .. }
-                if aligned_head
-                    && let Some(direct) = direct::open(temp, file) =>
+                if aligned_head && let Some(direct) = direct::open(temp, file) =>
             {
                 let at = head_room.next_multiple_of(direct::ALIGNMENT as u64);
                 if let Some(writer) = BodyWriter::direct(direct, at) {

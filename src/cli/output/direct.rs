@@ -46,7 +46,7 @@ pub(super) fn open(path: &Path, file: &File) -> Option<File> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let block = file.metadata().ok()?.blksize();
-        if block == 0 || ALIGNMENT as u64 % block != 0 || file.metadata().ok()?.len() != 0 {
+        if block == 0 || !(ALIGNMENT as u64).is_multiple_of(block) || file.metadata().ok()?.len() != 0 {
             return None;
         }
         // SAFETY: a plain system call on a descriptor this function borrows.
@@ -89,7 +89,7 @@ pub(super) fn place(file: &File, from: u64, to: u64) -> bool {
     if from == to {
         return true;
     }
-    if from % HEAD_ALIGNMENT != 0 || to % HEAD_ALIGNMENT != 0 {
+    if !from.is_multiple_of(HEAD_ALIGNMENT) || !to.is_multiple_of(HEAD_ALIGNMENT) {
         return false;
     }
     #[cfg(target_os = "linux")]
