@@ -3,8 +3,8 @@
 # function that glibc's static archive leaves unresolved crashes it and nothing else (a call of
 # glibc's copy_file_range wrapper did, in a change that was then dropped). This runs it on a
 # large synthetic input in every mode (large enough for every large-input path: streaming,
-# pipelined reading, validation alongside, the scan in halves, the routines' move on two
-# threads) and on a small one, each twice (the second replacing the first's output), and holds
+# pipelined reading, validation alongside, the scan in halves, the routines written past the
+# page cache and their blocks moved behind the head) and on a small one, each twice (the second replacing the first's output), and holds
 # its outputs to the release build's, byte for byte.
 #
 #   scripts/dist_smoke.sh DIST_BINARY [RELEASE_BINARY]
