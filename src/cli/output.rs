@@ -1679,6 +1679,25 @@ mod tests {
         }
     }
 
+    /// A body behind an aligned head that gets no routines at all (a document of symbols
+    /// only): the head and the tail arrive, nothing between.
+    #[test]
+    fn an_empty_body_behind_an_aligned_head_leaves_the_head_and_the_tail() {
+        let block = direct::ALIGNMENT as u64;
+        for room in [0, block, 5 * block] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out.xaif");
+            let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
+            let body = pending.body(BODY_FILE_FROM, room, true);
+            let head_text = vec![b'h'; 2 * block as usize];
+            let write_head = |sink: &mut dyn Write| sink.write_all(&head_text);
+            let head = Head { write: &write_head, len: &|| Some(2 * block) };
+            pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
+            pending.commit().unwrap();
+            assert!(fs::read(&path).unwrap() == [&head_text[..], b"tail"].concat(), "room {room}");
+        }
+    }
+
     /// A direct body whose writes the file system refuses after all (here: an unaligned
     /// start) writes through the page cache from there on, says so, and loses nothing.
     #[cfg(target_os = "linux")]
