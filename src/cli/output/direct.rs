@@ -181,7 +181,7 @@ pub(super) fn write(file: &File, bytes: &[u8], offset: u64, staging: &mut Option
     Ok(())
 }
 
-/// The piece an unaligned chunk is written in ([`write`]).
+/// The piece an unaligned chunk is written in ([`write()`]).
 const STAGING: usize = 1 << 20;
 
 /// Writes what `head` writes at `[0, limit)` of `file` (a descriptor from [`open`]), once the
