@@ -230,23 +230,24 @@ pub struct BodyWriter {
 
 /// Whether the disk keeps pace with the driver, judged on a body's thread over its direct
 /// writes. Past the page cache the routines go at the disk's pace: here about 1 GB/s, faster
-/// than the driver makes them (the thread is busy writing 30% of the time at 64 MiB, about
-/// half at 16 MiB), but a disk of 125 MB/s (a cloud volume's base rate, imitated with the
-/// block I/O controller) made a 16 MiB tangent take 0.67 s instead of 0.18 s, where the page
-/// cache takes the output at memory speed and writes it out later. So once the thread has
-/// been busy writing more than [`PACE_BUSY`] of the time since the first chunk came, after at
-/// least [`PACE_FROM`] chunks, the rest goes through the page cache and the output takes the
-/// move, reading back from the disk what went past it. Judged all along, not over the first
-/// chunks only: the controller let the first 20 MiB through at once and then held each write
-/// for 65–85 ms, and a trial of 32 chunks once kept direct writes for a 64 MiB tangent that
-/// then took 2.9 s instead of 0.6 s. Over the whole run a stall moves the share little, so a
-/// fast disk's hiccup does not send a large output the long way; and by the time the share
-/// passes the mark, reading back what was written costs about as long as writing it took.
+/// than the driver makes them (the thread sleeps for the disk 30–40% of the time at 64 MiB in
+/// either mode, about half at 16 MiB), but a disk of 125 MB/s (a cloud volume's base rate,
+/// imitated with the block I/O controller) made a 16 MiB tangent take 0.67 s instead of
+/// 0.18 s, where the page cache takes the output at memory speed and writes it out later. So
+/// once the thread has slept for the disk ([`ThreadClock`]) more than [`PACE_BUSY`] of the
+/// time since the first chunk came, after at least [`PACE_FROM`] chunks, the rest goes
+/// through the page cache and the output takes the move, reading back from the disk what went
+/// past it. Judged all along, not over the first chunks only: the controller let the first
+/// 20 MiB through at once and then held each write for 65–85 ms, and a trial of 32 chunks
+/// once kept direct writes for a 64 MiB tangent that then took 2.9 s instead of 0.6 s. Over
+/// the whole run a stall moves the share little, so a fast disk's hiccup does not send a
+/// large output the long way; and by the time the share passes the mark, reading back what
+/// was written costs about as long as writing it took.
 #[derive(Debug)]
 struct Pace {
     chunks: usize,
     writing: std::time::Duration,
-    /// The share of its time the thread may spend writing: [`PACE_BUSY`] but in tests.
+    /// The share of its time the thread may sleep for the disk: [`PACE_BUSY`] but in tests.
     busy: f64,
 }
 
@@ -257,8 +258,8 @@ impl Default for Pace {
 }
 
 impl Pace {
-    /// Whether the disk keeps up, once the chunk just written took `took` and `elapsed` has
-    /// passed since the first chunk came.
+    /// Whether the disk keeps up, once the thread slept `took` for the chunk just written
+    /// and `elapsed` has passed since the first chunk came.
     fn keeps_up(&mut self, took: std::time::Duration, elapsed: std::time::Duration) -> bool {
         self.chunks += 1;
         self.writing += took;
@@ -266,12 +267,53 @@ impl Pace {
     }
 }
 
+/// The time the calling thread has spent on a core or waiting for one, from the scheduler's
+/// account (`/proc/thread-self/schedstat`: time run, time runnable but waiting). A write's time
+/// less what this grew by is what the thread slept for the disk: on two cores, beside the
+/// reader, the driver and the validator, a write's thread also waits to run, and counted as
+/// the disk's, that time once sent the 64 MiB adjoint's output through the page cache from its
+/// twelfth chunk (2.35 s against 1.3 s).
+struct ThreadClock(Option<File>);
+
+impl ThreadClock {
+    /// The calling thread's clock; without the scheduler's account, a write's whole time is
+    /// taken for the disk's.
+    fn open() -> ThreadClock {
+        ThreadClock(File::open("/proc/thread-self/schedstat").ok())
+    }
+
+    /// Time run plus time waiting to run, so far.
+    fn scheduled(&self) -> Option<std::time::Duration> {
+        let mut text = [0u8; 96];
+        #[cfg(unix)]
+        let read = std::os::unix::fs::FileExt::read_at(self.0.as_ref()?, &mut text, 0).ok()?;
+        #[cfg(not(unix))]
+        let read = 0;
+        let mut fields = std::str::from_utf8(&text[..read]).ok()?.split_ascii_whitespace();
+        let (run, wait) = (fields.next()?.parse::<u64>().ok()?, fields.next()?.parse::<u64>().ok()?);
+        Some(std::time::Duration::from_nanos(run.saturating_add(wait)))
+    }
+
+    /// How long the thread slept for the disk since `started`, when it had been `scheduled`.
+    fn waited_for_the_disk(
+        &self,
+        started: std::time::Instant,
+        scheduled: Option<std::time::Duration>,
+    ) -> std::time::Duration {
+        let took = started.elapsed();
+        match (scheduled, self.scheduled()) {
+            (Some(before), Some(after)) => took.saturating_sub(after.saturating_sub(before)),
+            _ => took,
+        }
+    }
+}
+
 /// Chunks (of [`BODY_CHUNK`]) before the disk may be found slow ([`Pace`]): the first chunk
 /// alone keeps the thread busy all of its time, and the share is at 30–90% until the fourth.
 const PACE_FROM: usize = 8;
 
-/// The share of its time the thread may spend writing ([`Pace`]): a disk that keeps up leaves
-/// it waiting for chunks; one that does not keeps it busy all the time.
+/// The share of its time the thread may sleep for the disk ([`Pace`]): a disk that keeps up
+/// leaves it waiting for chunks; one that does not keeps it asleep in its writes.
 const PACE_BUSY: f64 = 0.75;
 
 /// What a [`BodyWriter`]'s thread leaves: its file, where its writes end, and whether they
@@ -346,15 +388,17 @@ impl BodyWriter {
     fn direct_at_pace(file: File, at: u64, mut pace: Pace) -> Option<BodyWriter> {
         Self::start(true, move |chunks, give_back| {
             let (mut end, mut direct, mut staging, mut first) = (at, true, None, None);
+            let clock = ThreadClock::open();
             while let Ok((chunk, skip)) = chunks.recv() {
                 let text = &chunk[skip..];
                 if direct {
                     let since = *first.get_or_insert_with(std::time::Instant::now);
-                    let writing = std::time::Instant::now();
+                    let (writing, scheduled) = (std::time::Instant::now(), clock.scheduled());
                     match direct::write(&file, text, end, &mut staging) {
                         Ok(()) => {
+                            let waited = clock.waited_for_the_disk(writing, scheduled);
                             // The disk does not keep up: the page cache from the next chunk on.
-                            if !pace.keeps_up(writing.elapsed(), since.elapsed()) {
+                            if !pace.keeps_up(waited, since.elapsed()) {
                                 direct = !direct::through_page_cache(&file);
                             }
                         }
@@ -1819,6 +1863,26 @@ mod tests {
         // slow, and not long after it began to hold them.
         let slow = found_slow(&|j| if j <= 30 { ms(1) } else { ms(10) }).unwrap();
         assert!((31..=50).contains(&slow), "found slow at chunk {slow}");
+    }
+
+    /// The scheduler's account tells sleeping (as for the disk) from running or waiting to
+    /// run: a sleep counts as waiting for the disk, a spin of the same length does not.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_clock_counts_sleep_as_waiting_for_the_disk() {
+        use std::time::{Duration, Instant};
+        let clock = ThreadClock::open();
+        assert!(clock.scheduled().is_some(), "Linux keeps /proc/thread-self/schedstat");
+        let (started, scheduled) = (Instant::now(), clock.scheduled());
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = clock.waited_for_the_disk(started, scheduled);
+        assert!(slept >= Duration::from_millis(25), "slept 30 ms, counted {slept:?}");
+        let (started, scheduled) = (Instant::now(), clock.scheduled());
+        while started.elapsed() < Duration::from_millis(30) {
+            std::hint::spin_loop();
+        }
+        let spun = clock.waited_for_the_disk(started, scheduled);
+        assert!(spun < Duration::from_millis(10), "spun 30 ms, counted {spun:?} as waiting");
     }
 
     /// A direct body on a disk found slow (here: any write is too slow) writes through the
