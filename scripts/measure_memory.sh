@@ -16,7 +16,13 @@
 # On this machine's file system, mounted with `discard` and without a journal, removing a file
 # whose blocks reached the disk waits for the disk to discard them: 62 ms for a 365 MB
 # tangent output at 64 MiB, written past the page cache, against 15 ms for one that had not
-# left it yet.)
+# left it yet.) QUIET (with REPLACE=0: 1, the default, also waits, untimed, for the disk to
+# take what earlier runs left in the page cache, `sync`, so that no run's write-back goes on
+# in the next; 0 does not wait. What a run finds in memory moves a run through the page cache
+# more: a 64 MiB adjoint through it took 0.97–1.05 s best of the rounds here, each after
+# `xmllint`, but 1.21–1.91 s, system time 0.7–1.5 s, right after another adjoint, whose freed
+# pages this virtual machine had given back to its host; one past the page cache 1.03–1.17 s
+# and 1.06–1.30 s.)
 # Needs /usr/bin/time (GNU time) and xmllint.
 set -euo pipefail
 
@@ -27,6 +33,7 @@ modes=${MODES:-identity tangent adjoint}
 runs=${RUNS:-5}
 output=${OUTPUT:-file}
 replace=${REPLACE:-0}
+quiet=${QUIET:-1}
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(16 64)
 work=$(mktemp -d)
@@ -63,7 +70,10 @@ for mb in "${sizes[@]}"; do
             if [ "$mode" = xmllint ]; then
                 seconds=$base rss=$base_rss
             else
-                [ "$replace" = 1 ] || rm -f "$work/out.xaif"
+                if [ "$replace" != 1 ]; then
+                    rm -f "$work/out.xaif"
+                    [ "$quiet" = 1 ] && sync
+                fi
                 read -r seconds rss < <(run_once "$binary" "$mode" "$input" "${to[@]}") || exit 1
             fi
             if [ -z "${best[$mode]:-}" ] || awk -v a="$seconds" -v b="${best[$mode]}" 'BEGIN{exit !(a<b)}'; then
