@@ -309,7 +309,8 @@ impl ThreadClock {
 }
 
 /// Chunks (of [`BODY_CHUNK`]) before the disk may be found slow ([`Pace`]): the first chunk
-/// alone keeps the thread busy all of its time, and the share is at 30–90% until the fourth.
+/// alone keeps the thread busy all of its time, and the share moved between 30% and 90% over
+/// the next three.
 const PACE_FROM: usize = 8;
 
 /// The share of its time the thread may sleep for the disk ([`Pace`]): a disk that keeps up
@@ -488,13 +489,9 @@ impl BodyWriter {
         let sent = self.to_thread.as_ref().map(|thread| thread.send((full, skip)));
         match sent {
             Some(Ok(())) => Ok(()),
-            _ => Err(self.stopped()),
+            // The thread stopped: its result says why.
+            _ => Err(self.stop().err().unwrap_or_else(|| io::Error::other("the body's writing thread stopped"))),
         }
-    }
-
-    /// The error of a thread that stopped: its result says why.
-    fn stopped(&mut self) -> io::Error {
-        self.stop().err().unwrap_or_else(|| io::Error::other("the body's writing thread stopped"))
     }
 
     /// Waits for the thread to write what it was given and returns what it left, or its
@@ -1885,8 +1882,8 @@ mod tests {
         assert!(spun < Duration::from_millis(10), "spun 30 ms, counted {spun:?} as waiting");
     }
 
-    /// A direct body on a disk found slow (here: any write is too slow) writes through the
-    /// page cache from there on, says so, and loses nothing.
+    /// A direct body on a disk found slow (here: any write is too slow, even one that did not
+    /// sleep) writes through the page cache from there on, says so, and loses nothing.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_body_on_a_slow_disk_goes_through_the_page_cache() {
@@ -1897,7 +1894,7 @@ mod tests {
         let path = dir.path().join("direct");
         let file = File::create(&path).unwrap();
         let at = 2 * direct::ALIGNMENT as u64;
-        let pace = Pace { busy: 0.0, ..Pace::default() };
+        let pace = Pace { busy: -1.0, ..Pace::default() };
         let mut writer = BodyWriter::direct_at_pace(direct::open(&path, &file).unwrap(), at, pace).unwrap();
         let text: Vec<u8> = (0..(PACE_FROM + 3) * BODY_CHUNK + 777).map(|j| (j % 251) as u8).collect();
         writer.write_all(&text).unwrap();
