@@ -1573,6 +1573,35 @@ mod tests {
         path
     }
 
+    /// Writes pieces of `sizes` into `body`, written and appended to the chunk it lends in
+    /// turn, then stages it behind a head of `head_text` (claimed to be `claimed` bytes long)
+    /// with the tail "tail" and commits; `expected` gains the routines and the tail.
+    fn stream_pieces(
+        mut pending: Pending,
+        mut body: Body,
+        sizes: &[usize],
+        head_text: &[u8],
+        claimed: Option<u64>,
+        expected: &mut Vec<u8>,
+    ) {
+        use crate::streaming::RoutineSink;
+        for (i, &size) in sizes.iter().enumerate() {
+            let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
+            if i % 2 == 0 {
+                body.write_all(&piece).unwrap();
+            } else {
+                body.lend().expect("a body in a file lends its chunk").extend_from_slice(&piece);
+                body.appended().unwrap();
+            }
+            expected.extend_from_slice(&piece);
+        }
+        expected.extend_from_slice(b"tail");
+        let write_head = |sink: &mut dyn Write| head_text.chunks(65_537).try_for_each(|part| sink.write_all(part));
+        let head = Head { write: &write_head, len: &|| claimed };
+        pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
+        pending.commit().unwrap();
+    }
+
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> =
             fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -1624,27 +1653,11 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, room, false);
+            let body = pending.body(BODY_FILE_FROM, room, false);
             assert!(matches!(body, Body::Behind { .. }), "the output's file and a thread should be available here");
             let mut expected = head_text.to_vec();
             let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, BODY_CHUNK - 5, 100_000];
-            for (i, size) in sizes.into_iter().enumerate() {
-                let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
-                // Written, and appended to the buffer the body lends, in turn.
-                if i % 2 == 0 {
-                    body.write_all(&piece).unwrap();
-                } else {
-                    use crate::streaming::RoutineSink;
-                    body.lend().expect("a body in a file lends its chunk").extend_from_slice(&piece);
-                    body.appended().unwrap();
-                }
-                expected.extend_from_slice(&piece);
-            }
-            expected.extend_from_slice(b"tail");
-            let write_head = |sink: &mut dyn Write| head_text.chunks(65_537).try_for_each(|part| sink.write_all(part));
-            let head = Head { write: &write_head, len: &|| claimed };
-            pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
-            pending.commit().unwrap();
+            stream_pieces(pending, body, &sizes, &head_text, claimed, &mut expected);
             assert!(
                 fs::read(&path).unwrap() == expected,
                 "the committed file differs from what was written ({claimed:?}, room {room})"
@@ -1759,27 +1772,12 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out.xaif");
             let mut pending = prepare(&Destination::Path(path.clone())).unwrap();
-            let mut body = pending.body(BODY_FILE_FROM, room, true);
+            let body = pending.body(BODY_FILE_FROM, room, true);
             let Body::Behind { writer, .. } = &body else { panic!("the output's file and a thread should be here") };
             assert_eq!(writer.direct, moves_blocks, "written past the page cache where blocks can be moved");
             let mut expected = head_text.clone();
             let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, 4_096, BODY_CHUNK - 5, 100_001];
-            for (i, size) in sizes.into_iter().enumerate() {
-                let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j % 251) as u8).collect();
-                if i % 2 == 0 {
-                    body.write_all(&piece).unwrap();
-                } else {
-                    use crate::streaming::RoutineSink;
-                    body.lend().expect("a body in a file lends its chunk").extend_from_slice(&piece);
-                    body.appended().unwrap();
-                }
-                expected.extend_from_slice(&piece);
-            }
-            expected.extend_from_slice(b"tail");
-            let write_head = |sink: &mut dyn Write| head_text.chunks(65_537).try_for_each(|part| sink.write_all(part));
-            let head = Head { write: &write_head, len: &|| claimed };
-            pending.stage_streamed(head, body, b"tail".to_vec()).unwrap();
-            pending.commit().unwrap();
+            stream_pieces(pending, body, &sizes, &head_text, claimed, &mut expected);
             assert!(
                 fs::read(&path).unwrap() == expected,
                 "the committed file differs from what was written (head {head_len}, {claimed:?}, room {room})"
