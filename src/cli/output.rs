@@ -1657,7 +1657,7 @@ mod tests {
             assert!(matches!(body, Body::Behind { .. }), "the output's file and a thread should be available here");
             let mut expected = head_text.to_vec();
             let sizes = [1, 7, BODY_CHUNK - 8, 3 * BODY_CHUNK + 5, BODY_CHUNK - 5, 100_000];
-            stream_pieces(pending, body, &sizes, &head_text, claimed, &mut expected);
+            stream_pieces(pending, body, &sizes, head_text, claimed, &mut expected);
             assert!(
                 fs::read(&path).unwrap() == expected,
                 "the committed file differs from what was written ({claimed:?}, room {room})"
@@ -1813,20 +1813,28 @@ mod tests {
         if !temporary_directory_moves_blocks() {
             return;
         }
+        let at = direct::ALIGNMENT as u64 + 1;
+        let finished = write_direct_body(at, Pace::default(), 3 * BODY_CHUNK + 12_345);
+        assert!(!finished.direct, "the refused write should have gone through the page cache");
+        assert!(finished.rest.len() < direct::ALIGNMENT, "only the last bytes short of a block are left");
+    }
+
+    /// Writes `len` bytes through a direct body from `at` on, judged by `pace`, and checks
+    /// that what reached the file and what was left to write make them up, in order.
+    #[cfg(target_os = "linux")]
+    fn write_direct_body(at: u64, pace: Pace, len: usize) -> Finished {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("direct");
         let file = File::create(&path).unwrap();
-        let at = direct::ALIGNMENT as u64 + 1;
-        let mut writer = BodyWriter::direct(direct::open(&path, &file).unwrap(), at).unwrap();
-        let text: Vec<u8> = (0..3 * BODY_CHUNK + 12_345).map(|j| (j % 247) as u8).collect();
+        let mut writer = BodyWriter::direct_at_pace(direct::open(&path, &file).unwrap(), at, pace).unwrap();
+        let text: Vec<u8> = (0..len).map(|j| (j % 247) as u8).collect();
         writer.write_all(&text).unwrap();
         let finished = writer.finish().unwrap();
-        assert!(!finished.direct, "the refused write should have gone through the page cache");
         let written = (finished.end - at) as usize;
         assert_eq!(written + finished.rest.len(), text.len());
-        assert!(finished.rest.len() < direct::ALIGNMENT, "only the last bytes short of a block are left");
         let on_disk = fs::read(&path).unwrap();
         assert!(on_disk[at as usize..] == text[..written] && finished.rest[..] == text[written..]);
+        finished
     }
 
     /// The disk is found slow when writes keep the thread busy, not before [`PACE_FROM`]
@@ -1888,20 +1896,9 @@ mod tests {
         if !temporary_directory_moves_blocks() {
             return;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("direct");
-        let file = File::create(&path).unwrap();
-        let at = 2 * direct::ALIGNMENT as u64;
         let pace = Pace { busy: -1.0, ..Pace::default() };
-        let mut writer = BodyWriter::direct_at_pace(direct::open(&path, &file).unwrap(), at, pace).unwrap();
-        let text: Vec<u8> = (0..(PACE_FROM + 3) * BODY_CHUNK + 777).map(|j| (j % 251) as u8).collect();
-        writer.write_all(&text).unwrap();
-        let finished = writer.finish().unwrap();
+        let finished = write_direct_body(2 * direct::ALIGNMENT as u64, pace, (PACE_FROM + 3) * BODY_CHUNK + 777);
         assert!(!finished.direct, "the disk should have been found slow");
-        let written = (finished.end - at) as usize;
-        assert_eq!(written + finished.rest.len(), text.len());
-        let on_disk = fs::read(&path).unwrap();
-        assert!(on_disk[at as usize..] == text[..written] && finished.rest[..] == text[written..]);
     }
 
     /// A head that fails while the routines are moved behind it fails the output: its error,
