@@ -9,7 +9,7 @@
 
 use crate::interp::verify::{Driver, DriverConfig, Sweep};
 use crate::pipeline::{self, Config, PipelineError};
-use crate::streaming::{self, Concurrency, StreamError};
+use crate::driver::stream::{self, Concurrency, StreamError};
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::{ValidateOptions, validate};
 use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
@@ -146,32 +146,32 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
 }
 
 /// The streaming driver must keep the contract on any input (it runs ahead of the checks,
-/// `streaming::Driver`): its output reads back, and where it stops, it stops with a located
+/// `driver::stream`): its output reads back, and where it stops, it stops with a located
 /// error or a reason to take the whole-document path. Where the checks accept the input and
 /// the whole-document path transforms it, the two outputs are the same. It reads on a second
-/// thread and plans on a third, as on two cores, or transforms on one or two workers, as on
-/// more (which, the input's length decides, so that a mutation test meets all three).
+/// thread; the adjoint transforms on no worker or on one or two (which, the input's length
+/// decides, so that a mutation test meets all three).
 fn streamed(input: &[u8]) -> Result<Outcome, String> {
     let catalogue = Catalogue::builtin();
     let config = Config::default();
     let (options, write) = (ReadOptions::default(), WriteOptions::default());
     let workers = input.len() % 3;
-    let concurrency = Concurrency { gate: None, pipelined: true, workers, writer: false, planner: workers == 0 };
+    let concurrency = Concurrency { gate: None, pipelined: true, workers };
     let mut outcome = Outcome::Accepted;
     let mut valid = None;
     for mode in [Mode::Tangent, Mode::Adjoint] {
         let mut body = Vec::new();
         let run = match mode {
             Mode::Tangent => {
-                streaming::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
+                stream::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
             }
             Mode::Adjoint => {
-                streaming::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
+                stream::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
             }
         };
         let streamed = match run {
             Ok(streamed) => streamed.bytes(&body),
-            Err(StreamError::WholeDocument(_)) => {
+            Err(StreamError::WholeTree(_)) => {
                 outcome = Outcome::Refused;
                 continue;
             }

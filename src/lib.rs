@@ -34,16 +34,17 @@
 pub mod analysis;
 mod bytes;
 pub mod cli;
+pub mod driver;
 pub mod fuzz;
 pub mod interp;
 pub mod ir;
+pub mod output;
 pub mod passes;
 pub mod pipeline;
-pub mod streaming;
 pub mod xaif;
 
-/// The cores this process may run on, asked once: each asking reads a dozen cgroup and proc
-/// files, and a large run asks where it reads, validates and decides its threads.
+/// The cores this process may run on, asked once (each asking reads several cgroup and proc
+/// files).
 pub fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))

@@ -1,50 +1,27 @@
 //! Command line of xaifbooster. Parses arguments, runs the library, prints; nothing else.
-// On Linux with glibc the binary has its own entry point: see `xaifbooster::cli::process`.
-#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use rayon::prelude::*;
 use xaifbooster::cli::log::{self, DebugLog, Group, summarise};
-use xaifbooster::cli::output::{self, Destination, OutputError, Pending};
-use xaifbooster::ir::{CallGraph, RoutineId};
+use xaifbooster::driver::{self, Failure, Mode};
+use xaifbooster::output::{self, Destination, Output, OutputError};
+use xaifbooster::pipeline::Config;
 use xaifbooster::passes::elimination::Method;
 use xaifbooster::passes::passivate::Passivation;
 use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
-use xaifbooster::streaming::{self, StreamError};
 use xaifbooster::xaif::intrinsics::Catalogue;
-use xaifbooster::xaif::read::{ReadError, ReadOutput};
-use xaifbooster::xaif::validate::{
-    Progress, ValidateOptions, validate, validate_without_reader, validate_without_reader_progressively,
-    with_reader_findings,
-};
-use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
+use xaifbooster::xaif::validate::{ValidateOptions, validate};
+use xaifbooster::xaif::{self, Diagnostic, ReadOptions, Severity};
 
 /// The object model is many small allocations (expression vertices, references, names);
-/// mimalloc serves them markedly faster than the system allocator.
+/// mimalloc serves them faster than the system allocator.
 #[global_allocator]
-static ALLOCATOR: xaifbooster::cli::memory::Allocator = xaifbooster::cli::memory::Allocator;
-
-/// Runs before mimalloc's own constructor maps its first arena and reads its options (a
-/// prioritized `.init_array` slot; mimalloc's has no priority, so it runs after): see
-/// [`xaifbooster::cli::memory::disable_transparent_huge_pages`] and
-/// [`xaifbooster::cli::memory::configure_allocator`].
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array.00101")]
-static BEFORE_ALLOCATOR: extern "C" fn() = {
-    extern "C" fn before_allocator() {
-        xaifbooster::cli::memory::disable_transparent_huge_pages();
-        xaifbooster::cli::memory::configure_allocator();
-    }
-    before_allocator
-};
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -576,14 +553,6 @@ struct ValidateArgs {
     quiet: bool,
 }
 
-/// The transforming commands, for what depends on which one runs.
-#[derive(Copy, Clone, PartialEq, Eq)]
-enum Mode {
-    Identity,
-    Tangent,
-    Adjoint,
-}
-
 /// A failure already reported to the user; carries the exit code.
 struct Reported(u8);
 
@@ -593,207 +562,13 @@ type Outcome = Result<Result<(), Reported>>;
 /// program ended by SIGPIPE, as the original engine or any C filter would be; no message.
 const BROKEN_PIPE: u8 = 128 + 13;
 
-/// The exit status of a panic, as the standard library's entry point gives it.
-#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-const PANICKED: u8 = 101;
-
-/// The entry point on Linux with glibc, in place of the standard library's, whose start-up
-/// costs a small file's run a tenth of its time: see `xaifbooster::cli::process`.
-#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
-    xaifbooster::cli::process::start();
-    // The panic hook has printed the message by the time the panic is caught.
-    let status = std::panic::catch_unwind(run).unwrap_or(PANICKED);
-    let _ = std::io::stdout().flush();
-    status.into()
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu", not(test))))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(run())
 }
 
-/// The command lines a build system or a script runs once per file — `tangent IN -o OUT` or
-/// `tangent -i IN -o OUT`, the same for `identity` and `adjoint`, and any of them with `-I`
-/// (the joint reversal's adjoint) — parsed without building clap's command. Building it (some
-/// fifty switches of the original's drivers) and matching against it took 0.29 M of the 1.1 M
-/// instructions of a small corpus file's whole run, and 75 KB of allocations whose first touch
-/// of each page is a page fault: without it, 32 fewer faults per process. Anything else,
-/// including other spellings of these (`--output`, `-oOUT`, `--`, a value that looks like a
-/// switch, a repeated switch), goes to clap, which stays the one definition of the interface:
-/// a test holds the two to the same result on every command line it tries.
-mod quick {
-    use super::*;
-    use std::ffi::OsString;
-
-    /// What a plain command line says; every other switch is at its default.
-    #[derive(Default)]
-    struct Plain {
-        /// The input, and whether it came as `-i FILE` (as OpenAD's scripts give it).
-        input: Option<(PathBuf, bool)>,
-        output: Option<Destination>,
-        /// `-I`, every formal inout: the joint reversal's adjoint (every mode accepts it).
-        all_intents_inout: bool,
-    }
-
-    /// The command of `args` (without the program's name) when it is one of the plain forms,
-    /// with every other switch at its default; `None` sends the command line to clap.
-    pub(super) fn parse(mut args: impl Iterator<Item = OsString>) -> Option<Cli> {
-        let mode = match args.next()?.to_str()? {
-            "identity" => Mode::Identity,
-            "tangent" => Mode::Tangent,
-            "adjoint" => Mode::Adjoint,
-            _ => return None,
-        };
-        let mut plain = Plain::default();
-        while let Some(arg) = args.next() {
-            let repeated = match arg.to_str()? {
-                "-I" => std::mem::replace(&mut plain.all_intents_inout, true),
-                "-o" => plain.output.replace(Destination::from(value(args.next())?)).is_some(),
-                "-i" => plain.input.replace((PathBuf::from(value(args.next())?), true)).is_some(),
-                _ => plain.input.replace((PathBuf::from(value(Some(arg))?), false)).is_some(),
-            };
-            if repeated {
-                return None;
-            }
-        }
-        let common = transform_args(plain)?;
-        let command = match mode {
-            Mode::Identity => Command::Identity(common),
-            Mode::Tangent => Command::Tangent(TangentArgs {
-                common,
-                preaccumulation: PreaccumulationArg::BasicBlock,
-                statement_level: false,
-                stats: None,
-                elimination: EliminationArg::Best,
-                original: preaccumulation_switches(),
-            }),
-            Mode::Adjoint => Command::Adjoint(AdjointArgs {
-                common,
-                statement_level: false,
-                stats: None,
-                tape: xaifbooster::passes::adjoint::TapeStrategy::Balanced,
-                no_tbr: false,
-                loop_reversal: xaifbooster::passes::adjoint::address::LoopPolicy::Structural,
-                original: preaccumulation_switches(),
-            }),
-        };
-        Some(Cli { command })
-    }
-
-    /// `arg` when clap would take it as a value as it is: not empty (clap refuses an empty
-    /// path), valid UTF-8, and not a switch (`-` alone is standard input or output).
-    fn value(arg: Option<OsString>) -> Option<OsString> {
-        arg.filter(|arg| arg.to_str().is_some_and(|arg| arg == "-" || !(arg.is_empty() || arg.starts_with('-'))))
-    }
-
-    fn transform_args(plain: Plain) -> Option<TransformArgs> {
-        let (input, input_file) = match plain.input? {
-            (input, true) => (Some(input), None),
-            (input, false) => (None, Some(input)),
-        };
-        Some(TransformArgs {
-            input,
-            input_file,
-            output: plain.output,
-            catalogue: None,
-            noninlinable_catalogue: None,
-            schema_dir: None,
-            validate: false,
-            strict: false,
-            verbose: false,
-            passive: None,
-            pessimistic_black_boxes: false,
-            init_derivatives: false,
-            activity_analysis: false,
-            wrappers: None,
-            rename_all: false,
-            decoration_style: None,
-            quiet: false,
-            debug: DebugArgs { debug_file: None, debug_mask: None, tags: None, graphics_format: None, viewer: None },
-            reverse: ReverseSwitches {
-                all_intents_inout: plain.all_intents_inout,
-                checkpoint_constant_formals: false,
-                file_order: false,
-                ask: false,
-                ignore_violations: false,
-                top_routine: None,
-            },
-        })
-    }
-
-    fn preaccumulation_switches() -> PreaccumulationSwitches {
-        PreaccumulationSwitches {
-            nary_sax: false,
-            inline_propagators: false,
-            counters: false,
-            awareness: None,
-            maintaining: false,
-            no_alias_check: false,
-            randomized: false,
-            metric: None,
-            reroutings: false,
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-        use clap::Parser;
-
-        /// What clap makes of `words`, as text, or `None` where it refuses them.
-        fn by_clap(words: &[&str]) -> Option<String> {
-            let argv = std::iter::once("xaifbooster").chain(words.iter().copied());
-            Cli::try_parse_from(argv).ok().map(|cli| format!("{cli:?}"))
-        }
-
-        fn by_quick(words: &[&str]) -> Option<String> {
-            parse(words.iter().map(OsString::from)).map(|cli| format!("{cli:?}"))
-        }
-
-        /// Every command line of up to five words over a vocabulary of modes, files, switches
-        /// and traps: where the quick parse takes one, clap takes it and makes the same command
-        /// of it (defaults included); and it does take the plain forms.
-        #[test]
-        fn the_quick_parse_agrees_with_clap() {
-            let vocabulary = [
-                "tangent", "adjoint", "identity", "validate", "in.xaif", "-", "-o", "out.xaif", "-I", "--", "", "-oout",
-            ];
-            let mut taken = 0;
-            for length in 1..=5u32 {
-                for mut index in 0..vocabulary.len().pow(length) {
-                    let mut words = Vec::new();
-                    for _ in 0..length {
-                        words.push(vocabulary[index % vocabulary.len()]);
-                        index /= vocabulary.len();
-                    }
-                    if let Some(quick) = by_quick(&words) {
-                        assert_eq!(Some(&quick), by_clap(&words).as_ref(), "command line {words:?}");
-                        taken += 1;
-                    }
-                }
-            }
-            for plain in [
-                &["tangent", "in.xaif", "-o", "out.xaif"][..],
-                &["adjoint", "-o", "-", "in.xaif"],
-                &["identity", "-"],
-                &["tangent", "-i", "in.xaif", "-o", "out.xaif"],
-                &["adjoint", "-I", "in.xaif", "-o", "out.xaif"],
-            ] {
-                assert!(by_quick(plain).is_some(), "{plain:?} not taken");
-            }
-            assert!(taken > 100, "only {taken} command lines taken");
-        }
-    }
-}
-
 /// Runs the command line's command; its exit status.
 fn run() -> u8 {
-    // mimalloc's constructor, which comes after every prioritized one, has run by now.
-    xaifbooster::cli::memory::restore_environment();
-    let _ = xaifbooster::cli::memory::own_start_region();
-    let cli = quick::parse(std::env::args_os().skip(1)).unwrap_or_else(Cli::parse);
+    let cli = Cli::parse();
     let result = match cli.command {
         Command::Identity(args) => run_identity(&args),
         Command::Validate(args) => run_validate(&args),
@@ -845,15 +620,21 @@ fn read_input(path: &Path) -> Result<(Vec<u8>, String)> {
         std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
         return Ok((bytes, "<stdin>".to_owned()));
     }
-    let bytes = xaifbooster::cli::input::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok((bytes, path.display().to_string()))
 }
 
 /// Writes text to standard output, as the commands without `-o` do.
 fn print_stdout(text: String) -> Result<()> {
-    let mut out = output::prepare(&Destination::Stdout)?;
-    out.stage(text.into_bytes())?;
-    Ok(out.commit()?)
+    Ok(commit_bytes(Output::create(&Destination::Stdout)?, text.as_bytes())?)
+}
+
+/// Writes `bytes` to a prepared output and commits it.
+fn commit_bytes(mut output: Output, bytes: &[u8]) -> Result<(), OutputError> {
+    if let Err(error) = output.write_all(bytes) {
+        return Err(output.error(error));
+    }
+    output.commit()
 }
 
 fn run_validate(args: &ValidateArgs) -> Outcome {
@@ -882,7 +663,7 @@ fn run_validate(args: &ValidateArgs) -> Outcome {
 /// and to the debug log, which is written at the end whether the run succeeds or not.
 struct Session {
     quiet: bool,
-    log: Option<(DebugLog, Pending)>,
+    log: Option<(DebugLog, Output)>,
 }
 
 impl Session {
@@ -896,7 +677,7 @@ impl Session {
         };
         let log = match destination {
             Some(destination) => {
-                let pending = output::prepare(&destination)?;
+                let pending = Output::create(&destination)?;
                 let command: Vec<String> =
                     std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
                 let header = format!("xaifbooster {}: {}", env!("CARGO_PKG_VERSION"), command.join(" "));
@@ -943,8 +724,8 @@ impl Session {
         }
     }
 
-    fn timing(&mut self, stage: &str, since: Instant) {
-        self.log(Group::Timing, stage, format_args!("{:.3} ms", since.elapsed().as_secs_f64() * 1e3));
+    fn timing(&mut self, stage: &str, took: std::time::Duration) {
+        self.log(Group::Timing, stage, format_args!("{:.3} ms", took.as_secs_f64() * 1e3));
     }
 
     /// Writes the debug log (with the run's error, if it failed) and passes the outcome on.
@@ -952,8 +733,8 @@ impl Session {
         if let Err(error) = &outcome {
             self.log(Group::Error, "cli", format_args!("{error:#}"));
         }
-        if let Some((log, mut pending)) = self.log {
-            let written = pending.stage(log.into_bytes()).and_then(|()| pending.commit());
+        if let Some((log, pending)) = self.log {
+            let written = commit_bytes(pending, &log.into_bytes());
             if let (Err(error), Ok(_)) = (written, &outcome) {
                 return Err(error.into());
             }
@@ -1058,270 +839,6 @@ impl PreaccumulationSwitches {
     }
 }
 
-/// From this input size on, validation runs on a second thread while the command reads and
-/// transforms (below it, a thread costs more than it saves). The environment variable
-/// `XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM` (bytes) moves the threshold, so tests can take the
-/// concurrent path on small inputs and hold it to the sequential one's results.
-fn validate_alongside_from() -> usize {
-    std::env::var("XAIFBOOSTER_VALIDATE_ALONGSIDE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
-}
-
-/// From this input size on, the streaming modes read on a second thread while the first
-/// transforms and writes (`streaming::Concurrency::pipelined`), where the machine has the cores
-/// for it ([`concurrency`]). `XAIFBOOSTER_PIPELINE_FROM` (bytes) moves the threshold and, when
-/// set, takes the pipeline whatever the cores, so tests can hold it to the one-thread results
-/// (on documents that stream: [`streams_from`]).
-fn pipeline_from() -> Option<usize> {
-    std::env::var("XAIFBOOSTER_PIPELINE_FROM").ok().and_then(|v| v.parse().ok())
-}
-
-/// From this input size on, the commands stream routine by routine (`streaming::{identity,
-/// tangent, adjoint}`); below it they read the whole document, transform it and write it. Both
-/// paths give the same bytes (`tests/streaming.rs`). Streaming pays in memory on large inputs
-/// and costs a first pass over the document: the tokenizing survey (tangent; 5% of
-/// a tangent run on a median corpus file, SeqOfLoops: 2.35 M instructions streamed, 2.23 M
-/// whole) or a second reading (the adjoint; graphEx2: 85.7 M instructions whole, 100.8 M
-/// streamed). `XAIFBOOSTER_STREAM_FROM` (bytes) moves the threshold, so tests can take the
-/// streamed path on small inputs.
-fn streams_from() -> usize {
-    std::env::var("XAIFBOOSTER_STREAM_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
-}
-
-/// `Err` for a document below [`streams_from`], which then takes the whole-document path (the
-/// debug log gives the reason).
-fn worth_streaming(bytes: usize) -> Result<(), StreamError> {
-    if bytes < streams_from() {
-        return Err(StreamError::WholeDocument("a small document: its first pass costs more than streaming saves"));
-    }
-    Ok(())
-}
-
-/// The body a document's routines stream to, sized for `ratio` times its `bytes`. The head
-/// they go behind is given room for `bytes`: the transformed head declares every temporary,
-/// and on 16 MiB synthetic inputs takes 0.61 (tangent) and 0.67 (adjoint) times the input;
-/// room it does not fill costs the output a fresh page per 4 KiB, a head longer than its room
-/// a move of the routines before it is written (`output::Pending::body`). A document that
-/// takes the whole-document path ([`worth_streaming`]) writes none: it gets an empty one,
-/// which costs no buffer and no thread. `options` say whether the head will end on a block
-/// boundary, which lets the file system put the routines behind it.
-fn streamed_body(output: &mut Pending, bytes: usize, ratio: usize, options: &WriteOptions) -> output::Body {
-    output.body(if worth_streaming(bytes).is_ok() { bytes * ratio } else { 0 }, bytes as u64, options.align_head)
-}
-
-/// How the streaming modes use threads on an input of `bytes` bytes. `cores_needed`: from how
-/// many cores reading apart pays. The tangent's transformation is the larger part of its work,
-/// so reading beside it pays from two cores (16 MiB: 0.53 instead of 0.60 s); identity only
-/// writes, and validation already takes the second core (16 MiB on two cores: no faster).
-/// `workers`: how many workers transform routines on how many cores ([`Workers`]).
-fn concurrency(
-    gate: Option<&xaifbooster::xaif::validate::Progress>,
-    bytes: usize,
-    cores_needed: usize,
-    workers: Workers,
-) -> streaming::Concurrency<'_> {
-    let pipelined = match pipeline_from() {
-        Some(from) => bytes >= from,
-        None => bytes >= 1 << 20 && xaifbooster::cores() >= cores_needed,
-    };
-    // Only a pipelined run has workers: asking for the cores reads a dozen cgroup and proc
-    // files, which a small input need not pay for.
-    let workers = match (pipelined, workers_set()) {
-        (false, _) => 0,
-        (true, Some(workers)) => workers,
-        (true, None) => workers.on(xaifbooster::cores(), bytes),
-    };
-    // `XAIFBOOSTER_WRITER` writes on a thread of its own whatever the cores;
-    // `XAIFBOOSTER_PLANNER` plans on one (by default a pipelined run without workers does: it
-    // has two cores).
-    let writer = pipelined
-        && switch_set("XAIFBOOSTER_WRITER")
-            .unwrap_or_else(|| bytes >= WRITER_FROM && xaifbooster::cores() >= WRITER_CORES);
-    let planner = pipelined && workers == 0 && switch_set("XAIFBOOSTER_PLANNER").unwrap_or(true);
-    streaming::Concurrency { gate, pipelined, workers, writer, planner }
-}
-
-/// An environment switch (0 or 1), when set.
-fn switch_set(name: &str) -> Option<bool> {
-    std::env::var(name).ok().and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0)
-}
-
-/// From how many cores a pipelined run writes its routines on a thread of their own
-/// (`streaming::writer`), which takes writing and freeing the routines off the driving
-/// thread, the critical path: on the 2 MiB synthetic input the driver's instructions fell
-/// from 127 to 102 M. On two cores there is no core for it: the reader and the checks already
-/// share the second, and on a shared machine other processes too. The 16 MiB tangent took
-/// 0.40 s with it against 0.39 without (median of 7 alternating runs), and 10% more CPU time
-/// (the writer's copy of the names and symbols, frees on a thread other than the allocating one).
-const WRITER_CORES: usize = 3;
-
-/// From how many bytes of input a run writes on a thread of its own: its copy of the head and
-/// the routines waiting for it cost memory the input's size does not pay for below that. The
-/// tangent's peak (`/usr/bin/time`): 16 MiB 41.9 → 49.2 MB with it (2.5 → 3.0 times the input,
-/// at the bound of three), 64 MiB 132 → 156 MB (2.0 → 2.4 times).
-const WRITER_FROM: usize = 32 << 20;
-
-/// How many workers a pipelined mode transforms routines on by default; `XAIFBOOSTER_WORKERS`
-/// (0: the driver's thread) overrides it.
-#[derive(Clone, Copy)]
-enum Workers {
-    /// None: identity transforms nothing.
-    None,
-    /// The tangent: from four cores and 64 MiB of input, the cores but two (the reader's and
-    /// validation's), at most four. Each worker (and the driver's copy beside them) costs
-    /// memory the input's size does not pay for below that: at 16 MiB two workers took the
-    /// peak from 2.6 to 3.9 times the input and six to 5.0, past the bound of three; at 64 MiB
-    /// (2.1 without workers) two took 2.6 and six 3.0 (`/usr/bin/time`, measured on two cores:
-    /// memory does not depend on them). On two cores the reader and validation already keep
-    /// both busy beside the driver: two workers were no faster (16 MiB: median 0.54 s against
-    /// 0.52 s on the driver's thread, +5% instructions for putting routines back), nor was one
-    /// beside the driver transforming too (min 558–595 ms against 558 ms).
-    Tangent,
-    /// The adjoint's passes after the first: from two cores one worker, and from 8 MiB of
-    /// input one per core but the driver's, at most three, beside the driver's thread, which
-    /// transforms too once it has put back and written the routines before. Validation is
-    /// over by then (it runs beside the first pass). 16 MiB on two cores: 1.31 s on the
-    /// driver's thread alone, 1.09 s with two workers that left the driver waiting on the
-    /// slower one, 1.03 s with one worker and the driver sharing out the routines (min of 5
-    /// alternating runs). Each worker (the driver's too) adds its thread's allocator pages and
-    /// copies of the head and the facts; the routines in flight stay about the same whatever
-    /// their number (`adjoint_routines_per_worker`) but on small documents, where each worker
-    /// takes at least one. Peak at 16 MiB, against the bound of five times the input: 3.0 on
-    /// the driver's thread, 4.4 with one worker, 4.6 with three, 4.7 with six, 4.9 with
-    /// fourteen (`/usr/bin/time`, two cores); at 2 MiB three took the heap to 4.5–5.0 times
-    /// the input (one: 3.9), so small documents keep one.
-    Adjoint,
-}
-
-impl Workers {
-    /// On `cores` cores, for an input of `bytes` bytes.
-    fn on(self, cores: usize, bytes: usize) -> usize {
-        match self {
-            Workers::None => 0,
-            Workers::Tangent if cores >= 4 && bytes >= 64 << 20 => (cores - 2).min(4),
-            Workers::Tangent => 0,
-            Workers::Adjoint if cores >= 2 && bytes >= 8 << 20 => (cores - 1).min(3),
-            Workers::Adjoint if cores >= 2 => 1,
-            Workers::Adjoint => 0,
-        }
-    }
-}
-
-/// `XAIFBOOSTER_WORKERS`, when set.
-fn workers_set() -> Option<usize> {
-    std::env::var("XAIFBOOSTER_WORKERS").ok().and_then(|v| v.parse().ok())
-}
-
-/// A transforming command's input and its validation. The validator's checks that need no
-/// reader run first, or alongside the command's own read ([`Checked::validating`]); their
-/// errors end the run; their warnings wait in `findings` for the reader's, which complete the
-/// validation ([`Checked::report`]). The document is read once, not once to validate and once
-/// to transform.
-struct Checked {
-    input: Vec<u8>,
-    file: String,
-    options: ValidateOptions,
-    findings: Vec<Diagnostic>,
-}
-
-impl Checked {
-    fn read(args: &TransformArgs) -> Result<Checked> {
-        let (input, file) = read_input(args.input())?;
-        // Inputs come from the front end: their call-site activity mismatches are for the
-        // TypeChange pass to convert, so the activity check is for outputs only.
-        let options = ValidateOptions { strict: args.strict, activity: false };
-        Ok(Checked { input, file, options, findings: Vec::new() })
-    }
-
-    /// Runs `work` (the command's read, or its streamed run) with the checks that need no
-    /// reader: before it on small inputs, alongside it on large ones, where `work` gets the
-    /// checks' [`Progress`] and must stop once they have found an error; it may transform
-    /// routines they have not passed yet (the reader and the passes keep the robustness
-    /// contract on any input, `fuzz`), as its result is kept only when they found none.
-    /// `None` when the checks found an error; their findings are then reported, whatever
-    /// `work` gave.
-    fn validating<T>(
-        &mut self,
-        session: &mut Session,
-        work: impl FnOnce(&[u8], &str, Option<&Progress>) -> T,
-    ) -> Option<T> {
-        let (input, file, options) = (&self.input[..], &self.file[..], &self.options);
-        let (findings, result) = if input.len() < validate_alongside_from() {
-            let findings = validate_without_reader(input, file, options);
-            report_validation_errors(session, &findings)?;
-            let result = work(input, file, None);
-            (findings, result)
-        } else {
-            let progress = Progress::default();
-            std::thread::scope(|scope| {
-                let checks = scope.spawn(|| validate_without_reader_progressively(input, file, options, &progress));
-                let result = work(input, file, Some(&progress));
-                let findings = checks.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (findings, result)
-            })
-        };
-        report_validation_errors(session, &findings)?;
-        self.findings = findings;
-        Some(result)
-    }
-
-    /// Reports the findings of a whole read with the checks' and passes its call graph on.
-    fn report_read(
-        &mut self,
-        session: &mut Session,
-        read: Result<ReadOutput, ReadError>,
-    ) -> Result<CallGraph, Reported> {
-        match read {
-            Ok(read) => self.report(session, read.warnings).map(|()| read.call_graph),
-            Err(error) => self.report(session, error.findings().to_vec()).and(Err(Reported(1))),
-        }
-    }
-
-    /// Reports the validation's findings once the command's reader has run: `from_reader` is
-    /// its warnings, or the findings of its failed read. `Err` when there is an error among them.
-    fn report(&mut self, session: &mut Session, from_reader: Vec<Diagnostic>) -> Result<(), Reported> {
-        report_validation(session, &with_reader_findings(std::mem::take(&mut self.findings), from_reader))
-    }
-
-    /// Reports the validation's findings when the command failed before its reader finished (a
-    /// transformation error while streaming): the document is read again for them, as
-    /// `validate` reads it. `Err` when there is an error among them, which then stands for the
-    /// run's failure.
-    fn report_after_failure(&mut self, session: &mut Session) -> Result<(), Reported> {
-        self.findings.clear();
-        report_validation(session, &validate(&self.input, &self.file, &self.options))
-    }
-}
-
-/// Prints the findings of checks that found an error (`None`); without one, they wait to be
-/// printed with the reader's.
-fn report_validation_errors(session: &mut Session, findings: &[Diagnostic]) -> Option<()> {
-    if findings.iter().any(|f| f.severity == Severity::Error) {
-        session.findings("validate", findings);
-        return None;
-    }
-    Some(())
-}
-
-/// Prints validation findings; `Err` when there is an error among them.
-fn report_validation(session: &mut Session, findings: &[Diagnostic]) -> Result<(), Reported> {
-    session.findings("validate", findings);
-    if findings.iter().any(|f| f.severity == Severity::Error) { Err(Reported(1)) } else { Ok(()) }
-}
-
-/// Reads a validated input whole (after a streamed run declined it); the validation's
-/// findings are reported with the reader's.
-fn read_whole(
-    args: &TransformArgs,
-    catalogue: &Catalogue,
-    session: &mut Session,
-    mut checked: Checked,
-) -> Result<Result<CallGraph, Reported>> {
-    let started = Instant::now();
-    let read = xaif::read(&checked.input, &checked.file, &ReadOptions { strict: args.strict, catalogue });
-    session.timing("read", started);
-    Ok(checked.report_read(session, read))
-}
-
 /// The intrinsics catalogue of a run: `-c` (and `-N`) or the embedded one, borrowed (a copy of
 /// it was 2% of a small corpus file's tangent).
 fn catalogue(args: &TransformArgs, session: &mut Session) -> Result<Result<Cow<'static, Catalogue>, Reported>> {
@@ -1353,82 +870,8 @@ fn run_identity(args: &TransformArgs) -> Outcome {
         "identity",
         &[("-o", args.output() == Destination::Stdout), ("-d", args.debug.debug_file == Some(Destination::Stdout))],
     );
-    let mut session = Session::start(args)?;
-    let outcome = identity(args, &mut session);
-    session.finish(outcome)
-}
-
-fn identity(args: &TransformArgs, session: &mut Session) -> Outcome {
-    for note in args.no_effect_notes(Mode::Identity) {
-        session.note(&note);
-    }
-    let mut output = output::prepare(&args.output())?;
-    let catalogue = match catalogue(args, session)? {
-        Ok(catalogue) => catalogue,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    let mut checked = Checked::read(args)?;
     let config = args.pipeline_config(TangentConfig::default());
-    let options = WriteOptions { schema_location: schema_location(args, "xaif.xsd"), align_head: false };
-    let started = Instant::now();
-    let read_options = ReadOptions { strict: args.strict, catalogue: &catalogue };
-    // Identity writes the head first: the routines go straight to the output.
-    let mut body = match worth_streaming(checked.input.len()) {
-        Ok(()) => output.direct_body(),
-        Err(_) => output::Body::Memory(Vec::new()),
-    };
-    let streamed = checked.validating(session, |input, file, gate| {
-        worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 3, Workers::None);
-        streaming::identity(input, file, &read_options, &config, &options, &mut body, concurrency)
-    });
-    let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
-    match streamed {
-        Ok(mut streamed) => {
-            // Every routine is written: what is freed from here on stays the process's
-            // ([`xaifbooster::cli::memory::keep_freed_memory`]).
-            xaifbooster::cli::memory::keep_freed_memory();
-            session.timing("read, transform and write, routine by routine", started);
-            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
-                return Ok(Err(reported));
-            }
-            let tail = std::mem::take(&mut streamed.tail);
-            let head = output::Head { write: &|sink| streamed.write_head(sink), len: &|| Some(streamed.head_len()) };
-            output.stage_streamed(head, body, tail)?;
-            output.commit()?;
-            return Ok(Ok(()));
-        }
-        Err(StreamError::WholeDocument(why)) => {
-            // What the body has is discarded when the whole document is staged.
-            drop(body);
-            session.log(Group::Timing, "stream", format!("whole document: {why}"))
-        }
-        Err(StreamError::Read(error)) => {
-            return Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1))));
-        }
-        Err(StreamError::Pipeline(error)) => {
-            if let Err(reported) = checked.report_after_failure(session) {
-                return Ok(Err(reported));
-            }
-            session.error("identity", &error.to_string());
-            return Ok(Err(Reported(1)));
-        }
-        Err(StreamError::Io(error)) => return Err(output.failed(error).into()),
-        // The checks stop the run only with an error among their findings, which
-        // `validating` reports instead.
-        Err(StreamError::Invalid) => anyhow::bail!("internal error: validation stopped the run without a finding"),
-    }
-    let mut call_graph = match read_whole(args, &catalogue, session, checked)? {
-        Ok(call_graph) => call_graph,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    let passivation = xaifbooster::pipeline::identity(&mut call_graph, &config);
-    report_passivation(args, session, &passivation);
-    let started = Instant::now();
-    output.stage(xaif::write(&call_graph, &options))?;
-    session.timing("write", started);
-    output.commit()?;
-    Ok(Ok(()))
+    transform(Mode::Identity, args, config, Vec::new(), None)
 }
 
 fn run_tangent(args: &TangentArgs) -> Outcome {
@@ -1441,35 +884,15 @@ fn run_tangent(args: &TangentArgs) -> Outcome {
             ("-d", common.debug.debug_file == Some(Destination::Stdout)),
         ],
     );
-    let mut session = Session::start(common)?;
-    let outcome = tangent(args, &mut session);
-    session.finish(outcome)
-}
-
-fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
-    let common = &args.common;
-    for note in common.no_effect_notes(Mode::Tangent).into_iter().chain(args.original.no_effect_notes(Mode::Tangent)) {
-        session.note(&note);
-    }
-    // Every destination is ready before any work, and nothing is written before all of it
-    // succeeded.
-    let mut output = output::prepare(&common.output())?;
-    let stats = args.stats.as_ref().map(output::prepare).transpose()?;
-    let catalogue = match catalogue(common, session)? {
-        Ok(catalogue) => catalogue,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    let mut checked = Checked::read(common)?;
     let preaccumulation = match (args.statement_level, args.preaccumulation) {
         (true, _) | (false, PreaccumulationArg::Statement) => Preaccumulation::Statement,
         (false, PreaccumulationArg::BasicBlock) => Preaccumulation::BasicBlock,
     };
-    let elimination = args.elimination.method();
     // Comparing every method costs planning time; it is only worth it when statistics are
     // written.
     let config = common.pipeline_config(TangentConfig {
         preaccumulation,
-        elimination,
+        elimination: args.elimination.method(),
         compare_methods: args.stats.is_some(),
         nary_sax: args.original.nary_sax,
         inline_propagators: args.original.inline_propagators,
@@ -1477,259 +900,20 @@ fn tangent(args: &TangentArgs, session: &mut Session) -> Outcome {
         permit_aliased_lhs: args.original.no_alias_check,
         ..TangentConfig::default()
     });
-    let started = Instant::now();
-    let options = WriteOptions::transformed(schema_location(common, "xaif_output.xsd"), checked.input.len());
-    let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
-    // The tangent code is about three times the input.
-    let mut body = streamed_body(&mut output, checked.input.len(), 3, &options);
-    let streamed = checked.validating(session, |input, file, gate| {
-        worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 2, Workers::Tangent);
-        streaming::tangent(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
-    });
-    let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
-    let label = "read, tangent and write, routine by routine";
-    let (output, stats) = match finish_streamed(
-        Mode::Tangent,
-        common,
-        session,
-        &mut checked,
-        streamed,
-        started,
-        label,
-        body,
-        output,
-        stats,
-    ) {
-        Streaming::Done(outcome) => {
-            left_to_exit(checked);
-            return outcome;
-        }
-        Streaming::WholeDocument(output, stats) => (output, stats),
-    };
-    let input_len = checked.input.len();
-    let mut call_graph = match read_whole(common, &catalogue, session, checked)? {
-        Ok(call_graph) => call_graph,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    let started = Instant::now();
-    let report = match xaifbooster::pipeline::tangent(&mut call_graph, &catalogue, &config) {
-        Ok(report) => report,
-        Err(error) => {
-            session.error("tangent", &located_failure(common, &error));
-            return Ok(Err(Reported(1)));
-        }
-    };
-    session.timing("tangent", started);
-    report_passivation(common, session, &report.passivation);
-    if let Some((log, _)) = &mut session.log {
-        log.report(&report);
-    }
-    let stats = stats.map(|pending| (pending, report.tangent.to_json()));
-    write_transformed(common, session, call_graph, input_len, output, stats)
-}
-
-/// How a streamed tangent or adjoint run ended: done (written, or its failure reported), or
-/// declined, its destinations handed back for the whole-document path.
-enum Streaming {
-    Done(Outcome),
-    WholeDocument(Pending, Option<Pending>),
-}
-
-/// Reports a streamed transformation's run and, if it succeeded, commits its output and
-/// statistics; a document it declined goes back to the caller with its destinations.
-#[allow(clippy::too_many_arguments)]
-fn finish_streamed(
-    mode: Mode,
-    common: &TransformArgs,
-    session: &mut Session,
-    checked: &mut Checked,
-    streamed: Result<streaming::Streamed, StreamError>,
-    started: Instant,
-    label: &str,
-    body: output::Body,
-    output: Pending,
-    stats: Option<Pending>,
-) -> Streaming {
-    let name = if mode == Mode::Adjoint { "adjoint" } else { "tangent" };
-    let outcome = match streamed {
-        Ok(mut streamed) => {
-            // Every routine is transformed and written: what is freed from here on stays the
-            // process's ([`xaifbooster::cli::memory::keep_freed_memory`]).
-            xaifbooster::cli::memory::keep_freed_memory();
-            session.timing(label, started);
-            if let Err(reported) = checked.report(session, std::mem::take(&mut streamed.warnings)) {
-                return Streaming::Done(Ok(Err(reported)));
-            }
-            report_passivation(common, session, &streamed.report.passivation);
-            if let Some((log, _)) = &mut session.log {
-                log.report(&streamed.report);
-                if mode == Mode::Adjoint {
-                    log.adjoint_report(&streamed.report);
-                }
-            }
-            let json = |report: &xaifbooster::pipeline::Report| {
-                if mode == Mode::Adjoint { report.adjoint_json() } else { report.tangent.to_json() }
-            };
-            let stats = stats.map(|pending| (pending, json(&streamed.report)));
-            let tail = std::mem::take(&mut streamed.tail);
-            let head = output::Head { write: &|sink| streamed.write_head(sink), len: &|| Some(streamed.head_len()) };
-            let committed = commit_outputs(head, body, tail, output, stats);
-            left_to_exit(streamed);
-            committed
-        }
-        Err(StreamError::WholeDocument(why)) => {
-            session.log(Group::Timing, "stream", format!("whole document: {why}"));
-            return Streaming::WholeDocument(output, stats);
-        }
-        Err(StreamError::Read(error)) => Ok(checked.report(session, error.findings().to_vec()).and(Err(Reported(1)))),
-        Err(StreamError::Pipeline(error)) => match checked.report_after_failure(session) {
-            Err(reported) => Ok(Err(reported)),
-            Ok(()) => {
-                session.error(name, &located_failure(common, &error));
-                Ok(Err(Reported(1)))
-            }
-        },
-        Err(StreamError::Io(error)) => Err(output.failed(error).into()),
-        // The checks stop the run only with an error among their findings, which
-        // `validating` reports instead.
-        Err(StreamError::Invalid) => {
-            Err(anyhow::anyhow!("internal error: validation stopped the run without a finding"))
-        }
-    };
-    Streaming::Done(outcome)
-}
-
-/// Leaves what a streamed run held to the process's exit instead of freeing it now: the
-/// streamed run is the command's last work, and its input and head (16 MiB tangent: the
-/// 16 MiB input, the symbols of every temporary and their names) took 2.8–3.9 ms to free piece
-/// by piece at the end, where no other thread works (`strace -tt`: from the output's commit to
-/// `exit_group`; 0.1–0.2 ms now), while the kernel takes the whole address space back at exit
-/// anyway. Only for values whose drop does nothing but free memory.
-fn left_to_exit<T>(value: T) {
-    std::mem::forget(value);
-}
-
-/// Writes a transformed call graph and its statistics: both staged, then both committed, so a
-/// failure leaves neither half-written. A large output's head (scopes, symbol tables, maps) is
-/// final once the whole document is transformed, so it goes first and the routines follow it
-/// straight into the output's temporary file, each freed once written: the output text (the adjoint's
-/// is about 18 times the input on large inputs) is never whole in memory, and the graphs
-/// shrink as it grows. (Streamed outputs write their routines first, behind room for the head,
-/// which is known last: `output::Pending::body`.)
-fn write_transformed(
-    common: &TransformArgs,
-    session: &mut Session,
-    mut call_graph: CallGraph,
-    input_len: usize,
-    mut output: Pending,
-    stats: Option<(Pending, String)>,
-) -> Outcome {
-    let started = Instant::now();
-    let options = WriteOptions::transformed(schema_location(common, "xaif_output.xsd"), input_len);
-    // An output expected under 1 MiB is put together in one buffer sized for it and written at
-    // once: no buffer in front of the file, no buffer per routine growing as it is written (a
-    // corpus file's tangent, one process each: 0.09–0.1 ms less, 10 fewer page faults).
-    if call_graph.size_hint < 1 << 20 {
-        output.stage(xaif::write(&call_graph, &options))?;
-        let outcome = commit_staged(output, stats);
-        session.timing("write", started);
-        return outcome;
-    }
-    output.stage_written(&mut |sink: &mut dyn Write| {
-        xaif::write::write_head_to(&call_graph, &options, sink)?;
-        let routines: Vec<_> = call_graph.routines.iter().map(|(id, _)| id).collect();
-        // Writing only reads the call graph: on large documents a few routines at a time are
-        // written on every core, then go out in document order (the same bytes as one at a
-        // time) and are freed. A few, not all: the adjoint's text is many times its model. On
-        // small ones starting the threads would cost more than it saves.
-        let window = if call_graph.size_hint >= 1 << 20 { 2 * rayon::current_num_threads() } else { 1 };
-        let write = |call_graph: &CallGraph, routine: RoutineId| {
-            let mut text = Vec::new();
-            xaif::write::write_routine(call_graph, routine, &mut text);
-            text
-        };
-        for routines in routines.chunks(window) {
-            let texts: Vec<Vec<u8>> = if window > 1 {
-                routines.par_iter().map(|&r| write(&call_graph, r)).collect()
-            } else {
-                routines.iter().map(|&r| write(&call_graph, r)).collect()
-            };
-            for (&routine, text) in routines.iter().zip(texts) {
-                sink.write_all(&text)?;
-                call_graph.routines[routine].drop_graphs();
-            }
-        }
-        let mut tail = Vec::new();
-        xaif::write::write_tail(&call_graph, &mut tail);
-        sink.write_all(&tail)
-    })?;
-    let outcome = commit_staged(output, stats);
-    session.timing("write", started);
-    outcome
-}
-
-/// Stages an output and its statistics, then commits both, so a failure leaves neither
-/// half-written.
-fn commit_outputs(
-    head: output::Head<'_>,
-    body: output::Body,
-    tail: Vec<u8>,
-    mut output: Pending,
-    stats: Option<(Pending, String)>,
-) -> Outcome {
-    output.stage_streamed(head, body, tail)?;
-    commit_staged(output, stats)
-}
-
-/// Stages the statistics beside an output already staged, then commits both.
-fn commit_staged(output: Pending, stats: Option<(Pending, String)>) -> Outcome {
-    let stats = match stats {
-        Some((mut pending, json)) => {
-            pending.stage(json.into_bytes())?;
-            Some(pending)
-        }
-        None => None,
-    };
-    output.commit()?;
-    if let Some(stats) = stats {
-        stats.commit()?;
-    }
-    Ok(Ok(()))
-}
-
-/// Names given to -p that match no variable are most likely typos: say so.
-fn report_passivation(args: &TransformArgs, session: &mut Session, passivation: &Passivation) {
-    for name in &passivation.unmatched {
-        session
-            .warning("passivate", &format!("{}: warning: -p {name}: no variable of that name", args.input().display()));
-    }
+    let notes = args.original.no_effect_notes(Mode::Tangent);
+    transform(Mode::Tangent, common, config, notes, args.stats.as_ref())
 }
 
 fn run_adjoint(args: &AdjointArgs) -> Outcome {
     let common = &args.common;
     one_stdout_user(
         "adjoint",
-        &[("-o", common.output() == Destination::Stdout), ("-d", common.debug.debug_file == Some(Destination::Stdout))],
+        &[
+            ("-o", common.output() == Destination::Stdout),
+            ("--stats", args.stats == Some(Destination::Stdout)),
+            ("-d", common.debug.debug_file == Some(Destination::Stdout)),
+        ],
     );
-    let mut session = Session::start(common)?;
-    let outcome = adjoint(args, &mut session);
-    session.finish(outcome)
-}
-
-fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
-    let common = &args.common;
-    let notes = common.no_effect_notes(Mode::Adjoint);
-    for note in notes.into_iter().chain(args.original.no_effect_notes(Mode::Adjoint)) {
-        session.note(&note);
-    }
-    let mut output = output::prepare(&common.output())?;
-    let stats = args.stats.as_ref().map(output::prepare).transpose()?;
-    let catalogue = match catalogue(common, session)? {
-        Ok(catalogue) => catalogue,
-        Err(reported) => return Ok(Err(reported)),
-    };
-    let mut checked = Checked::read(common)?;
     let preaccumulation = if args.statement_level { Preaccumulation::Statement } else { Preaccumulation::BasicBlock };
     // -n and -Q shape the sequences and propagators the adjoint reverses, as in the original.
     let mut config = common.pipeline_config(TangentConfig {
@@ -1741,57 +925,95 @@ fn adjoint(args: &AdjointArgs, session: &mut Session) -> Outcome {
     config.adjoint.tape = args.tape;
     config.adjoint.record_everything = args.no_tbr;
     config.adjoint.loops = args.loop_reversal;
-    let started = Instant::now();
-    let options = WriteOptions::transformed(schema_location(common, "xaif_output.xsd"), checked.input.len());
-    let read_options = ReadOptions { strict: common.strict, catalogue: &catalogue };
-    // The adjoint code is about 18 times the input on large inputs, 7 on the corpus.
-    let mut body = streamed_body(&mut output, checked.input.len(), 8, &options);
-    let streamed = checked.validating(session, |input, file, gate| {
-        worth_streaming(input.len())?;
-        let concurrency = concurrency(gate, input.len(), 2, Workers::Adjoint);
-        streaming::adjoint(input, file, &read_options, &catalogue, &config, &options, &mut body, concurrency)
-    });
-    let Some(streamed) = streamed else { return Ok(Err(Reported(1))) };
-    let label = "read, adjoint and write, routine by routine (two passes)";
-    let (output, stats) = match finish_streamed(
-        Mode::Adjoint,
-        common,
-        session,
-        &mut checked,
-        streamed,
-        started,
-        label,
-        body,
-        output,
-        stats,
-    ) {
-        Streaming::Done(outcome) => {
-            left_to_exit(checked);
-            return outcome;
-        }
-        Streaming::WholeDocument(output, stats) => (output, stats),
-    };
-    let input_len = checked.input.len();
-    let mut call_graph = match read_whole(common, &catalogue, session, checked)? {
-        Ok(call_graph) => call_graph,
+    let notes = args.original.no_effect_notes(Mode::Adjoint);
+    transform(Mode::Adjoint, common, config, notes, args.stats.as_ref())
+}
+
+/// Runs a transforming mode through the driver, with the run's messages and debug log.
+fn transform(
+    mode: Mode,
+    args: &TransformArgs,
+    config: Config,
+    notes: Vec<String>,
+    stats: Option<&Destination>,
+) -> Outcome {
+    let mut session = Session::start(args)?;
+    let outcome = transform_in(mode, args, config, notes, stats, &mut session);
+    session.finish(outcome)
+}
+
+/// Every destination is made ready before any work, and none is written before all of the
+/// work succeeded: the output and its statistics are committed together.
+fn transform_in(
+    mode: Mode,
+    args: &TransformArgs,
+    config: Config,
+    notes: Vec<String>,
+    stats: Option<&Destination>,
+    session: &mut Session,
+) -> Outcome {
+    for note in args.no_effect_notes(mode).into_iter().chain(notes) {
+        session.note(&note);
+    }
+    let mut output = Output::create(&args.output())?;
+    let stats = stats.map(Output::create).transpose()?;
+    let catalogue = match catalogue(args, session)? {
+        Ok(catalogue) => catalogue,
         Err(reported) => return Ok(Err(reported)),
     };
-    let started = Instant::now();
-    let report = match xaifbooster::pipeline::adjoint(&mut call_graph, &catalogue, &config) {
-        Ok(report) => report,
-        Err(error) => {
-            session.error("adjoint", &located_failure(common, &error));
+    let (input, file) = read_input(args.input())?;
+    let options = driver::Options {
+        catalogue: &catalogue,
+        strict: args.strict,
+        config,
+        schema_location: schema_location(args, mode.schema()),
+        threads: true,
+    };
+    let run = match driver::run(mode, &input, &file, &mut output, &options) {
+        Ok(run) => run,
+        Err(Failure::Invalid(findings)) => {
+            session.findings("validate", &findings);
             return Ok(Err(Reported(1)));
         }
+        Err(Failure::Transform { error, warnings }) => {
+            session.findings("validate", &warnings);
+            session.error(mode.name(), &located_failure(&input, &file, &error));
+            return Ok(Err(Reported(1)));
+        }
+        Err(Failure::Write(error)) => return Err(output.error(error).into()),
     };
-    session.timing("adjoint", started);
-    report_passivation(common, session, &report.passivation);
-    if let Some((log, _)) = &mut session.log {
-        log.report(&report);
-        log.adjoint_report(&report);
+    session.findings("validate", &run.warnings);
+    for (stage, took) in &run.timings {
+        session.timing(stage, *took);
     }
-    let stats = stats.map(|pending| (pending, report.adjoint_json()));
-    write_transformed(common, session, call_graph, input_len, output, stats)
+    if let Some(why) = run.whole_tree {
+        session.log(Group::Timing, "driver", format_args!("whole tree: {why}"));
+    }
+    report_passivation(args, session, &run.report.passivation);
+    if let Some((log, _)) = &mut session.log {
+        log.report(&run.report);
+        if mode == Mode::Adjoint {
+            log.adjoint_report(&run.report);
+        }
+    }
+    let mut outputs = vec![output];
+    if let Some(mut stats) = stats {
+        let json = if mode == Mode::Adjoint { run.report.adjoint_json() } else { run.report.tangent.to_json() };
+        if let Err(error) = stats.write_all(json.as_bytes()) {
+            return Err(stats.error(error).into());
+        }
+        outputs.push(stats);
+    }
+    output::commit_all(outputs)?;
+    Ok(Ok(()))
+}
+
+/// Names given to -p that match no variable are most likely typos: say so.
+fn report_passivation(args: &TransformArgs, session: &mut Session, passivation: &Passivation) {
+    for name in &passivation.unmatched {
+        session
+            .warning("passivate", &format!("{}: warning: -p {name}: no variable of that name", args.input().display()));
+    }
 }
 
 fn schema_location(args: &TransformArgs, file: &str) -> String {
@@ -1801,15 +1023,13 @@ fn schema_location(args: &TransformArgs, file: &str) -> String {
     }
 }
 
-/// A transformation's refusal, located at its statement where it names one (the input is read
-/// again, on this failure only).
-fn located_failure(args: &TransformArgs, error: &xaifbooster::pipeline::PipelineError) -> String {
-    let file = args.input().display().to_string();
-    match (error.location(), std::fs::read(args.input())) {
-        (Some((routine, statement)), Ok(input)) => {
-            xaifbooster::xaif::validate::locate(&input, &file, routine, None, statement, error.to_string()).to_string()
+/// A transformation's refusal, located at its statement where it names one.
+fn located_failure(input: &[u8], file: &str, error: &xaifbooster::pipeline::PipelineError) -> String {
+    match error.location() {
+        Some((routine, statement)) => {
+            xaifbooster::xaif::validate::locate(input, file, routine, None, statement, error.to_string()).to_string()
         }
-        _ => format!("{file}: {error}"),
+        None => format!("{file}: {error}"),
     }
 }
 
@@ -2180,7 +1400,7 @@ fn run_batch(args: &BatchArgs) -> Outcome {
         jobs = batch::shard(jobs, shard);
     }
     std::fs::create_dir_all(&args.out_dir).with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let report_output = args.report.as_ref().map(output::prepare).transpose()?;
+    let report_output = args.report.as_ref().map(Output::create).transpose()?;
 
     let words = |list: &Option<String>| -> Vec<String> {
         list.as_deref().map(|l| l.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
@@ -2267,9 +1487,8 @@ fn run_batch(args: &BatchArgs) -> Outcome {
         bar.finish_and_clear();
     }
     print_batch_summary(&report, total_inputs);
-    if let Some(mut pending) = report_output {
-        pending.stage(report.json().into_bytes())?;
-        pending.commit()?;
+    if let Some(pending) = report_output {
+        commit_bytes(pending, report.json().as_bytes())?;
     }
     Ok(if report.failed() { Err(Reported(1)) } else { Ok(()) })
 }
@@ -2361,7 +1580,7 @@ fn roff_escape(text: &str) -> String {
 
 fn run_dot(args: &DotArgs) -> Outcome {
     use xaifbooster::cli::dot;
-    let mut output = output::prepare(&args.output.clone().unwrap_or(Destination::Stdout))?;
+    let output = Output::create(&args.output.clone().unwrap_or(Destination::Stdout))?;
     let (input, name) = read_input(&args.file)?;
     let catalogue = Catalogue::builtin();
     let mut call_graph = match xaif::read(&input, &name, &ReadOptions { strict: false, catalogue }) {
@@ -2447,8 +1666,7 @@ fn run_dot(args: &DotArgs) -> Outcome {
     } else {
         text.into_bytes()
     };
-    output.stage(bytes)?;
-    output.commit()?;
+    commit_bytes(output, &bytes)?;
     Ok(Ok(()))
 }
 

@@ -22,29 +22,24 @@
 //! sorted order whatever order they finished in.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::cli::output::{self, Destination};
+use crate::driver::{self, Failure};
 use crate::interp::Template;
 use crate::interp::verify::{self, DriverConfig, Status, VerifyConfig};
+use crate::output::{Destination, Output};
 use crate::pipeline::{self, PipelineError};
 use crate::xaif::intrinsics::Catalogue;
-use crate::xaif::validate::{ValidateOptions, locate, validate_without_reader, with_reader_findings};
-use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
+use crate::xaif::validate::locate;
+use crate::xaif::{Diagnostic, Severity};
 
-/// The transformation a batch applies to every input.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Identity,
-    Tangent,
-    Adjoint,
-}
+/// The transformation a batch applies to every input: a mode of the one driver.
+pub use crate::driver::Mode;
 
 impl Mode {
     /// The file name OpenAD's scripts give this mode's front-end output: what a directory is
@@ -54,13 +49,6 @@ impl Mode {
             Mode::Identity => "*.xaif",
             Mode::Tangent => "tlm.in.xaif",
             Mode::Adjoint => "adm.in.xaif",
-        }
-    }
-
-    fn schema(self) -> &'static str {
-        match self {
-            Mode::Identity => "xaif.xsd",
-            Mode::Tangent | Mode::Adjoint => "xaif_output.xsd",
         }
     }
 }
@@ -504,54 +492,36 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
     let file = job.input.display().to_string();
     let input = std::fs::read(&job.input).map_err(|e| format!("{file}: cannot read: {e}"))?;
     report.input_bytes = input.len() as u64;
-    // The validator's checks that need no reader, then the one read the transformation needs,
-    // whose findings complete the validation (the document is not read twice).
-    let options = ValidateOptions { strict: settings.strict, activity: false };
-    let checked = validate_without_reader(&input, &file, &options);
-    let errors = |findings: &[Diagnostic]| -> Vec<String> {
-        findings.iter().filter(|f| f.severity == Severity::Error).map(ToString::to_string).collect()
-    };
-    if checked.iter().any(|f| f.severity == Severity::Error) {
-        report.warnings = checked.iter().filter(|f| f.severity != Severity::Error).count();
-        return Err(errors(&checked).join("\n"));
-    }
-    let read = xaif::read(&input, &file, &ReadOptions { strict: settings.strict, catalogue: settings.catalogue });
-    let (call_graph, from_reader) = match read {
-        Ok(read) => (Some(read.call_graph), read.warnings),
-        Err(error) => (None, error.findings().to_vec()),
-    };
-    let findings = with_reader_findings(checked, from_reader);
-    report.warnings = findings.iter().filter(|f| f.severity != Severity::Error).count();
-    let Some(mut call_graph) = call_graph else { return Err(errors(&findings).join("\n")) };
-    let located = |error: PipelineError| match error.location() {
-        Some((routine, statement)) => locate(&input, &file, routine, None, statement, error.to_string()).to_string(),
-        None => format!("{file}: {error}"),
-    };
-    let counts = match settings.mode {
-        Mode::Identity => {
-            let passivation = pipeline::identity(&mut call_graph, &settings.pipeline);
-            Counts { passivated: passivation.passivated.len(), ..Counts::default() }
-        }
-        Mode::Tangent => {
-            Counts::of(&pipeline::tangent(&mut call_graph, settings.catalogue, &settings.pipeline).map_err(located)?)
-        }
-        Mode::Adjoint => {
-            Counts::of(&pipeline::adjoint(&mut call_graph, settings.catalogue, &settings.pipeline).map_err(located)?)
-        }
-    };
-    report.counts = Some(counts);
     let schema = settings.mode.schema();
     let schema_location = match &settings.schema_dir {
         Some(dir) => format!("{}/{schema}", dir.trim_end_matches('/')),
         None => schema.to_owned(),
     };
-    // As the single commands write it: a transformed document's head aligned from a size on.
-    let options = match settings.mode {
-        Mode::Identity => WriteOptions { schema_location, align_head: false },
-        Mode::Tangent | Mode::Adjoint => WriteOptions::transformed(schema_location, input.len()),
+    // Every core already runs a file of its own: the run takes no thread of its own.
+    let options = driver::Options {
+        catalogue: settings.catalogue,
+        strict: settings.strict,
+        config: settings.pipeline.clone(),
+        schema_location,
+        threads: false,
     };
-    let bytes = xaif::write(&call_graph, &options);
-    drop(call_graph);
+    let mut bytes = Vec::new();
+    let warnings = |findings: &[Diagnostic]| findings.iter().filter(|f| f.severity != Severity::Error).count();
+    let run = match driver::run(settings.mode, &input, &file, &mut bytes, &options) {
+        Ok(run) => run,
+        Err(Failure::Invalid(findings)) => {
+            report.warnings = warnings(&findings);
+            let errors = findings.iter().filter(|f| f.severity == Severity::Error).map(ToString::to_string);
+            return Err(errors.collect::<Vec<_>>().join("\n"));
+        }
+        Err(Failure::Transform { error, warnings: found }) => {
+            report.warnings = found.len();
+            return Err(located(&input, &file, &error));
+        }
+        Err(Failure::Write(error)) => return Err(format!("{file}: {error}")),
+    };
+    report.warnings = run.warnings.len();
+    report.counts = Some(Counts::of(&run.report));
     write_output(&job.output, &bytes)?;
     report.output_bytes = bytes.len() as u64;
     if let Some(verify) = &settings.verify {
@@ -560,17 +530,24 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
     Ok(())
 }
 
-/// Writes one output through `cli::output` (replaced by a rename only when complete), its
-/// directory created first.
+/// A failing pass's error, located in the input where it names a routine.
+fn located(input: &[u8], file: &str, error: &PipelineError) -> String {
+    match error.location() {
+        Some((routine, statement)) => locate(input, file, routine, None, statement, error.to_string()).to_string(),
+        None => format!("{file}: {error}"),
+    }
+}
+
+/// Writes one output (replaced by a rename only when complete), its directory created first.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let shown = path.display();
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{shown}: cannot create its directory: {e}"))?;
     }
-    let mut pending =
-        output::prepare(&Destination::Path(path.to_path_buf())).map_err(|e| format!("{e}: {}", e.source))?;
-    pending.stage(bytes.to_vec()).map_err(|e| format!("{e}: {}", e.source))?;
-    pending.commit().map_err(|e| format!("{e}: {}", e.source))
+    let failed = |e: crate::output::OutputError| e.to_string();
+    let mut output = Output::create(&Destination::Path(path.to_path_buf())).map_err(failed)?;
+    output.write_all(bytes).map_err(|e| format!("{shown}: {e}"))?;
+    output.commit().map_err(failed)
 }
 
 /// `verify` on one output, with the verify command's default driver: inferred from the

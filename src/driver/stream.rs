@@ -1,34 +1,25 @@
-//! The streaming driver: reads, transforms and writes one routine at a time (the adjoint in
+//! Routine by routine: reads, transforms and writes one routine at a time (the adjoint in
 //! two or three passes, [`adjoint`]).
 //!
-//! The whole-document path ([`crate::xaif::read()`], [`crate::pipeline`], [`crate::xaif::write()`])
-//! holds every routine's graph at once: memory grows with the program. Here the reader hands
-//! each routine to the driver as soon as its element closes; the driver runs the mode's passes
-//! on it, writes it, and drops its graph, keeping only its head (symbol, arguments, side-effect
-//! lists), which callers' TypeChange needs. The header (scopes, symbol tables, maps) is written
-//! last, in front of the routines, because transformations add temporaries to it.
+//! The reader hands each routine over as soon as its element closes; the passes run on it, it
+//! is written and its graphs are dropped, keeping only its head (symbol, arguments, side-effect
+//! lists), which its callers' TypeChange needs. Memory stays near the input's size whatever
+//! the number of routines. The document's head (scopes, symbol tables, maps) is written last,
+//! in front of the routines, because the passes add temporaries to it.
 //!
-//! The output is byte for byte the whole-document path's (`tests/streaming.rs` holds that over
-//! the corpus). What the passes know of other routines comes from the document's head or from
-//! a first scan ([`Survey`]): every statement id (the engine's invented ids avoid them) and
-//! which routines have a body. A routine waits for the routines it calls that come later in the
-//! document, so TypeChange sees their formals (in identity mode, only where a call's missing
-//! `formalArgCount` is inferred from its callee's); that keeps callers before callees in memory, at
-//! worst the whole document. Where a result would depend on more than that, the driver says so
-//! ([`StreamError::WholeDocument`]) and the caller takes the whole-document path:
-//! - forced passivation (`-p`) — it changes references in every routine after symbols;
-//! - TypeChange's `-r` — it renames every routine with a body before converting any call;
-//! - activity analysis (`--activity-analysis`) — interprocedural, over the whole call graph;
-//! - calls without `formalArgCount` — inferred from a callee possibly read later;
-//! - statement ids the lenient reader renames (repeated in a routine) or that need decoding.
+//! The output is byte for byte the whole-tree path's ([`crate::pipeline`], held to it over
+//! the corpus by `tests/streaming.rs`). What the passes know of other routines comes from a
+//! first scan of the document ([`Survey`]): every statement id (the engine's invented ids avoid
+//! them) and which routines have a body. A routine waits for the routines it calls that come
+//! later in the document, so TypeChange sees their formals. Where a result would depend on
+//! more than that, a mode returns [`StreamError::WholeTree`] and the driver
+//! ([`crate::driver`]) takes the whole-tree path; the reasons are listed there.
 
-mod handoff;
 mod parallel;
-mod planner;
-mod writer;
 
 use std::collections::VecDeque;
 use std::io::Write;
+use std::sync::mpsc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -41,10 +32,9 @@ use crate::ir::{
     CallGraph, CfgVertexKind, ControlFlowGraph, FlowGraph, Name, NameBatch, Routine, RoutineId, Statement, SymbolId,
 };
 use crate::passes::adjoint::RoutineByRoutine;
-use crate::passes::elimination::{PlanCache, Planner};
+use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
-use crate::passes::tangent::TangentConfig;
-use crate::passes::tangent::{Linearized, finish_routines, linearize_routines, tangent_with_plans};
+use crate::passes::tangent::{TangentConfig, tangent_with_plans};
 use crate::passes::type_change::{RoutinesBySymbol, TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
@@ -54,8 +44,7 @@ use crate::xaif::read::{
     ReadError, ReadOptions, ReadOutput, RoutineSink as ReadSink, read_streaming, read_streaming_for_summaries,
 };
 use crate::xaif::validate::Progress;
-use crate::xaif::write::{WriteOptions, write_head, write_tail};
-use writer::Output;
+use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine, write_tail};
 
 /// A streamed run's results.
 #[derive(Debug)]
@@ -78,9 +67,9 @@ pub struct Streamed {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
-    /// The document needs the whole-document path, for the reason given.
+    /// The document needs the whole tree at once, for the reason given.
     #[error("not streamed: {0}")]
-    WholeDocument(&'static str),
+    WholeTree(&'static str),
     /// Validation, running at the same time, found an error: the caller reports its findings.
     #[error("stopped: validation found an error")]
     Invalid,
@@ -95,62 +84,31 @@ pub enum StreamError {
 
 /// The `identity` mode, routine by routine. Identity changes nothing in the head, which is
 /// complete when the first routine is read: the head goes to `body` first, so `body` receives
-/// the whole output but the tail ([`Streamed::tail`]) and may be the output itself, with no
-/// move of the routines behind the head at the end (a copy from a spill file, as it then was,
-/// had been 12 ms of 120 on 16 MiB).
+/// the whole output but the tail ([`Streamed::tail`]).
 pub fn identity(
     input: &[u8],
     file: &str,
     options: &ReadOptions,
     config: &Config,
     write: &WriteOptions,
-    body: &mut (dyn RoutineSink + Send),
+    body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
     if !config.passive.is_empty() {
-        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+        return Err(StreamError::WholeTree(FORCED_PASSIVATION));
     }
     // As every mode, identity does not wait for the checks running beside it
-    // (`concurrency.gate`): the caller keeps what it writes only once they have passed. Their
-    // first verdict comes after a scan of the whole document; waiting for it left a core idle
-    // for a tenth of a 16 MiB run.
-    let drive = |output| {
-        let mut driver = Driver::new(None, config, Temporaries::default(), None, output, None);
-        driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
-        let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
-        driver.finish(read, write)
-    };
-    with_output(body, concurrency.pipelined && concurrency.writer, drive)
-}
-
-/// Runs `drive` with the routines going to `body`: written on this thread, or, when
-/// `threaded`, on a thread of their own ([`writer`]). Then the run's result is the driver's, or
-/// the body's error where writing failed (the driver then found the thread gone, or finished
-/// before it did).
-fn with_output<'b, T>(
-    body: &'b mut (dyn RoutineSink + Send),
-    threaded: bool,
-    drive: impl FnOnce(Output<'b>) -> Result<T, StreamError>,
-) -> Result<T, StreamError> {
-    if !threaded {
-        return drive(Output::here(body));
-    }
-    std::thread::scope(|scope| {
-        let (handle, thread) = writer::spawn(scope, body);
-        let driven = drive(Output::Thread(handle));
-        let written = match thread.join() {
-            Ok(written) => written,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        match (driven, written) {
-            (Ok(_) | Err(StreamError::Io(_)), Err(error)) => Err(error.into()),
-            (driven, _) => driven,
-        }
-    })
+    // (`concurrency.gate`) but at the end: the caller keeps what it writes only once they
+    // have passed.
+    let mut driver = Driver::new(None, config, Temporaries::default(), None, Output::new(body), None);
+    driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
+    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
+    driver.finish(read, write)
 }
 
 /// The tangent-linear mode, routine by routine: for each, derivative initialization (`-D`),
 /// TypeChange and the tangent passes, as [`crate::pipeline::tangent`] runs them over all.
+#[allow(clippy::too_many_arguments)]
 pub fn tangent(
     input: &[u8],
     file: &str,
@@ -158,44 +116,16 @@ pub fn tangent(
     catalogue: &Catalogue,
     config: &Config,
     write: &WriteOptions,
-    body: &mut (dyn RoutineSink + Send),
+    body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
-    refuse_whole_document_switches(config)?;
-    // Reports that print each sequence's graph spell the names a worker only has placeholders
-    // for.
-    let workers = if config.tangent.record_graphs { 0 } else { concurrency.workers };
-    let drive_with = |output, planner: Option<planner::Away>| {
-        let mut driver = Driver::new(Some(catalogue), config, Temporaries::default(), None, output, concurrency.gate);
-        if let Some(planner) = planner {
-            driver.plans = Box::new(planner);
-        }
-        // What the passes need to know of the whole document; pipelined, learnt while the
-        // reading thread reads the head. The checks running beside find it in the scan they
-        // begin with, which ends after the reader has handed over the first routines (16 MiB:
-        // 3.5–8 ms after): the driver transforms meanwhile and takes it when it comes
-        // (`Driver::take_awaited_survey`).
-        driver.workers = workers;
-        let read = if concurrency.pipelined {
-            read_pipelined(&mut driver, input, file, options, |driver| learn_document(driver, input, concurrency))
-        } else {
-            learn_document(&mut driver, input, concurrency)?;
-            read_into(&mut driver, input, file, options, false)
-        };
-        driver.finish(read, write)
-    };
-    // Workers plan for themselves. The planning thread ends once the driver, which holds its
-    // end, is dropped, however the driver ends.
-    let drive = |output| {
-        if !(concurrency.pipelined && concurrency.planner && workers == 0) {
-            return drive_with(output, None);
-        }
-        std::thread::scope(|scope| match planner::spawn(scope) {
-            Some((away, _)) => drive_with(output, Some(away)),
-            None => drive_with(output, None),
-        })
-    };
-    with_output(body, concurrency.pipelined && concurrency.writer, drive)
+    refuse_whole_tree_switches(config)?;
+    let survey = survey(input, concurrency.gate)?;
+    let temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
+    let mut driver =
+        Driver::new(Some(catalogue), config, temporaries, Some(survey.bodies), Output::new(body), concurrency.gate);
+    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
+    driver.finish(read, write)
 }
 
 /// The adjoint mode, routine by routine, in two passes over the document (or three, below).
@@ -221,10 +151,10 @@ pub fn adjoint(
     catalogue: &Catalogue,
     config: &Config,
     write: &WriteOptions,
-    body: &mut dyn RoutineSink,
+    body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
-    refuse_whole_document_switches(config)?;
+    refuse_whole_tree_switches(config)?;
     let tangent = crate::pipeline::adjoint_tangent_config(config);
     let adjoint = crate::pipeline::adjoint_config(config);
     // Which routines have a body (TypeChange needs every callee's formals); the adjoint's
@@ -239,20 +169,20 @@ pub fn adjoint(
     // First pass: summaries.
     let mut sink = std::io::sink();
     let mut first =
-        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::here(&mut sink), concurrency.gate);
+        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::new(&mut sink), concurrency.gate);
     first.adjoint =
         Some(AdjointPass::Summarize { summaries: ArenaMap::default(), frames: ArenaMap::default(), alias_keys: None });
-    let summarized = read_pass(&mut first).map_err(whole_document_on_failure)?;
+    let summarized = read_pass(&mut first).map_err(whole_tree_on_failure)?;
     // An index a callee may overwrite is saved in a `<prefix>Symbol_N` temporary by TypeChange,
     // in the series the adjoint names its own temporaries in. The whole-document path runs
     // TypeChange over every routine first, a later pass here routine by routine between the
     // reversals of the routines before, so the two would number them differently (found by
     // the mutation test, `fuzz::Target::Streamed`).
     if summarized.report.type_change.saved_indices > 0 {
-        return Err(StreamError::WholeDocument(SAVED_INDICES));
+        return Err(StreamError::WholeTree(SAVED_INDICES));
     }
     let Some(AdjointPass::Summarize { summaries, frames, .. }) = first.adjoint.take() else {
-        return Err(StreamError::WholeDocument("the first pass summarized nothing"));
+        return Err(StreamError::WholeTree("the first pass summarized nothing"));
     };
     let cg = &summarized.call_graph;
     let routines: FxHashMap<SymbolId, RoutineId> = cg.cfgs().map(|(id, cfg)| (cfg.symbol, id)).collect();
@@ -270,7 +200,7 @@ pub fn adjoint(
     let partners = effects.partners.iter().flat_map(|(s, others)| std::iter::once(*s).chain(others.iter().copied()));
     let outside = contexts.values().flat_map(|(outside, _)| outside.symbols.iter());
     if !(killed.chain(partners).chain(outside)).all(own) {
-        return Err(StreamError::WholeDocument("a fact names a symbol made by a pass"));
+        return Err(StreamError::WholeTree("a fact names a symbol made by a pass"));
     }
     let formal_uses = summarized.report.type_change.formal_uses;
     drop(summaries);
@@ -291,7 +221,7 @@ pub fn adjoint(
             config,
             Temporaries::default(),
             None,
-            Output::here(&mut sink),
+            Output::new(&mut sink),
             concurrency.gate,
         );
         (between.workers, between.routines_per_worker) = (workers, per_worker);
@@ -300,9 +230,9 @@ pub fn adjoint(
             tangent: tangent.clone(),
             reverser: RoutineByRoutine::new(recording, &formal_uses, &adjoint).collecting_directs(),
         });
-        let found = read_pass(&mut between).map_err(whole_document_on_failure)?;
+        let found = read_pass(&mut between).map_err(whole_tree_on_failure)?;
         let Some(AdjointPass::Directs { reverser: collected, .. }) = between.adjoint.take() else {
-            return Err(StreamError::WholeDocument("the pass in between reversed nothing"));
+            return Err(StreamError::WholeTree("the pass in between reversed nothing"));
         };
         collected.directs(&found.call_graph)
     } else {
@@ -313,66 +243,42 @@ pub fn adjoint(
 
     // Last pass: reversal.
     let mut second =
-        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::here(body), concurrency.gate);
+        Driver::new(Some(catalogue), config, Temporaries::default(), None, Output::new(body), concurrency.gate);
     (second.workers, second.routines_per_worker) = (workers, per_worker);
     second.adjoint = Some(AdjointPass::Reverse { tangent, reverser });
-    let mut streamed = read_pass(&mut second).map_err(whole_document_on_failure)?;
+    let mut streamed = read_pass(&mut second).map_err(whole_tree_on_failure)?;
     if let Some(AdjointPass::Reverse { reverser, .. }) = second.adjoint.take() {
         streamed.report.adjoint = reverser.stats;
     }
     Ok(streamed)
 }
 
-/// What the tangent's passes need to know of the whole document ([`tangent`]).
-fn learn_document<'c>(
-    driver: &mut Driver<'c>,
-    input: &'c [u8],
-    concurrency: Concurrency<'c>,
-) -> Result<(), StreamError> {
-    if let Some(gate) = concurrency.gate.filter(|_| concurrency.pipelined) {
-        driver.temporaries = Temporaries::awaiting_reserved_statement_ids();
-        driver.awaited_survey = Some(AwaitedSurvey { gate, input });
-        return Ok(());
-    }
-    let survey = survey(input, concurrency.gate)?;
-    driver.temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
-    driver.bodies = Some(survey.bodies);
-    Ok(())
-}
-
-/// The survey a [`Driver`] takes when the checks running beside it have found it.
-struct AwaitedSurvey<'c> {
-    gate: &'c Progress,
-    /// The document, surveyed by the driver itself where the checks made no survey.
-    input: &'c [u8],
-}
-
-/// Why the streamed tangent leaves a document to the whole-document path when a statement id
-/// it handed out before the checks' survey came is one of the document's.
-pub const MADE_BEFORE_SURVEY: &str = "a statement id made before the survey came is one of the document's";
-
 /// Why the streamed adjoint leaves a document whose calls need saved indices to the
-/// whole-document path ([`adjoint`]).
+/// whole-tree path ([`adjoint`]).
 pub const SAVED_INDICES: &str = "TypeChange saves indices, numbered before every routine's adjoint temporaries";
 
+/// Why forced passivation needs the whole tree.
+const FORCED_PASSIVATION: &str = "forced passivation (-p) changes every routine";
+
 /// The switches whose effect spans routines, which no streamed mode takes.
-fn refuse_whole_document_switches(config: &Config) -> Result<(), StreamError> {
+fn refuse_whole_tree_switches(config: &Config) -> Result<(), StreamError> {
     if !config.passive.is_empty() {
-        return Err(StreamError::WholeDocument("forced passivation (-p) changes every routine"));
+        return Err(StreamError::WholeTree(FORCED_PASSIVATION));
     }
     if config.activity_analysis {
-        return Err(StreamError::WholeDocument("activity analysis (--activity-analysis) is interprocedural"));
+        return Err(StreamError::WholeTree("activity analysis (--activity-analysis) is interprocedural"));
     }
     if config.type_change.rename_all {
-        return Err(StreamError::WholeDocument("-r renames every routine before any call is converted"));
+        return Err(StreamError::WholeTree("-r renames every routine before any call is converted"));
     }
     Ok(())
 }
 
-/// A failing transformation is reported as the whole-document path reports it.
-fn whole_document_on_failure(error: StreamError) -> StreamError {
+/// A failing transformation is reported as the whole-tree path reports it (its report names
+/// the statement at fault in the input's numbering).
+fn whole_tree_on_failure(error: StreamError) -> StreamError {
     match error {
-        StreamError::Pipeline(_) => StreamError::WholeDocument("a transformation failed"),
+        StreamError::Pipeline(_) => StreamError::WholeTree("a transformation failed"),
         other => other,
     }
 }
@@ -393,29 +299,20 @@ enum AdjointPass<'c> {
     Directs { tangent: TangentConfig, reverser: RoutineByRoutine<'c> },
 }
 
-/// What runs beside the streaming driver.
+/// What runs beside the routine-by-routine driver. The output is the same whatever is chosen.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Concurrency<'p> {
     /// Validation running at the same time. Routines are transformed and written before it
     /// has passed them (the caller must not keep the output before its verdict); a run stops
-    /// once it has found an error, and a tangent or adjoint finishes only once it has passed
-    /// everything.
+    /// once it has found an error, and finishes only once it has passed everything.
     pub gate: Option<&'p Progress>,
     /// Read on a second thread while this one transforms and writes (`read_pipelined`).
-    /// The output is the same either way.
     pub pipelined: bool,
-    /// Pipelined tangent, and the adjoint's passes after the first: transform routines on this
-    /// many workers at once (`streaming::parallel`), this thread putting them back in order
-    /// (in the adjoint, finishing their reversal), writing them and then transforming beside
-    /// the workers; 0 transforms on this thread alone. The output is the same whatever the
-    /// number.
+    /// The adjoint's passes after the first: transform routines on this many workers at once
+    /// ([`parallel`]), this thread putting them back in order, finishing their reversal,
+    /// writing them and then transforming beside the workers; 0 transforms on this thread
+    /// alone.
     pub workers: usize,
-    /// Pipelined tangent and identity: write the routines on a thread of their own
-    /// (`streaming::writer`). The output is the same either way.
-    pub writer: bool,
-    /// Pipelined tangent without workers: make elimination plans on a thread of their own
-    /// (`streaming::planner`). The output is the same either way.
-    pub planner: bool,
 }
 
 /// Reads the document, handing each routine to `driver` as it is read.
@@ -427,7 +324,7 @@ fn read_into(
     pipelined: bool,
 ) -> Result<ReadOutput, ReadError> {
     if pipelined {
-        return read_pipelined(driver, input, file, options, |_| Ok(()));
+        return read_pipelined(driver, input, file, options);
     }
     let summaries = driver.summarizes();
     let mut sink = |cg: &mut CallGraph, routine: RoutineId, end: usize| driver.arrive(cg, routine, end);
@@ -473,24 +370,14 @@ enum Handed {
 /// into it ([`Routine::rename`]). Symbols, scopes and map entries keep their ids: both sides
 /// have the same head.
 ///
-/// The reader runs at most four routines ahead, and once it has, it waits until the driver has
-/// taken two of them ([`handoff`]: one wake-up of the reader for two routines). When the driver
-/// fails it drops its end of the queue, so the reader's next hand-over fails and reading
-/// stops, as it does when a sequential driver says stop.
-///
-/// `prepare` runs on this thread while the reader starts: what the driver needs before the
-/// first routine. If it fails, reading stops and its error is the driver's failure.
-fn read_pipelined<'c>(
-    driver: &mut Driver<'c>,
-    input: &[u8],
-    file: &str,
-    options: &ReadOptions,
-    prepare: impl FnOnce(&mut Driver<'c>) -> Result<(), StreamError>,
-) -> Result<ReadOutput, ReadError> {
+/// The reader runs a few routines ahead (a bounded channel). When the driver fails it drops
+/// its end of the channel, so the reader's next hand-over fails and reading stops, as it does
+/// when a sequential driver says stop.
+fn read_pipelined(driver: &mut Driver, input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
     let per_worker = driver.routines_per_worker;
     let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 4 };
-    let (sender, receiver) = handoff::handoff::<Handed>(ahead, ahead / 2);
+    let (sender, receiver) = mpsc::sync_channel::<Handed>(ahead);
     let summaries = driver.summarizes();
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
@@ -503,7 +390,7 @@ fn read_pipelined<'c>(
                 let first = match handed_names {
                     Some(first) => first,
                     None => {
-                        if sender.give(Handed::Head(cg.clone())).is_err() {
+                        if sender.send(Handed::Head(cg.clone())).is_err() {
                             return false;
                         }
                         cg.names.len()
@@ -511,36 +398,13 @@ fn read_pipelined<'c>(
                 };
                 let names = cg.names.batch_since(first);
                 handed_names = Some(cg.names.len());
-                sender.give(Handed::Routine { id, routine, names, end }).is_ok()
+                sender.send(Handed::Routine { id, routine, names, end }).is_ok()
             };
             let read = read_routines(summaries, input, file, options, &mut sink);
             (read, handed_names)
         });
         let mut call_graph: Option<CallGraph> = None;
-        let prepared = prepare(driver);
-        let reading = match prepared {
-            Ok(()) => true,
-            Err(failure) => {
-                driver.failure = Some(failure);
-                false
-            }
-        };
-        // The next routine handed over; while none is there, the planner may give this thread
-        // plans to make instead of waiting (`Planner::help`).
-        let next = |driver: &mut Driver| -> Option<Handed> {
-            if !reading {
-                return None;
-            }
-            loop {
-                match receiver.try_take() {
-                    handoff::TryTake::Item(handed) => return Some(handed),
-                    handoff::TryTake::Ended => return None,
-                    handoff::TryTake::Empty if driver.plans.help() => {}
-                    handoff::TryTake::Empty => return receiver.take(),
-                }
-            }
-        };
-        while let Some(handed) = next(driver) {
+        while let Ok(handed) = receiver.recv() {
             match handed {
                 Handed::Head(mut head) => {
                     driver.reader.head = head.names.len();
@@ -566,9 +430,9 @@ fn read_pipelined<'c>(
                     // in the reader's order, so they get the reader's ids.
                     if (id.into_raw().into_u32() as usize) < cg.routines.len() {
                         cg.routines[id] = routine;
-                    } else if cg.routines.alloc(routine) != id {
-                        driver.failure = Some(StreamError::WholeDocument("routines handed over out of order"));
-                        break;
+                    } else {
+                        let allocated = cg.routines.alloc(routine);
+                        debug_assert_eq!(allocated, id, "routines are handed over in the reader's order");
                     }
                     if !driver.arrive(cg, id, end) {
                         break;
@@ -631,99 +495,41 @@ impl Streamed {
         if self.head_in_body {
             return Ok(());
         }
-        crate::xaif::write::write_head_to(&self.call_graph, &self.options, sink)
-    }
-
-    /// How many bytes [`Streamed::write_head`] writes, counted without writing them
-    /// ([`crate::xaif::write::head_len`]).
-    pub fn head_len(&self) -> u64 {
-        if self.head_in_body { 0 } else { crate::xaif::write::head_len(&self.call_graph, &self.options) }
+        write_head_to(&self.call_graph, &self.options, sink)
     }
 }
 
-/// Where a streamed run's routines go, one after the other. Any writer will do: each routine's
-/// text is written to a buffer of the driver's and then copied to it. A sink that lends a
-/// buffer of its own ([`RoutineSink::lend`]) has the text written straight into it instead: a
-/// memory body, or the chunk the output file's thread writes next (the copy was 3% of a large
-/// identity run's driver).
-pub trait RoutineSink: Write {
-    /// A buffer to append the next routine's text to; [`RoutineSink::appended`] follows.
-    fn lend(&mut self) -> Option<&mut Vec<u8>> {
-        None
+/// Where the driver's routines go, one after the other: each routine's text is put together
+/// in a buffer and written at once.
+struct Output<'b> {
+    body: &'b mut dyn Write,
+    buffer: Vec<u8>,
+}
+
+impl<'b> Output<'b> {
+    fn new(body: &'b mut dyn Write) -> Output<'b> {
+        Output { body, buffer: Vec::new() }
     }
 
-    /// Text was appended to the buffer [`RoutineSink::lend`] gave.
-    fn appended(&mut self) -> std::io::Result<()> {
+    /// Writes `routine` and frees its graphs; its head stays in `cg`.
+    fn write_routine(&mut self, cg: &mut CallGraph, routine: RoutineId) -> Result<(), StreamError> {
+        self.buffer.clear();
+        write_routine(cg, routine, &mut self.buffer);
+        self.body.write_all(&self.buffer)?;
+        cg.routines[routine].drop_graphs();
         Ok(())
     }
-}
 
-impl RoutineSink for Vec<u8> {
-    fn lend(&mut self) -> Option<&mut Vec<u8>> {
-        Some(self)
+    /// Writes what goes before the routines (identity).
+    fn write_head(&mut self, cg: &CallGraph, options: &WriteOptions) -> std::io::Result<()> {
+        write_head_to(cg, options, self.body)
     }
 }
-
-impl RoutineSink for std::io::Sink {}
-
-impl RoutineSink for std::fs::File {}
-
-impl<W: Write> RoutineSink for std::io::BufWriter<W> {}
-
-/// Any writer as a [`RoutineSink`] that lends nothing: for writers of other crates, which
-/// cannot implement this crate's trait for a type of a third.
-pub struct Plain<W: Write>(pub W);
-
-impl<W: Write> Write for Plain<W> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.write(bytes)
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.0.write_all(bytes)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl<W: Write> RoutineSink for Plain<W> {}
 
 /// A mode whose head goes to the body writer before the first routine (identity).
 struct HeadFirst {
     options: WriteOptions,
     written: bool,
-}
-
-/// A linearized routine is finished (its plans taken) once the routines linearized after it
-/// have asked for at least this many plans, or were read from at least [`BYTES_AHEAD`] of
-/// input, or once more than [`ROUTINES_AHEAD`] wait.
-///
-/// Taking a routine's plans right after the next routine was linearized left the driver
-/// waiting for them: 24–37 ms of a 16 MiB tangent's 0.3 s, a wait per routine, because the
-/// planning thread shares the other core with the reader and the output's writing thread and is not
-/// always run at once when it is handed work. With 16 plans of slack (at most 2 routines) it
-/// still waited 8–22 ms, with 24 (3) 4–15 ms, with 64 (8) 0–2.5 ms (four runs each).
-const PLANS_AHEAD: usize = 64;
-
-/// The held routines cost memory, so they are bounded by their size too: a routine is held
-/// while those after it were read from less than this much input (and however large it is
-/// itself, until the next one is linearized, as before the lookahead). The synthetic inputs'
-/// routines, some 47 KB each, reach [`PLANS_AHEAD`] first; their streamed tangent's peak heap,
-/// pipelined, rose from 3.9 to 4.7 MB at 2 MiB of input and from 11.1 to 12.1 MB at 8 MiB
-/// (`tests/memory.rs`), an amount that does not grow with the input.
-const BYTES_AHEAD: usize = 512 << 10;
-
-/// At most this many linearized routines wait for their plans, whatever they asked for (those
-/// with no sequences to plan ask for none).
-const ROUTINES_AHEAD: usize = 8;
-
-/// What a routine left unfinished holds: the plans it asked for, and its length in the input.
-#[derive(Clone, Copy)]
-struct Held {
-    asked: usize,
-    length: usize,
 }
 
 /// Routines in, routines out. Without a catalogue it is the identity mode.
@@ -742,21 +548,13 @@ struct Driver<'c> {
     formal_counts: FxHashMap<SymbolId, u32>,
     /// The routines read so far by their symbols, for TypeChange to find a routine's callees.
     routines_by_symbol: RoutinesBySymbol,
-    /// The survey the checks running beside are still to find ([`Driver::take_awaited_survey`]):
-    /// until it comes, routines are transformed with the statement ids handed out kept for
-    /// checking, and a routine whose callee is not read yet waits.
-    awaited_survey: Option<AwaitedSurvey<'c>>,
     /// Routines read but not transformed yet, in document order, their graphs set aside so
     /// that the passes, which walk every routine, see only the one being transformed.
-    waiting: VecDeque<(RoutineId, Vec<FlowGraph>, usize)>,
-    /// Where the last routine handed over ends in the input: each routine's length in the
-    /// input is the distance from the one before.
-    last_end: usize,
+    waiting: VecDeque<(RoutineId, Vec<FlowGraph>)>,
     /// Where written routines go, one after the other.
     output: Output<'c>,
-    /// Elimination plans by graph shape, across routines: made here, or on a thread of their
-    /// own ([`planner`]).
-    plans: Box<dyn Planner + 'c>,
+    /// Elimination plans by graph shape, across routines.
+    plans: PlanCache,
     report: Report,
     failure: Option<StreamError>,
     /// Validation running at the same time: the run stops once it has found an error, and
@@ -772,13 +570,6 @@ struct Driver<'c> {
     /// How many routines each worker takes at a time.
     routines_per_worker: usize,
     parallel: Option<parallel::Workers>,
-    /// Tangent with a planner that makes plans elsewhere: the routines transformed up to their
-    /// plans ([`transform_routine`]), oldest first, each with what it holds; finished and
-    /// written once enough routines after it are linearized ([`PLANS_AHEAD`], [`BYTES_AHEAD`],
-    /// [`ROUTINES_AHEAD`]), or at the end.
-    unfinished: VecDeque<(RoutineId, Linearized, Held)>,
-    /// The routine [`Driver::transform`] has just linearized and left unfinished.
-    linearized: Option<(RoutineId, Linearized)>,
     /// The adjoint's pass, in adjoint mode.
     adjoint: Option<AdjointPass<'c>>,
     /// The adjoint's interprocedural facts, copied once for the workers to copy.
@@ -806,11 +597,9 @@ impl<'c> Driver<'c> {
             read: FxHashSet::default(),
             formal_counts: FxHashMap::default(),
             routines_by_symbol: RoutinesBySymbol::default(),
-            awaited_survey: None,
             waiting: VecDeque::new(),
-            last_end: 0,
             output,
-            plans: Box::new(PlanCache::default()),
+            plans: PlanCache::default(),
             report: Report::default(),
             failure: None,
             gate,
@@ -819,8 +608,6 @@ impl<'c> Driver<'c> {
             workers: 0,
             routines_per_worker: parallel::ROUTINES_PER_WORKER,
             parallel: None,
-            unfinished: VecDeque::new(),
-            linearized: None,
             adjoint: None,
             adjoint_facts: None,
             head_symbols: 0,
@@ -845,7 +632,6 @@ impl<'c> Driver<'c> {
         {
             return Err(StreamError::Invalid);
         }
-        self.take_awaited_survey(&read.call_graph, true)?;
         self.flush(&mut read.call_graph, true);
         if let Some(failure) = self.failure.take() {
             return Err(failure);
@@ -907,10 +693,6 @@ impl<'c> Driver<'c> {
             self.failure = Some(StreamError::Invalid);
             return false;
         }
-        if let Err(failure) = self.take_awaited_survey(cg, false) {
-            self.failure = Some(failure);
-            return false;
-        }
         if self.head_symbols == 0 {
             self.head_symbols = cg.symbols.len();
         }
@@ -925,31 +707,9 @@ impl<'c> Driver<'c> {
             }
         }
         let parked = take_graphs(&mut cg.routines[routine]);
-        let length = end.saturating_sub(self.last_end);
-        self.last_end = self.last_end.max(end);
-        self.waiting.push_back((routine, parked, length));
+        self.waiting.push_back((routine, parked));
         self.flush(cg, false);
         self.failure.is_none()
-    }
-
-    /// Takes the survey the checks were still to find, if they have found it (or, with
-    /// `wait`, once they have): the document's statement ids, which every id handed out so far
-    /// must avoid, and which routines have bodies. Where the checks made none, the driver
-    /// surveys the document itself. An id handed out before that is one of the document's
-    /// gives the document to the whole-document path ([`MADE_BEFORE_SURVEY`]).
-    fn take_awaited_survey(&mut self, cg: &CallGraph, wait: bool) -> Result<(), StreamError> {
-        let Some(awaited) = &self.awaited_survey else { return Ok(()) };
-        let found = match awaited.gate.try_take_survey() {
-            Some(found) => surveyed(found, awaited.input)?,
-            None if !wait => return Ok(()),
-            None => survey(awaited.input, Some(awaited.gate))?,
-        };
-        self.awaited_survey = None;
-        if !self.temporaries.reserve_statement_ids(cg, found.statement_ids) {
-            return Err(StreamError::WholeDocument(MADE_BEFORE_SURVEY));
-        }
-        self.bodies = Some(found.bodies);
-        Ok(())
     }
 
     /// Writes the head to the body in a head-first mode, once.
@@ -966,11 +726,11 @@ impl<'c> Driver<'c> {
     /// Transforms and writes the waiting routines in document order, as far as they are
     /// ready (all of them at the end of the document).
     fn flush(&mut self, cg: &mut CallGraph, end: bool) {
-        while let Some((_, parked, _)) = self.waiting.front() {
+        while let Some((_, parked)) = self.waiting.front() {
             if !end && !self.callees_read(cg, parked) {
                 return;
             }
-            let Some((routine, mut parked, length)) = self.waiting.pop_front() else { return };
+            let Some((routine, mut parked)) = self.waiting.pop_front() else { return };
             self.infer_formal_arg_counts(&mut parked);
             if let Some(workers) = self.parallel.as_mut() {
                 let mut whole = cg.routines[routine].clone();
@@ -991,17 +751,6 @@ impl<'c> Driver<'c> {
                     return;
                 }
             };
-            if let Some((routine, linearized)) = self.linearized.take() {
-                let held = Held { asked: linearized.asked(), length };
-                self.unfinished.push_back((routine, linearized, held));
-                while self.oldest_may_finish() {
-                    if let Err(error) = self.finish_oldest(cg) {
-                        self.failure = Some(error);
-                        return;
-                    }
-                }
-                continue;
-            }
             let writes = !matches!(self.adjoint, Some(AdjointPass::Summarize { .. } | AdjointPass::Directs { .. }));
             if !writes {
                 cg.routines[routine].drop_graphs();
@@ -1014,35 +763,8 @@ impl<'c> Driver<'c> {
             }
         }
         if end {
-            while !self.unfinished.is_empty() {
-                if let Err(error) = self.finish_oldest(cg) {
-                    self.failure = Some(error);
-                    return;
-                }
-            }
             self.transform_queued(cg, true);
         }
-    }
-
-    /// Whether the routines linearized after the oldest unfinished one give its plans enough
-    /// time ([`PLANS_AHEAD`], [`BYTES_AHEAD`]), or too many wait ([`ROUTINES_AHEAD`]).
-    fn oldest_may_finish(&self) -> bool {
-        if self.unfinished.len() > ROUTINES_AHEAD {
-            return true;
-        }
-        let after = self.unfinished.iter().skip(1).map(|&(_, _, held)| held);
-        let (plans, bytes) = after.fold((0, 0), |(plans, bytes), held| (plans + held.asked, bytes + held.length));
-        plans >= PLANS_AHEAD || bytes >= BYTES_AHEAD
-    }
-
-    /// Finishes the oldest routine left unfinished, if any, and writes it.
-    fn finish_oldest(&mut self, cg: &mut CallGraph) -> Result<(), StreamError> {
-        let Some((routine, linearized, _)) = self.unfinished.pop_front() else { return Ok(()) };
-        // Only the tangent leaves routines unfinished, and it has a catalogue.
-        let Some(catalogue) = self.catalogue else { return Ok(()) };
-        let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
-        finish_routine(cg, catalogue, self.config, temporaries, plans, report, linearized);
-        self.output.write_routine(cg, routine)
     }
 
     /// Parallel: transforms the routines queued for the workers while the ones transformed
@@ -1052,26 +774,19 @@ impl<'c> Driver<'c> {
         let (Some(workers), Some(catalogue)) = (self.parallel.as_mut(), self.catalogue) else { return };
         // The pass in between reverses only for what the reversal finds, and writes nothing.
         let writes = !matches!(self.adjoint, Some(AdjointPass::Directs { .. }));
-        let (mode, mut reverser) = match self.adjoint.as_mut() {
-            Some(AdjointPass::Reverse { tangent, reverser } | AdjointPass::Directs { tangent, reverser }) => {
-                let facts = self.adjoint_facts.get_or_insert_with(|| reverser.recording_copy());
-                let mode = parallel::Mode::Adjoint {
-                    facts,
-                    tangent,
-                    formal_uses: reverser.formal_uses(),
-                    config: reverser.config(),
-                };
-                (mode, Some(reverser))
-            }
-            _ => (parallel::Mode::Tangent, None),
+        // Only the adjoint's passes after the first have workers.
+        let Some(AdjointPass::Reverse { tangent, reverser } | AdjointPass::Directs { tangent, reverser }) =
+            self.adjoint.as_mut()
+        else {
+            return;
         };
+        let facts = self.adjoint_facts.get_or_insert_with(|| reverser.recording_copy());
+        let mode = parallel::Adjoint { facts, tangent, formal_uses: reverser.formal_uses(), config: reverser.config() };
         let output = &mut self.output;
         let mut write = |cg: &mut CallGraph, routine: RoutineId, finished: parallel::Finished| {
-            if let Some(reverser) = reverser.as_deref_mut() {
-                reverser.stats.absorb(&finished.stats);
-                if let Some(reversed) = finished.reversed {
-                    reverser.finish(cg, routine, reversed);
-                }
+            reverser.stats.absorb(&finished.stats);
+            if let Some(reversed) = finished.reversed {
+                reverser.finish(cg, routine, reversed);
             }
             if writes {
                 output.write_routine(cg, routine)?;
@@ -1102,7 +817,7 @@ impl<'c> Driver<'c> {
             block.statements.iter().all(|statement| {
                 let Statement::SubroutineCall(call) = statement else { return true };
                 let Some(symbol) = call.symbol else { return true };
-                if self.bodies.is_none() && self.awaited_survey.is_none() && call.formal_arg_count != u32::MAX {
+                if self.bodies.is_none() && call.formal_arg_count != u32::MAX {
                     return true;
                 }
                 let key = symbol_key(cg, symbol);
@@ -1132,14 +847,10 @@ impl<'c> Driver<'c> {
     /// passes need once it is written (a control flow graph's, as before its reversal).
     fn transform(&mut self, cg: &mut CallGraph, routine: RoutineId) -> Result<Option<Routine>, StreamError> {
         let Some(catalogue) = self.catalogue else { return Ok(None) };
-        let (temporaries, plans, report) = (&mut self.temporaries, &mut *self.plans, &mut self.report);
+        let (temporaries, plans, report) = (&mut self.temporaries, &mut self.plans, &mut self.report);
         let Some(pass) = self.adjoint.as_mut() else {
-            // Left unfinished, it is finished once enough routines after it are linearized,
-            // while its plans are made.
             let by_symbol = &mut self.routines_by_symbol;
-            self.linearized =
-                transform_routine(cg, routine, catalogue, self.config, temporaries, by_symbol, plans, report)?
-                    .map(|l| (routine, l));
+            transform_routine(cg, routine, catalogue, self.config, temporaries, by_symbol, plans, report)?;
             return Ok(None);
         };
         let size_hint = cg.size_hint;
@@ -1192,7 +903,7 @@ fn adjoint_tangent(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
-    plans: &mut dyn Planner,
+    plans: &mut PlanCache,
     tangent: &TangentConfig,
     routine: RoutineId,
     report: &mut Report,
@@ -1209,8 +920,6 @@ fn adjoint_tangent(
 /// The tangent mode's passes over `routine`, the one routine of `cg` that has its graphs, as
 /// [`crate::pipeline::tangent`] runs them over all; what they did goes into `report`. The
 /// passes skip the other routines' heads without work (they hold every routine read so far).
-/// With a planner that makes plans elsewhere ([`Planner::defers`]) they stop once every plan
-/// is asked for, and give what [`finish_routine`] completes; otherwise they finish at once.
 #[allow(clippy::too_many_arguments)]
 fn transform_routine(
     cg: &mut CallGraph,
@@ -1219,42 +928,21 @@ fn transform_routine(
     config: &Config,
     temporaries: &mut Temporaries,
     by_symbol: &mut RoutinesBySymbol,
-    plans: &mut dyn Planner,
+    plans: &mut PlanCache,
     report: &mut Report,
-) -> Result<Option<Linearized>, PipelineError> {
+) -> Result<(), PipelineError> {
     if config.initialize_derivatives {
         report.initialized_derivatives += initialize_derivatives(cg);
     }
     // The passes grow the size hint for a whole document's output; one routine at a time it
-    // would grow without bound ([`finish_routine`] keeps it too).
+    // would grow without bound.
     let size_hint = cg.size_hint;
     let type_change = type_change_routine(cg, routine, temporaries, &config.type_change, by_symbol)?;
     merge_type_change(&mut report.type_change, type_change);
-    let linearized = linearize_routines(cg, catalogue, temporaries, &config.tangent, plans)?;
-    cg.size_hint = size_hint;
-    if plans.defers() {
-        return Ok(Some(linearized));
-    }
-    finish_routine(cg, catalogue, config, temporaries, plans, report, linearized);
-    Ok(None)
-}
-
-/// The rest of the tangent passes over what [`transform_routine`] left unfinished.
-fn finish_routine(
-    cg: &mut CallGraph,
-    catalogue: &Catalogue,
-    config: &Config,
-    temporaries: &mut Temporaries,
-    plans: &mut dyn Planner,
-    report: &mut Report,
-    linearized: Linearized,
-) {
-    let size_hint = cg.size_hint;
-    let tangent = finish_routines(cg, catalogue, temporaries, &config.tangent, plans, linearized);
+    let tangent = tangent_with_plans(cg, catalogue, temporaries, &config.tangent, plans)?;
     report.tangent.sequences.extend(tangent.sequences);
-    // The passes grow the size hint for a whole document's output; one routine at a time
-    // it would grow without bound.
     cg.size_hint = size_hint;
+    Ok(())
 }
 
 /// Adds one routine's TypeChange figures to the run's.
@@ -1306,117 +994,13 @@ fn symbol_key(cg: &CallGraph, symbol: SymbolId) -> (Box<str>, Box<str>) {
 /// which find it in the scan they begin with, or from a scan of our own (2.7% of a 16 MiB
 /// tangent's `perf` samples, all on the driver's thread).
 fn survey(input: &[u8], gate: Option<&Progress>) -> Result<Survey, StreamError> {
-    surveyed(gate.and_then(Progress::take_survey), input)
-}
-
-/// The checks' survey where they `found` one, else one made here.
-fn surveyed(found: Option<Result<Survey, &'static str>>, input: &[u8]) -> Result<Survey, StreamError> {
-    found.unwrap_or_else(|| Survey::of(input)).map_err(StreamError::WholeDocument)
+    let found = gate.and_then(Progress::take_survey);
+    found.unwrap_or_else(|| Survey::of(input)).map_err(StreamError::WholeTree)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A body whose writes are routines; once `routines` are written it reports the checks'
-    /// verdict (no error, no survey), as checks that had not finished their first scan
-    /// before then would.
-    struct VerdictAfter<'p> {
-        bytes: Vec<u8>,
-        routines: usize,
-        progress: &'p Progress,
-    }
-
-    impl Write for VerdictAfter<'_> {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.write_all(bytes).map(|()| bytes.len())
-        }
-
-        fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-            self.bytes.extend_from_slice(bytes);
-            self.routines = self.routines.saturating_sub(1);
-            if self.routines == 0 {
-                self.progress.finish(true);
-            }
-            Ok(())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl RoutineSink for VerdictAfter<'_> {}
-
-    fn tangent_with_verdict_after(input: &[u8], routines: usize) -> Result<Vec<u8>, StreamError> {
-        let progress = Progress::default();
-        let mut body = VerdictAfter { bytes: Vec::new(), routines, progress: &progress };
-        let concurrency = Concurrency { gate: Some(&progress), pipelined: true, ..Concurrency::default() };
-        let config = Config::default();
-        let streamed = tangent(
-            input,
-            "late.xaif",
-            &ReadOptions::default(),
-            Catalogue::builtin(),
-            &config,
-            &WriteOptions::default(),
-            &mut body,
-            concurrency,
-        )?;
-        Ok(streamed.bytes(&body.bytes))
-    }
-
-    fn whole_tangent(input: &[u8]) -> Vec<u8> {
-        let mut cg = crate::xaif::read(input, "whole.xaif", &ReadOptions::default()).expect("reads").call_graph;
-        crate::pipeline::tangent(&mut cg, Catalogue::builtin(), &Config::default()).expect("transforms");
-        crate::xaif::write(&cg, &WriteOptions::default())
-    }
-
-    /// The driver transforms before the checks' survey of the document's statement ids comes.
-    /// Where an id it handed out meanwhile is the document's, it gives the document to the
-    /// whole-document path; otherwise its output is the whole-document path's. Here the survey
-    /// comes only with the checks' verdict, after both routines are written: the routines of
-    /// a test program swapped so that the callee comes first (a routine whose callee is not
-    /// read yet waits for the survey), and the caller's first temporary's assignment gets
-    /// `_OpenAD_lin_0`, which the mutant gives a statement of the callee too.
-    #[test]
-    fn ids_handed_out_before_the_survey_came_are_checked_against_it() {
-        let text = include_str!("../testdata/interp/constructs.xaif");
-        let (first, second) = (
-            text.find("<xaif:ControlFlowGraph").expect("a routine"),
-            text.rfind("<xaif:ControlFlowGraph").expect("another"),
-        );
-        let end = text.rfind("</xaif:ControlFlowGraph>").expect("its end") + "</xaif:ControlFlowGraph>".len();
-        let swapped =
-            format!("{}{}\n{}{}", &text[..first], &text[second..end], text[first..second].trim_end(), &text[end..]);
-        let late = tangent_with_verdict_after(swapped.as_bytes(), 2).expect("streams");
-        let whole = whole_tangent(swapped.as_bytes());
-        assert!(late == whole, "the output is the whole-document path's");
-        assert!(String::from_utf8_lossy(&whole).contains("statement_id=\"_OpenAD_lin_0\""));
-
-        assert_eq!(swapped.matches("statement_id=\"s1\"").count(), 1, "the callee's first statement");
-        let taken = swapped.replace("statement_id=\"s1\"", "statement_id=\"_OpenAD_lin_0\"");
-        match tangent_with_verdict_after(taken.as_bytes(), 2) {
-            Err(StreamError::WholeDocument(why)) => assert_eq!(why, MADE_BEFORE_SURVEY),
-            other => panic!("expected the whole-document path, got {:?}", other.map(|_| ())),
-        }
-        // Known from the start, the id is avoided, as on the whole-document path.
-        let mut body = Vec::new();
-        let early = tangent(
-            taken.as_bytes(),
-            "early.xaif",
-            &ReadOptions::default(),
-            Catalogue::builtin(),
-            &Config::default(),
-            &WriteOptions::default(),
-            &mut body,
-            Concurrency { pipelined: true, ..Concurrency::default() },
-        )
-        .expect("streams");
-        let whole = whole_tangent(taken.as_bytes());
-        assert!(early.bytes(&body) == whole);
-        assert!(String::from_utf8_lossy(&whole).contains("statement_id=\"_OpenAD_lin_0_2\""));
-    }
 
     #[test]
     fn survey_skips_what_is_not_markup() {

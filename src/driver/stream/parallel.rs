@@ -19,7 +19,7 @@
 //!
 //! The adjoint adds one dependence: a routine's reverse sweep reads some formals where they
 //! stand, and its callers, reversed after it, restore the locals they pass there. A worker
-//! reverses a routine from the first pass's facts alone ([`Mode::Adjoint`]); what depends on
+//! reverses a routine from the first pass's facts alone ([`Adjoint`]); what depends on
 //! the routines before it is done by the driver as it puts the routine back, in document
 //! order, as one thread does it.
 
@@ -30,7 +30,7 @@ use rayon::prelude::*;
 
 use la_arena::ArenaMap;
 
-use super::{StreamError, adjoint_head, adjoint_tangent, merge_type_change, transform_routine};
+use super::{StreamError, adjoint_head, adjoint_tangent, merge_type_change};
 use crate::analysis::tbr::Recording;
 use crate::ir::build::{Deferred, Temporaries, resolve_placeholders};
 use crate::ir::rename::Renamer;
@@ -91,23 +91,19 @@ pub(super) struct PutBack<'a> {
     pub write: &'a mut dyn FnMut(&mut CallGraph, RoutineId, Finished) -> Result<(), StreamError>,
 }
 
-/// What the workers make of a routine.
+/// What the workers make of a routine: the adjoint's passes after the first, TypeChange, the
+/// tangent passes, and the reversal as far as it depends on the routine alone
+/// ([`ReverseApart`]); the driver finishes each in document order
+/// ([`crate::passes::adjoint::RoutineByRoutine::finish`]: what its reverse sweep reads where it
+/// stands and the locals it restores depend on the routines reversed before it, which a
+/// worker may not have seen).
 #[derive(Clone, Copy)]
-pub(super) enum Mode<'m> {
-    /// The tangent mode's passes.
-    Tangent,
-    /// The adjoint's passes after the first: TypeChange, the tangent passes, and the reversal
-    /// as far as it depends on the routine alone ([`ReverseApart`]); the driver finishes each
-    /// in document order ([`crate::passes::adjoint::RoutineByRoutine::finish`]: what its reverse
-    /// sweep reads where it stands and the locals it restores depend on the routines reversed
-    /// before it, which a worker may not have seen).
-    Adjoint {
-        /// The interprocedural facts; each worker reverses with its own copy.
-        facts: &'m Recording,
-        tangent: &'m TangentConfig,
-        formal_uses: &'m ArenaMap<RoutineId, Vec<FormalUse>>,
-        config: &'m AdjointConfig,
-    },
+pub(super) struct Adjoint<'m> {
+    /// The interprocedural facts; each worker reverses with its own copy.
+    pub facts: &'m Recording,
+    pub tangent: &'m TangentConfig,
+    pub formal_uses: &'m ArenaMap<RoutineId, Vec<FormalUse>>,
+    pub config: &'m AdjointConfig,
 }
 
 /// What a routine put back brings beside itself, in the driver's numbering: in the adjoint,
@@ -179,7 +175,7 @@ impl Workers {
         &mut self,
         catalogue: &Catalogue,
         config: &Config,
-        mode: Mode,
+        mode: Adjoint,
         out: &mut PutBack,
         last: bool,
     ) -> Result<(), StreamError> {
@@ -264,7 +260,7 @@ fn transform_share(
     heads: &[Arc<Routine>],
     catalogue: &Catalogue,
     config: &Config,
-    mode: Mode,
+    mode: Adjoint,
 ) {
     while let Some(mut task) = tasks.take() {
         let Some(routine) = task.routine.take() else { continue };
@@ -299,7 +295,7 @@ struct Worker {
     /// Its copy's routines by their symbols, for TypeChange.
     by_symbol: RoutinesBySymbol,
     plans: PlanCache,
-    /// The adjoint's facts, its own copy of [`Mode::Adjoint`]'s.
+    /// The adjoint's facts, its own copy of [`Adjoint`]'s.
     recording: Option<Recording>,
     /// How many of the batches and heads its copy has taken in.
     batches: usize,
@@ -360,7 +356,7 @@ impl Worker {
         head: &Routine,
         catalogue: &Catalogue,
         config: &Config,
-        mode: Mode,
+        mode: Adjoint,
     ) -> Result<Transformed, PipelineError> {
         let cg = &mut self.cg;
         let names_from = cg.names.len();
@@ -369,14 +365,8 @@ impl Worker {
         let mut report = Report::default();
         let mut finished = Finished::default();
         let temporaries = &mut self.temporaries;
-        let result = match mode {
-            // A worker's plan cache plans at once: nothing is left unfinished.
-            Mode::Tangent => {
-                let by_symbol = &mut self.by_symbol;
-                transform_routine(cg, id, catalogue, config, temporaries, by_symbol, &mut self.plans, &mut report)
-                    .map(|unfinished| debug_assert!(unfinished.is_none()))
-            }
-            Mode::Adjoint { facts, tangent, formal_uses, config: adjoint } => (|| {
+        let Adjoint { facts, tangent, formal_uses, config: adjoint } = mode;
+        let result: Result<(), PipelineError> = (|| {
                 let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
                 let size_hint = cg.size_hint;
                 let Some(own_head) = adjoint_head(cg, temporaries, &mut self.by_symbol, config, id, &mut report)?
@@ -389,8 +379,7 @@ impl Worker {
                 finished.reversed = apart.reverse(cg, temporaries, id, original, &mut finished.stats)?;
                 cg.size_hint = size_hint;
                 Ok(())
-            })(),
-        };
+            })();
         let routine = std::mem::replace(&mut cg.routines[id], head.clone());
         let names = cg.names.batch_since(names_from);
         let deferred = self.temporaries.take_deferred();
@@ -413,7 +402,7 @@ fn put_back(
     transformed: Transformed,
     report: &mut Report,
 ) -> Result<Finished, StreamError> {
-    const LOST: StreamError = StreamError::WholeDocument("a placeholder for an invented name was lost");
+    const LOST: StreamError = StreamError::WholeTree("a placeholder for an invented name was lost");
     let Transformed { mut routine, names_from, names, deferred, symbols_from, symbols, report: done, mut finished } =
         transformed;
     let mut resolved: Vec<Option<Name>> = vec![None; deferred.len()];
