@@ -1309,8 +1309,6 @@ fn best_of_in(workspace: &mut Workspace, lcg: &Lcg, model: CostModel, methods: &
 pub struct PlanCache {
     plans: rustc_hash::FxHashMap<ShapeKey, Plan>,
     workspace: Workspace,
-    /// Plans asked for through [`Planner::ask`] and not taken yet.
-    made: std::collections::VecDeque<(Lcg, Plan)>,
 }
 
 type ShapeKey = (Method, CostModel, Vec<VertexKind>, Vec<(usize, usize, LabelShape)>);
@@ -1354,52 +1352,6 @@ impl PlanCache {
 
     pub fn return_workspace(&mut self, workspace: Workspace) {
         self.workspace = workspace;
-    }
-}
-
-/// Where a pass gets its elimination plans: graphs are handed in one after the other and their
-/// plans taken back in the same order, so that a planner may make them elsewhere (on a thread
-/// of its own) while the pass goes on with what does not need them.
-pub trait Planner {
-    /// Asks for the plan of `lcg` by `method` under `model`.
-    fn ask(&mut self, lcg: Lcg, method: Method, model: CostModel);
-    /// The oldest graph asked for and not taken yet, with its plan.
-    fn take(&mut self) -> (Lcg, Plan);
-    /// Whether plans are made away from the caller, so that asking early and taking late
-    /// pays; a planner that makes them at once is best asked and taken in one go.
-    fn defers(&self) -> bool {
-        false
-    }
-    /// Every plan of a call to `linearize_routines` has been asked for: a planner that gathers
-    /// asks hands them on now, before the first is taken.
-    fn asked_all(&mut self) {}
-    /// The caller has nothing else to do for now (it waits for input): a planner that makes
-    /// plans elsewhere may make some of those asked here instead. False where it did nothing.
-    fn help(&mut self) -> bool {
-        false
-    }
-    /// The storage [`replay_in`] works in, lent out (its `emit` usually needs the owner of the
-    /// planner too); [`Planner::return_workspace`] gives it back.
-    fn lend_workspace(&mut self) -> Workspace;
-    fn return_workspace(&mut self, workspace: Workspace);
-}
-
-impl Planner for PlanCache {
-    fn ask(&mut self, lcg: Lcg, method: Method, model: CostModel) {
-        let plan = self.plan(&lcg, method, model);
-        self.made.push_back((lcg, plan));
-    }
-
-    fn take(&mut self) -> (Lcg, Plan) {
-        self.made.pop_front().expect("a plan is taken only after it was asked for")
-    }
-
-    fn lend_workspace(&mut self) -> Workspace {
-        PlanCache::lend_workspace(self)
-    }
-
-    fn return_workspace(&mut self, workspace: Workspace) {
-        PlanCache::return_workspace(self, workspace)
     }
 }
 

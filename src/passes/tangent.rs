@@ -20,7 +20,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, Planner, VertexKind, replay_in};
+use super::elimination::{self, ALL, CostModel, Label, Lcg, Method, Op, PlanCache, VertexKind, replay_in};
 use super::linearize::{
     LinearizeError, LinearizedAssignment, LocalNode, Partial, RefKey, RefKeys, ValueShape, add_constant, add_edge,
     add_intrinsic, add_vertex, allocation, create_temporary, is_active_reference, linearize_assignment,
@@ -138,64 +138,19 @@ pub fn tangent(
 
 /// [`tangent`] with elimination plans from `plans`, kept across calls: the streaming driver
 /// transforms one routine per call, and graphs of the same shape recur across routines.
+///
+/// Every control flow graph of `cg` that has its graph is transformed block by block: each
+/// sequence's statements are printed and followed at once by its accumulation code and
+/// propagator, and with `-C` each block ends with its counters. After an error every graph is
+/// back in its routine, as far as it got.
 pub fn tangent_with_plans(
     cg: &mut CallGraph,
     catalogue: &Catalogue,
     temporaries: &mut Temporaries,
     config: &TangentConfig,
-    plans: &mut dyn Planner,
+    plans: &mut PlanCache,
 ) -> Result<TangentStats, TangentError> {
-    let linearized = linearize_routines(cg, catalogue, temporaries, config, plans)?;
-    Ok(finish_routines(cg, catalogue, temporaries, config, plans, linearized))
-}
-
-/// Routines whose sequences [`linearize_routines`] linearized, printed and asked plans for,
-/// their graphs held here until [`finish_routines`] puts the plans' code in and gives them
-/// back to the call graph.
-pub struct Linearized {
-    routines: Vec<LinearizedRoutine>,
-    /// The sequences finished already (those of a planner that does not defer).
-    stats: TangentStats,
-}
-
-impl Linearized {
-    /// How many plans were asked for and not taken yet.
-    pub fn asked(&self) -> usize {
-        self.routines.iter().flat_map(|r| &r.blocks).map(|b| b.asked.len()).sum()
-    }
-}
-
-struct LinearizedRoutine {
-    routine: RoutineId,
-    graph: FlowGraph,
-    shared: RoutineShared,
-    /// Per basic block, in the order of the graph's vertices.
-    blocks: Vec<LinearizedBlock>,
-}
-
-struct LinearizedBlock {
-    /// The sequences asked for, each with where its code goes in the block's statements.
-    asked: Vec<(usize, Asked)>,
-    /// Where in the statistics the sequences finished at once are.
-    finished: std::ops::Range<usize>,
-}
-
-/// The first half of the tangent passes over every control flow graph of `cg` that has its
-/// graph: basic blocks cut into sequences, their statements linearized and printed, and every
-/// sequence's elimination plan asked of `plans`. A planner that makes plans elsewhere
-/// ([`Planner::defers`]) plans them meanwhile, and while the caller does other work until
-/// [`finish_routines`] takes them (the streaming driver linearizes the next routines first),
-/// and is told when the last is asked ([`Planner::asked_all`]); any other planner gets each
-/// sequence finished at once. After an error, plans asked of a
-/// deferring planner are left untaken: the planner is of no further use.
-pub fn linearize_routines(
-    cg: &mut CallGraph,
-    catalogue: &Catalogue,
-    temporaries: &mut Temporaries,
-    config: &TangentConfig,
-    plans: &mut dyn Planner,
-) -> Result<Linearized, TangentError> {
-    let mut linearized = Linearized { routines: Vec::new(), stats: TangentStats::default() };
+    let mut stats = TangentStats::default();
     let mut keys = RefKeys::default();
     let routines: Vec<RoutineId> = cg.cfgs().map(|(id, _)| id).collect();
     for routine in routines {
@@ -205,106 +160,51 @@ pub fn linearize_routines(
         if cfg.graph.vertices.is_empty() {
             continue;
         }
+        // Out of the call graph while its blocks are transformed, which needs the call graph.
         let mut graph = std::mem::take(&mut cfg.graph);
         let body_scope = cfg.body_scope;
         let formals: FxHashSet<SymbolId> = cfg.arguments.iter().flatten().map(|a| a.symbol).collect();
         let symbol = cfg.symbol;
         let routine_name = cg.symbol_name(symbol).to_owned();
         let shared = RoutineShared { routine: routine_name, body_scope, formals };
-        let mut blocks = Vec::new();
         let mut result = Ok(());
         for (_, vertex) in graph.vertices.iter_mut() {
             let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };
             let statements = std::mem::take(&mut block.statements);
-            let first_sequence = linearized.stats.sequences.len();
+            let first_sequence = stats.sequences.len();
             let mut context = shared.block(
                 (catalogue, config),
                 cg,
                 temporaries,
-                &mut linearized.stats,
+                &mut stats,
                 plans,
                 &mut keys,
                 vertex.id,
                 block.scope,
             );
             match context.transform(statements) {
-                Ok(statements) => {
-                    let asked = std::mem::take(&mut context.asked);
-                    blocks.push(LinearizedBlock { asked, finished: first_sequence..linearized.stats.sequences.len() });
-                    block.statements = statements;
-                }
+                Ok(statements) => block.statements = statements,
                 Err(source) => {
                     result = Err(TangentError::Linearize { routine: shared.routine.clone(), source });
                     break;
                 }
             }
-        }
-        if let Err(error) = result {
-            // Every graph goes back to its routine, as far as it got.
-            let done = linearized.routines.drain(..).map(|r| (r.routine, r.graph));
-            for (routine, graph) in done.chain([(routine, graph)]) {
-                if let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] {
-                    cfg.graph = graph;
-                }
-            }
-            return Err(error);
-        }
-        linearized.routines.push(LinearizedRoutine { routine, graph, shared, blocks });
-    }
-    plans.asked_all();
-    Ok(linearized)
-}
-
-/// The second half of the tangent passes over what [`linearize_routines`] gave, with the
-/// same `plans`: each sequence's accumulation code and propagator, where its statements left
-/// them (the plans are taken in the order they were asked for), and with `-C` the counters
-/// at the end of every basic block; the graphs go back to their routines.
-pub fn finish_routines(
-    cg: &mut CallGraph,
-    catalogue: &Catalogue,
-    temporaries: &mut Temporaries,
-    config: &TangentConfig,
-    plans: &mut dyn Planner,
-    linearized: Linearized,
-) -> TangentStats {
-    let Linearized { routines, mut stats } = linearized;
-    let mut keys = RefKeys::default();
-    for LinearizedRoutine { routine, mut graph, shared, blocks } in routines {
-        let mut blocks = blocks.into_iter();
-        for (_, vertex) in graph.vertices.iter_mut() {
-            let CfgVertexKind::BasicBlock(block) = &mut vertex.kind else { continue };
-            let Some(LinearizedBlock { asked, finished }) = blocks.next() else { break };
-            let first_sequence = stats.sequences.len();
-            let mut statements = std::mem::take(&mut block.statements);
-            if !asked.is_empty() {
-                let mut context = shared.block(
-                    (catalogue, config),
-                    cg,
-                    temporaries,
-                    &mut stats,
-                    plans,
-                    &mut keys,
-                    vertex.id,
-                    block.scope,
-                );
-                statements = context.resolve(statements, asked);
-            }
             if config.runtime_counters {
-                // The block's sequences: those finished at once, or those finished now.
-                let sequences = || stats.sequences[finished.clone()].iter().chain(&stats.sequences[first_sequence..]);
-                let multiplications = sequences().map(|s| s.accumulation_multiplications).sum();
-                let additions = sequences().map(|s| s.accumulation_additions).sum();
-                statements.push(counter_call(cg, temporaries, "countmult", multiplications));
-                statements.push(counter_call(cg, temporaries, "countadd", additions));
+                let sequences = &stats.sequences[first_sequence..];
+                let multiplications = sequences.iter().map(|s| s.accumulation_multiplications).sum();
+                let additions = sequences.iter().map(|s| s.accumulation_additions).sum();
+                block.statements.push(counter_call(cg, temporaries, "countmult", multiplications));
+                block.statements.push(counter_call(cg, temporaries, "countadd", additions));
             }
-            block.statements = statements;
         }
-        let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] else { continue };
-        cfg.graph = graph;
+        if let Routine::ControlFlowGraph(cfg) = &mut cg.routines[routine] {
+            cfg.graph = graph;
+        }
+        result?;
     }
     // Tangent code is about 1.6 times as long as its input on the corpus (median; up to 4).
     cg.size_hint += cg.size_hint * 3 / 4;
-    stats
+    Ok(stats)
 }
 
 /// What every basic block of a routine shares.
@@ -323,7 +223,7 @@ impl RoutineShared {
         cg: &'b mut CallGraph,
         temporaries: &'b mut Temporaries,
         stats: &'b mut TangentStats,
-        plans: &'b mut dyn Planner,
+        plans: &'b mut PlanCache,
         keys: &'b mut RefKeys,
         block: Name,
         scope: ScopeId,
@@ -339,7 +239,6 @@ impl RoutineShared {
             block,
             stats,
             plans,
-            asked: Vec::new(),
             keys,
             body_scope: self.body_scope,
             formals: &self.formals,
@@ -356,10 +255,8 @@ struct BlockContext<'a> {
     routine: String,
     block: String,
     stats: &'a mut TangentStats,
-    plans: &'a mut dyn Planner,
-    /// Sequences whose plans are asked for and not taken yet ([`Planner::defers`]), each with
-    /// where its code goes in the block's statements.
-    asked: Vec<(usize, Asked)>,
+    /// Elimination plans by graph shape, and the storage their replay works in.
+    plans: &'a mut PlanCache,
     keys: &'a mut RefKeys,
     /// The routine's own scope and formals: which variables are its locals.
     body_scope: ScopeId,
@@ -382,19 +279,6 @@ struct ReferenceKeys {
     lhs: RefKey,
     /// In the order of the local graph's operands.
     operands: Vec<RefKey>,
-}
-
-/// A sequence whose statements are printed and whose plan was asked for: what its accumulation
-/// code and propagator are made from once the plan is taken.
-struct Asked {
-    vertices: Vec<Vertex>,
-    /// The variables of the graph's labels, by number.
-    symbols: Vec<SymbolId>,
-    stats: SequenceStats,
-    /// With `record_graphs`: the graph's edges before elimination.
-    before: Option<Vec<(usize, usize, Partial)>>,
-    operations: FxHashMap<usize, Name>,
-    statement_ids: Vec<String>,
 }
 
 /// A statement of a sequence, in program order.
@@ -628,9 +512,7 @@ impl BlockContext<'_> {
         sequence.items.push(Item::Active(Box::new(linearized)));
     }
 
-    /// Prints the sequence's statements; its accumulation code and propagator follow at once,
-    /// or, where the planner makes plans elsewhere, once the routine's last sequence is asked
-    /// for ([`BlockContext::resolve`]), at the place the statements left for them.
+    /// Prints the sequence's statements, then its accumulation code and propagator.
     fn flush(&mut self, sequence: &mut Sequence, out: &mut Vec<Statement>) {
         let sequence = std::mem::take(sequence);
         if sequence.items.is_empty() {
@@ -677,7 +559,7 @@ impl BlockContext<'_> {
             vertices.push(Vertex::Dependent(reference));
             edges.push((value, vertices.len() - 1, Partial::One));
         }
-        let stats = SequenceStats {
+        let mut stats = SequenceStats {
             routine: self.routine.clone(),
             basic_block: self.block.clone(),
             statements,
@@ -701,42 +583,15 @@ impl BlockContext<'_> {
                 .collect(),
             edges: edges.into_iter().map(|(s, t, p)| (s, t, to_label(p, &mut symbols))).collect(),
         };
-        self.plans.ask(lcg, self.config.elimination, self.config.cost_model);
-        let asked = Asked { vertices, symbols, stats, before, operations: sequence.operations, statement_ids };
-        if self.plans.defers() {
-            self.asked.push((out.len(), asked));
-        } else {
-            self.finish(asked, out);
+        let plan = self.plans.plan(&lcg, self.config.elimination, self.config.cost_model);
+        stats.method = plan.method.name().to_owned();
+        if self.config.compare_methods {
+            stats.method_costs =
+                ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, self.config.cost_model).cost())).collect();
         }
-    }
-
-    /// Puts the accumulation code and propagator of the sequences [`BlockContext::flush`] asked
-    /// plans for into `out`, each where its statements left it, in the order they were asked.
-    fn resolve(&mut self, out: Vec<Statement>, asked: Vec<(usize, Asked)>) -> Vec<Statement> {
-        if asked.is_empty() {
-            return out;
-        }
-        let mut resolved = Vec::with_capacity(out.len() + out.len() / 2);
-        let mut statements = out.into_iter();
-        let mut done = 0;
-        for (at, sequence) in asked {
-            resolved.extend(statements.by_ref().take(at - done));
-            done = at;
-            self.finish(sequence, &mut resolved);
-        }
-        resolved.extend(statements);
-        resolved
-    }
-
-    /// Takes the plan of the oldest sequence asked for, preaccumulates by it and prints the
-    /// accumulation code and the propagator.
-    fn finish(&mut self, asked: Asked, out: &mut Vec<Statement>) {
-        let Asked { vertices, symbols, mut stats, before, operations, statement_ids } = asked;
-        let edges = self.preaccumulate(&vertices, symbols, &mut stats, out);
+        let edges = self.preaccumulate(&lcg, &plan.order, &vertices, symbols, &mut stats, out);
         if let Some(before) = before {
-            let order = stats.graph.take().map(|graph| graph.order).unwrap_or_default();
-            let mut graph = self.record(&vertices, &operations, statement_ids, &before, &edges);
-            graph.order = order;
+            let graph = self.record(&vertices, &sequence.operations, statement_ids, &before, plan.order, &edges);
             stats.graph = Some(Box::new(graph));
         }
         let (allocations, propagator) = self.propagate(vertices, &edges, &mut stats);
@@ -755,27 +610,20 @@ impl BlockContext<'_> {
     /// direction are fewest — the accumulation products (`<prefix>acc_N`, once per execution)
     /// plus one per non-unit edge left for the propagator. Products and sums of constants fold
     /// at compile time and unit factors are free; what does not fold becomes an accumulation
-    /// assignment. The graph and its plan are the planner's oldest ([`Planner::take`]);
-    /// `symbols` holds the variables of its labels. Returns the remainder graph's edges.
+    /// assignment. `order` is the plan's for `lcg`, whose labels' variables `symbols` holds.
+    /// Returns the remainder graph's edges.
     fn preaccumulate(
         &mut self,
+        lcg: &Lcg,
+        order: &[elimination::Step],
         vertices: &[Vertex],
         mut symbols: Vec<SymbolId>,
         stats: &mut SequenceStats,
         out: &mut Vec<Statement>,
     ) -> Vec<(usize, usize, Partial)> {
-        let (lcg, plan) = self.plans.take();
-        stats.method = plan.method.name().to_owned();
-        if self.config.record_graphs {
-            // Completed by `record` once the remainder is known.
-            stats.graph = Some(Box::new(SequenceGraph { order: plan.order.clone(), ..SequenceGraph::default() }));
-        }
-        if self.config.compare_methods {
-            stats.method_costs =
-                ALL.iter().map(|&m| (m, elimination::plan(&lcg, m, self.config.cost_model).cost())).collect();
-        }
+        // Lent out: `emit` below needs this context whole.
         let mut workspace = self.plans.lend_workspace();
-        let (remainder, _) = replay_in(&mut workspace, &lcg, &plan.order, self.config.cost_model, |op, via| {
+        let (remainder, _) = replay_in(&mut workspace, lcg, order, self.config.cost_model, |op, via| {
             let partial = |label: Label| match label {
                 Label::One => Partial::One,
                 Label::MinusOne => Partial::MinusOne,
@@ -813,13 +661,14 @@ impl BlockContext<'_> {
             .collect()
     }
 
-    /// The sequence's graph as labels, with the order `preaccumulate` left in `stats`.
+    /// The sequence's graph as labels, eliminated in `order`.
     fn record(
         &self,
         vertices: &[Vertex],
         operations: &FxHashMap<usize, Name>,
         statements: Vec<String>,
         before: &[(usize, usize, Partial)],
+        order: Vec<elimination::Step>,
         after: &[(usize, usize, Partial)],
     ) -> SequenceGraph {
         let cg = &*self.cg;
@@ -842,7 +691,7 @@ impl BlockContext<'_> {
                 ),
             })
             .collect();
-        SequenceGraph { statements, vertices, edges: edges(before), order: Vec::new(), remainder: edges(after) }
+        SequenceGraph { statements, vertices, edges: edges(before), order, remainder: edges(after) }
     }
 
     /// `<prefix>acc_N = name(operands…)`.
@@ -1294,7 +1143,6 @@ fn depends_on_active(cg: &CallGraph, catalogue: &Catalogue, expression: &Express
     }
 }
 
-/// The shape temporaries for a vertex's values and derivatives take.
 /// A partial as the planner sees it: run-time values are numbered in `symbols`.
 fn to_label(partial: Partial, symbols: &mut Vec<SymbolId>) -> Label {
     match partial {
@@ -1308,6 +1156,7 @@ fn to_label(partial: Partial, symbols: &mut Vec<SymbolId>) -> Label {
     }
 }
 
+/// The shape temporaries for a vertex's values and derivatives take.
 fn vertex_shape(vertex: &Vertex) -> ValueShape {
     match vertex {
         Vertex::Intermediate(shape) => shape.clone(),
