@@ -981,6 +981,7 @@ fn transform_in(
             return Ok(Err(Reported(1)));
         }
         Err(Failure::Write(error)) => return Err(output.error(error).into()),
+        Err(Failure::Spill(error)) => return Err(OutputError::in_spill(&args.output(), error).into()),
     };
     session.findings("validate", &run.warnings);
     for (stage, took) in &run.timings {

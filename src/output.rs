@@ -1,19 +1,14 @@
-//! Where a command's results go: plain writes through the page cache, and nothing visible
-//! until a run has succeeded.
+//! Where a command's results go: plain writes through the page cache, and nothing visible in
+//! a file until the run has succeeded.
 //!
 //! [`Output::create`] checks a destination before the work starts (a missing directory, a
-//! directory named as a file, a file we may not write are found then). A regular file, or one
-//! that does not exist yet, is written to a temporary file beside it, which [`Output::commit`]
-//! renames over it; dropping an [`Output`] instead removes the temporary, so a failed run
-//! leaves nothing behind. A replaced file keeps its permissions (and, on Unix, where
-//! permitted, its owner). Everything else is written as it goes: standard output and error,
-//! devices such as `/dev/null`, named pipes, the descriptors behind `/dev/stdout` or
-//! `/dev/fd/N`. A symbolic link is written through (its target is replaced, the link stays);
-//! a file with other hard links, or in a directory we may not write, is truncated and
-//! rewritten on commit, so that every name sees the new contents.
-//!
-//! [`Spill`] holds what must wait for something written before it (a streamed document's
-//! routines, done before its head is known): in memory, then in an unnamed temporary file.
+//! directory, a file we may not write). A regular file, or one that does not exist yet, is
+//! written to a temporary file beside it, renamed over it on [`Output::commit`]; an [`Output`]
+//! dropped instead removes it. A replaced file keeps its permissions (and on Unix, where
+//! permitted, its owner). Standard output and error, devices (`/dev/null`), named pipes and the
+//! descriptors behind `/dev/stdout` or `/dev/fd/N` are written as they go. A symbolic link is
+//! written through: its target is replaced, the link stays. A file with other hard links, or in
+//! a directory we may not write, is truncated and rewritten on commit, keeping its inode.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -24,9 +19,6 @@ use tempfile::NamedTempFile;
 
 /// The buffer in front of every output.
 const BUFFER: usize = 64 << 10;
-
-/// What a [`Spill`] holds in memory before it moves to a temporary file.
-const SPILL_MEMORY: usize = 8 << 20;
 
 /// An output named on the command line: `-` is standard output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,62 +62,52 @@ impl OutputError {
         self.source.kind() == io::ErrorKind::BrokenPipe
     }
 
-    /// A failure of a [`Spill`] holding part of `destination`'s output: a full temporary
+    /// A failure of the [`Spill`] holding part of `destination`'s output: a full temporary
     /// directory is not the destination's fault, so the message says where it was.
     pub fn in_spill(destination: &Destination, source: io::Error) -> Self {
-        let dir = std::env::temp_dir();
-        OutputError { shown: format!("{} (put together in the temporary directory {})", destination.shown(), dir.display()), source }
+        let temp = std::env::temp_dir();
+        let shown = format!("{} (put together in the temporary directory {})", destination.shown(), temp.display());
+        OutputError { shown, source }
     }
 }
 
-/// A prepared destination, written through [`Write`]; see the module's notes.
-#[derive(Debug)]
+/// A prepared destination, written through [`Write`] (buffered); see the module's notes.
 pub struct Output {
     shown: String,
     /// `None` only once committed or dropped.
     sink: Option<BufWriter<Sink>>,
 }
 
-#[derive(Debug)]
 enum Sink {
-    Stdout(io::Stdout),
-    Stderr(io::Stderr),
-    /// Devices, pipes, descriptor aliases: written as they are.
-    Direct(File),
-    /// A regular file or a new one: a temporary beside it, renamed to `target` on commit.
+    /// Written as it goes.
+    Direct(Box<dyn Write + Send>),
+    /// A temporary file beside `target`, renamed to it on commit.
     Replace { temp: NamedTempFile, target: PathBuf },
-    /// A regular file that must keep its inode: truncated and rewritten on commit.
+    /// A regular file that keeps its inode: truncated and rewritten on commit.
     InPlace { file: File, staged: Spill },
 }
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Sink::Stdout(out) => out.write(buf),
-            Sink::Stderr(out) => out.write(buf),
-            Sink::Direct(file) => file.write(buf),
+            Sink::Direct(out) => out.write(buf),
             Sink::Replace { temp, .. } => temp.write(buf),
             Sink::InPlace { staged, .. } => staged.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Sink::Stdout(out) => out.flush(),
-            Sink::Stderr(out) => out.flush(),
-            Sink::Direct(file) => file.flush(),
-            Sink::Replace { .. } | Sink::InPlace { .. } => Ok(()),
-        }
+        if let Sink::Direct(out) = self { out.flush() } else { Ok(()) }
     }
 }
 
 impl Output {
-    /// Prepares `destination`: resolves symbolic links, checks what can be checked and opens
-    /// or creates what its writing needs. Nothing visible changes but a temporary file.
+    /// Prepares `destination`: follows symbolic links, checks what can be checked and opens or
+    /// creates what its writing needs. Nothing visible changes but a temporary file.
     pub fn create(destination: &Destination) -> Result<Output, OutputError> {
         let sink = match destination {
-            Destination::Stdout => Ok(Sink::Stdout(io::stdout())),
-            Destination::Stderr => Ok(Sink::Stderr(io::stderr())),
+            Destination::Stdout => Ok(Sink::Direct(Box::new(io::stdout()))),
+            Destination::Stderr => Ok(Sink::Direct(Box::new(io::stderr()))),
             Destination::Path(path) => open(path),
         };
         let shown = destination.shown();
@@ -140,29 +122,28 @@ impl Output {
         OutputError { shown: self.shown.clone(), source }
     }
 
-    /// Makes what was written visible at the destination ([`commit_all`] of this one).
+    /// Makes what was written visible at the destination: [`commit_all`] of this one.
     pub fn commit(self) -> Result<(), OutputError> {
         commit_all(vec![self])
     }
 
     fn writer(&mut self) -> &mut BufWriter<Sink> {
-        self.sink.as_mut().expect("an output is used only before its commit")
+        self.sink.as_mut().expect("an output is written only before its commit")
     }
 
-    /// Whether what is written reaches the destination before the commit.
     fn is_direct(&self) -> bool {
-        matches!(self.sink.as_ref().map(BufWriter::get_ref), Some(Sink::Stdout(_) | Sink::Stderr(_) | Sink::Direct(_)))
+        matches!(self.sink.as_ref().map(BufWriter::get_ref), Some(Sink::Direct(_)))
     }
 
-    /// The rename (or in-place rewrite) after everything was flushed.
+    /// The rename or the rewrite in place, once everything was flushed.
     fn finish(mut self) -> Result<(), OutputError> {
         let Some(writer) = self.sink.take() else { return Ok(()) };
         let result = match writer.into_inner().map_err(io::IntoInnerError::into_error) {
             Ok(Sink::Replace { temp, target }) => temp.persist(target).map(drop).map_err(|e| e.error),
             Ok(Sink::InPlace { mut file, mut staged }) => {
-                file.set_len(0).and_then(|()| staged.copy_into(&mut file)).and_then(|_| file.flush())
+                file.set_len(0).and_then(|()| staged.copy_into(&mut file)).map(drop)
             }
-            Ok(_) => Ok(()),
+            Ok(Sink::Direct(_)) => Ok(()),
             Err(e) => Err(e),
         };
         result.map_err(|source| self.error(source))
@@ -182,16 +163,19 @@ impl Write for Output {
 impl Drop for Output {
     /// Abandons the output: what is still buffered is discarded, a temporary file removed.
     fn drop(&mut self) {
-        if let Some(writer) = self.sink.take() {
-            drop(writer.into_parts());
-        }
+        drop(self.sink.take().map(BufWriter::into_parts));
     }
 }
 
-/// Commits the outputs of one run, fully written: first every buffer is flushed (those headed
-/// for temporary files before those written as they go), then the temporaries are renamed in
-/// order. A failure while flushing leaves every replaced file as it was, and the temporaries
-/// not committed are removed; a failing rename leaves the renames before it done.
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Output").field("shown", &self.shown).finish_non_exhaustive()
+    }
+}
+
+/// Commits the fully written outputs of one run: flushes every buffer (those headed for a
+/// temporary file first), then renames in order. A failure while flushing leaves every file
+/// as it was (and removes the temporaries); a failing rename leaves those before it done.
 pub fn commit_all(mut outputs: Vec<Output>) -> Result<(), OutputError> {
     for direct in [false, true] {
         for output in outputs.iter_mut().filter(|output| output.is_direct() == direct) {
@@ -203,23 +187,20 @@ pub fn commit_all(mut outputs: Vec<Output>) -> Result<(), OutputError> {
 
 fn open(path: &Path) -> io::Result<Sink> {
     let path = follow_links(path)?;
-    if let Some(number) = descriptor_alias(&path) {
-        return Ok(match number {
-            Some(1) => Sink::Stdout(io::stdout()),
-            Some(2) => Sink::Stderr(io::stderr()),
-            // Another descriptor: its alias reaches the same file, pipe or terminal. Behind a
-            // regular file, append, so a shell's `3>>log` keeps what it holds.
-            _ => {
-                let regular = fs::metadata(&path)?.is_file();
-                Sink::Direct(OpenOptions::new().write(true).append(regular).open(&path)?)
-            }
-        });
+    let direct = |file: File| Ok(Sink::Direct(Box::new(file)));
+    match descriptor_alias(&path) {
+        Some(Some(1)) => return Ok(Sink::Direct(Box::new(io::stdout()))),
+        Some(Some(2)) => return Ok(Sink::Direct(Box::new(io::stderr()))),
+        // Another descriptor: its alias reaches the same file, pipe or terminal. Behind a
+        // regular file, append, so that a shell's `3>>log` keeps what it holds.
+        Some(_) => return direct(OpenOptions::new().write(true).append(fs::metadata(&path)?.is_file()).open(&path)?),
+        None => {}
     }
     match fs::metadata(&path) {
         Ok(meta) if meta.is_dir() => Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")),
         Ok(meta) if meta.is_file() => open_regular(path, &meta),
         // Character and block devices, named pipes: never replaced.
-        Ok(_) => Ok(Sink::Direct(OpenOptions::new().write(true).open(&path)?)),
+        Ok(_) => direct(OpenOptions::new().write(true).open(&path)?),
         Err(e) if e.kind() == io::ErrorKind::NotFound && path.file_name().is_none() => {
             Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))
         }
@@ -230,29 +211,22 @@ fn open(path: &Path) -> io::Result<Sink> {
 
 /// An existing regular file: replaced by a rename unless it must keep its inode.
 fn open_regular(path: PathBuf, meta: &fs::Metadata) -> io::Result<Sink> {
-    // A file we may not write is refused, though its directory would let a rename replace it.
+    // A file we may not write is refused, although its directory would let a rename replace it.
     let file = OpenOptions::new().write(true).open(&path)?;
-    let in_place = |file| Sink::InPlace { file, staged: Spill::new() };
     if other_links(meta) {
-        return Ok(in_place(file));
+        return Ok(Sink::InPlace { file, staged: Spill::new() });
     }
     match temp_beside(&path) {
-        Ok(temp) => {
-            keep_looks(temp.as_file(), meta)?;
-            Ok(Sink::Replace { temp, target: path })
-        }
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(in_place(file)),
+        Ok(temp) => keep_looks(temp.as_file(), meta).map(|()| Sink::Replace { temp, target: path }),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(Sink::InPlace { file, staged: Spill::new() }),
         Err(e) => Err(e),
     }
 }
 
-/// A new, empty file in `target`'s directory, named after it, with the default mode of new
-/// files (`tempfile` would make it private).
+/// A new file in `target`'s directory, named after it, with the mode a new file gets (not the
+/// private one of `tempfile`'s).
 fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = target.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut prefix = OsString::from(".");
     prefix.push(target.file_name().unwrap_or_default());
     prefix.push(".");
@@ -263,18 +237,14 @@ fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     builder.tempfile_in(dir)
 }
 
-/// The end of a chain of symbolic links (the path itself if it is none); a dangling link gives
-/// the path it names, which will be created.
+/// The end of a chain of symbolic links; a dangling link gives the path it names.
 fn follow_links(path: &Path) -> io::Result<PathBuf> {
     let mut path = path.to_path_buf();
     for _ in 0..40 {
         // `/dev/stdout` leads to `/proc/self/fd/1`, whose "target" is `pipe:[…]` or the like:
         // stop at the alias and let the system resolve it.
-        if descriptor_alias(&path).is_some() {
-            return Ok(path);
-        }
         match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
+            Ok(meta) if meta.file_type().is_symlink() && descriptor_alias(&path).is_none() => {
                 let target = fs::read_link(&path)?;
                 path = match path.parent() {
                     Some(dir) if target.is_relative() => dir.join(target),
@@ -291,26 +261,22 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
 /// `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`): `Some(Some(N))`, or `Some(None)` when the
 /// number is not known from the name alone.
 fn descriptor_alias(path: &Path) -> Option<Option<u32>> {
-    let number = |name: &OsStr| name.to_str().and_then(|n| n.parse::<u32>().ok());
+    let number = |name: &OsStr| name.to_str().and_then(|n| n.parse().ok());
     match path.to_str() {
-        Some("/dev/stdout") => return Some(Some(1)),
-        Some("/dev/stderr") => return Some(Some(2)),
-        _ => {}
+        Some("/dev/stdout") => Some(Some(1)),
+        Some("/dev/stderr") => Some(Some(2)),
+        _ => ["/dev/fd", "/proc/self/fd", "/proc/thread-self/fd"]
+            .iter()
+            .any(|dir| path.parent() == Some(Path::new(dir)))
+            .then(|| path.file_name().and_then(number)),
     }
-    ["/dev/fd", "/proc/self/fd", "/proc/thread-self/fd"]
-        .iter()
-        .any(|dir| path.parent() == Some(Path::new(dir)))
-        .then(|| path.file_name().and_then(number))
 }
 
-/// Whether other names share the file's inode (Unix only: elsewhere, none are seen).
-#[cfg(unix)]
-fn other_links(meta: &fs::Metadata) -> bool {
-    std::os::unix::fs::MetadataExt::nlink(meta) > 1
-}
-
-#[cfg(not(unix))]
+/// Whether other names share the file's inode (seen on Unix only).
 fn other_links(_meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    return std::os::unix::fs::MetadataExt::nlink(_meta) > 1;
+    #[cfg(not(unix))]
     false
 }
 
@@ -333,14 +299,14 @@ fn keep_looks(file: &File, meta: &fs::Metadata) -> io::Result<()> {
     Ok(())
 }
 
-/// Bytes that wait for something written before them: in memory up to a limit, then in an
-/// unnamed temporary file (which the system removes however the process ends). Where no
+/// Bytes that wait for something to be written before them: in memory up to a limit, then in
+/// an unnamed temporary file, which the system removes however the process ends. Where no
 /// temporary file can be made, they stay in memory.
 #[derive(Debug)]
 pub struct Spill {
     memory: Vec<u8>,
     file: Option<File>,
-    /// Where the file goes; `None` once it was made or could not be.
+    /// Where the file is made; `None` once it was, or could not be.
     dir: Option<PathBuf>,
     limit: usize,
     len: u64,
@@ -355,7 +321,7 @@ impl Default for Spill {
 impl Spill {
     /// A spill that keeps up to 8 MiB in memory.
     pub fn new() -> Self {
-        Spill::with_limit(SPILL_MEMORY)
+        Spill::with_limit(8 << 20)
     }
 
     /// A spill that keeps up to `limit` bytes in memory.
@@ -372,10 +338,10 @@ impl Spill {
         self.len == 0
     }
 
-    /// Writes everything written so far into `out` (which may be done again); returns its length.
+    /// Writes what was written so far into `out`, returning its length. Once it succeeded, the
+    /// spill can be written on and copied again.
     pub fn copy_into(&mut self, out: &mut dyn Write) -> io::Result<u64> {
         match &mut self.file {
-            // Reading to the end leaves the file where the next write appends.
             Some(file) => {
                 file.seek(SeekFrom::Start(0))?;
                 io::copy(&mut io::BufReader::with_capacity(BUFFER, file), out)
@@ -387,12 +353,12 @@ impl Spill {
 
 impl Write for Spill {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.file.is_none() && self.memory.len() + buf.len() > self.limit {
-            if let Some(mut file) = self.dir.take().and_then(|dir| tempfile::tempfile_in(dir).ok()) {
-                file.write_all(&self.memory)?;
-                self.memory = Vec::new();
-                self.file = Some(file);
-            }
+        if self.file.is_none()
+            && self.memory.len() + buf.len() > self.limit
+            && let Some(mut file) = self.dir.take().and_then(|dir| tempfile::tempfile_in(dir).ok())
+        {
+            file.write_all(&self.memory)?;
+            (self.memory, self.file) = (Vec::new(), Some(file));
         }
         let written = match &mut self.file {
             Some(file) => file.write(buf)?,
@@ -414,93 +380,71 @@ impl Write for Spill {
 mod tests {
     use super::*;
 
-    fn write(destination: &Destination, text: &str) -> Result<(), OutputError> {
-        let mut output = Output::create(destination)?;
-        output.write_all(text.as_bytes()).map_err(|e| output.error(e))?;
-        output.commit()
-    }
-
     fn at(path: &Path) -> Destination {
         Destination::Path(path.to_path_buf())
     }
 
+    /// An output of `dir/name` (or of `name` if absolute) that holds `text`, not committed.
+    fn written(dir: &Path, name: &str, text: &[u8]) -> Output {
+        let mut output = Output::create(&at(&dir.join(name))).unwrap();
+        output.write_all(text).unwrap();
+        output
+    }
+
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         names
     }
 
     #[test]
-    fn a_file_is_replaced_on_commit_and_only_then() {
+    fn a_file_is_replaced_on_commit_and_left_as_it_was_when_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.xaif");
+        let (path, large) = (dir.path().join("out.xaif"), vec![b'x'; 3 * BUFFER]);
         for old in [None, Some("old")] {
-            if let Some(old) = old {
-                fs::write(&path, old).unwrap();
-            }
-            let mut output = Output::create(&at(&path)).unwrap();
-            // Past the buffer: some of it is in the temporary already.
-            output.write_all(&vec![b'x'; 3 * BUFFER]).unwrap();
+            // Dropped past the buffer (some of it is in the temporary already), then committed.
+            drop(written(dir.path(), "out.xaif", &large));
+            assert_eq!(entries(dir.path()).len(), usize::from(old.is_some()));
+            let output = written(dir.path(), "out.xaif", &large);
             assert_eq!(fs::read_to_string(&path).ok().as_deref(), old);
-            assert_eq!(entries(dir.path()).len(), 2, "the temporary beside the target");
+            assert_eq!(entries(dir.path()).len(), 1 + usize::from(old.is_some()), "the temporary beside the target");
             output.commit().unwrap();
-            assert_eq!(fs::read(&path).unwrap(), vec![b'x'; 3 * BUFFER]);
+            assert!(fs::read(&path).unwrap() == large);
             assert_eq!(entries(dir.path()), ["out.xaif"]);
+            fs::write(&path, "old").unwrap();
         }
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
-    fn an_abandoned_output_leaves_nothing_and_keeps_the_old_file() {
+    fn devices_and_standard_output_are_written_as_they_go() {
+        written(Path::new("/"), "dev/null", b"discarded").commit().unwrap();
+        written(Path::new("/"), "dev/stdout", b"").commit().unwrap();
+        Output::create(&Destination::Stdout).unwrap().commit().unwrap();
+        let error = written(Path::new("/"), "dev/full", b"lost").commit().unwrap_err();
+        assert_eq!((error.to_string().as_str(), error.is_broken_pipe()), ("cannot write /dev/full", false));
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(&fs::metadata("/dev/null").unwrap().file_type()));
+        // A descriptor's alias reaches the open file, appended to before the commit.
         let dir = tempfile::tempdir().unwrap();
-        let (old, new) = (dir.path().join("old.xaif"), dir.path().join("new.xaif"));
-        fs::write(&old, "old").unwrap();
-        for path in [&old, &new] {
-            let mut output = Output::create(&at(path)).unwrap();
-            output.write_all(&vec![b'x'; 3 * BUFFER]).unwrap();
-            drop(output);
-        }
-        assert_eq!(fs::read_to_string(&old).unwrap(), "old");
-        assert_eq!(entries(dir.path()), ["old.xaif"]);
+        let mut held = File::create(dir.path().join("held")).unwrap();
+        held.write_all(b"kept").unwrap();
+        let number = std::os::fd::AsRawFd::as_raw_fd(&held).to_string();
+        let output = written(Path::new("/proc/self/fd"), &number, &vec![b'x'; 2 * BUFFER]);
+        assert!(fs::metadata(dir.path().join("held")).unwrap().len() > BUFFER as u64);
+        output.commit().unwrap();
+        assert!(fs::read(dir.path().join("held")).unwrap() == [&b"kept"[..], &vec![b'x'; 2 * BUFFER]].concat());
+        assert_eq!(entries(dir.path()), ["held"]);
     }
 
-    #[test]
-    fn a_device_is_written_as_it_is() {
-        let null = Path::new("/dev/null");
-        if null.exists() {
-            let kind = fs::metadata(null).unwrap().file_type();
-            write(&at(null), "discarded").unwrap();
-            assert_eq!(fs::metadata(null).unwrap().file_type(), kind);
-        }
-        // A failing device fails at the latest when committed, naming it.
-        let full = Path::new("/dev/full");
-        if full.exists() {
-            let error = write(&at(full), "lost").unwrap_err();
-            assert_eq!(error.to_string(), "cannot write /dev/full");
-            assert!(!error.is_broken_pipe());
-        }
-        write(&Destination::Stdout, "").unwrap();
-    }
-
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_failing_flush_commits_none_of_the_files() {
-        let full = Path::new("/dev/full");
-        if !full.exists() {
-            return;
-        }
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.xaif"), dir.path().join("b.json"));
-        fs::write(&a, "old a").unwrap();
-        let outputs: Vec<Output> = [&a, full, &b]
-            .into_iter()
-            .map(|path| {
-                let mut output = Output::create(&at(path)).unwrap();
-                output.write_all(b"new").unwrap();
-                output
-            })
-            .collect();
-        assert_eq!(commit_all(outputs).unwrap_err().shown, "/dev/full");
-        assert_eq!(fs::read_to_string(&a).unwrap(), "old a");
+        fs::write(dir.path().join("a.xaif"), "old").unwrap();
+        let outputs = ["a.xaif", "/dev/full", "b.json"].map(|name| written(dir.path(), name, b"new"));
+        assert_eq!(commit_all(outputs.into()).unwrap_err().shown, "/dev/full");
+        assert_eq!(fs::read_to_string(dir.path().join("a.xaif")).unwrap(), "old");
         assert_eq!(entries(dir.path()), ["a.xaif"]);
     }
 
@@ -508,149 +452,96 @@ mod tests {
     fn a_failing_rename_leaves_the_outputs_after_it() {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("sub")).unwrap();
-        let (gone, kept) = (dir.path().join("sub/gone.json"), dir.path().join("kept.xaif"));
-        fs::write(&kept, "old").unwrap();
-        let mut outputs = Vec::new();
-        for path in [&gone, &kept] {
-            let mut output = Output::create(&at(path)).unwrap();
-            output.write_all(b"new").unwrap();
-            outputs.push(output);
-        }
-        // The first one's directory goes away (with its temporary) before the commit.
+        fs::write(dir.path().join("kept.xaif"), "old").unwrap();
+        let outputs = ["sub/gone.json", "kept.xaif"].map(|name| written(dir.path(), name, b"new"));
+        // The first one's directory goes away, with its temporary, before the commit.
         fs::rename(dir.path().join("sub"), dir.path().join("moved")).unwrap();
-        let error = commit_all(outputs).unwrap_err();
-        assert_eq!(error.source.kind(), io::ErrorKind::NotFound);
-        assert!(error.shown.ends_with("sub/gone.json"), "{error}");
-        assert_eq!(fs::read_to_string(&kept).unwrap(), "old");
+        let error = commit_all(outputs.into()).unwrap_err();
+        assert!(error.source.kind() == io::ErrorKind::NotFound && error.shown.ends_with("sub/gone.json"), "{error}");
+        assert_eq!(fs::read_to_string(dir.path().join("kept.xaif")).unwrap(), "old");
         assert_eq!(entries(dir.path()), ["kept.xaif", "moved"]);
     }
 
     #[test]
-    fn what_cannot_be_written_is_refused_when_created() {
+    fn what_cannot_be_written_is_refused_when_created_and_aliases_are_recognised() {
         let dir = tempfile::tempdir().unwrap();
         let error = Output::create(&at(&dir.path().join("missing/x.json"))).unwrap_err();
         assert_eq!(error.source.kind(), io::ErrorKind::NotFound);
         assert!(error.to_string().ends_with("missing/x.json"), "{error}");
-        assert!(Output::create(&at(dir.path())).is_err());
-        assert!(Output::create(&at(Path::new(""))).is_err());
+        assert!(Output::create(&at(dir.path())).is_err() && Output::create(&at(Path::new(""))).is_err());
         assert_eq!(entries(dir.path()), Vec::<String>::new());
-    }
-
-    #[test]
-    fn descriptor_aliases_are_recognised() {
         assert_eq!(descriptor_alias(Path::new("/dev/stdout")), Some(Some(1)));
         assert_eq!(descriptor_alias(Path::new("/dev/fd/7")), Some(Some(7)));
         assert_eq!(descriptor_alias(Path::new("/proc/self/fd/2")), Some(Some(2)));
         assert_eq!(descriptor_alias(Path::new("/dev/null")), None);
-        assert_eq!(descriptor_alias(Path::new("/dev/shm/out.xaif")), None);
         assert_eq!(Destination::from(OsString::from("-")), Destination::Stdout);
-        assert_eq!(Destination::from(OsString::from("a.xaif")).shown(), "a.xaif");
     }
 
     #[test]
     fn a_spill_gives_back_what_it_was_given_over_its_memory() {
         let text: Vec<u8> = (0..100_000).map(|j| (j % 251) as u8).collect();
         let dir = tempfile::tempdir().unwrap();
-        // In memory, in a temporary file, and in memory where none can be made.
-        for (limit, in_dir, in_file) in
-            [(1 << 20, dir.path().to_path_buf(), false), (1000, dir.path().to_path_buf(), true), (1000, dir.path().join("missing"), false)]
+        // In memory; in a temporary file, unnamed; in memory where no file can be made.
+        for (limit, temp, in_file) in
+            [(1 << 20, dir.path(), false), (1000, dir.path(), true), (1000, &dir.path().join("no"), false)]
         {
-            let mut spill = Spill::with_limit(limit);
-            spill.dir = Some(in_dir);
-            for piece in text.chunks(777) {
-                spill.write_all(piece).unwrap();
-            }
+            let mut spill = Spill { dir: Some(temp.to_path_buf()), ..Spill::with_limit(limit) };
+            text.chunks(777).for_each(|piece| spill.write_all(piece).unwrap());
             assert_eq!((spill.len(), spill.file.is_some()), (text.len() as u64, in_file));
-            for _ in 0..2 {
+            for more in [&b""[..], b"more"] {
+                spill.write_all(more).unwrap();
                 let mut copied = Vec::new();
-                assert_eq!(spill.copy_into(&mut copied).unwrap(), text.len() as u64);
-                assert!(copied == text, "limit {limit}");
+                assert_eq!(spill.copy_into(&mut copied).unwrap(), copied.len() as u64);
+                assert!(copied.len() == text.len() + more.len() && copied.starts_with(&text) && copied.ends_with(more));
             }
-            spill.write_all(b"more").unwrap();
-            let mut copied = Vec::new();
-            spill.copy_into(&mut copied).unwrap();
-            assert_eq!(copied.len(), text.len() + 4);
-            assert!(copied.ends_with(b"more"));
+            assert_eq!(entries(dir.path()), Vec::<String>::new());
         }
-        // The file is unnamed: nothing in its directory.
-        assert_eq!(entries(dir.path()), Vec::<String>::new());
     }
 
     #[cfg(unix)]
-    mod unix {
-        use super::*;
+    #[test]
+    fn links_modes_and_locked_directories_are_kept() {
         use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
-
-        #[test]
-        fn a_replaced_file_keeps_its_mode_and_a_new_one_gets_the_default() {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("out.xaif");
-            fs::write(&path, "old").unwrap();
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-            write(&at(&path), "new").unwrap();
-            assert_eq!(fs::read_to_string(&path).unwrap(), "new");
-            assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o640);
-            let (plain, new) = (dir.path().join("plain"), dir.path().join("new.xaif"));
-            fs::write(&plain, "").unwrap();
-            write(&at(&new), "new").unwrap();
-            assert_eq!(fs::metadata(&new).unwrap().mode(), fs::metadata(&plain).unwrap().mode());
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        let meta = |name: &str| fs::metadata(real.join(name)).unwrap();
+        let read = |name: &str| fs::read_to_string(real.join(name)).unwrap();
+        let chmod = |path: &Path, mode| fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+        fs::create_dir(&real).unwrap();
+        // Symbolic links are written through, dangling ones too; a file keeps its mode, a new
+        // one gets a new file's.
+        fs::write(real.join("out.xaif"), "old").unwrap();
+        fs::write(real.join("plain"), "").unwrap();
+        chmod(&real.join("out.xaif"), 0o640);
+        symlink("real/out.xaif", dir.path().join("link")).unwrap();
+        symlink("made.xaif", real.join("dangling")).unwrap();
+        written(dir.path(), "link", b"new").commit().unwrap();
+        written(&real, "dangling", b"made").commit().unwrap();
+        assert!(fs::symlink_metadata(dir.path().join("link")).unwrap().file_type().is_symlink());
+        assert_eq!((read("out.xaif"), read("made.xaif")), ("new".into(), "made".into()));
+        assert_eq!((meta("out.xaif").mode() & 0o7777, meta("made.xaif").mode()), (0o640, meta("plain").mode()));
+        assert_eq!(entries(&real), ["dangling", "made.xaif", "out.xaif", "plain"]);
+        // Hard links all see the new contents, once committed: the file keeps its inode.
+        fs::hard_link(real.join("plain"), real.join("other")).unwrap();
+        fs::write(real.join("plain"), "old contents, longer than the new").unwrap();
+        let inode = meta("plain").ino();
+        drop(written(&real, "plain", b"new"));
+        assert_eq!(read("other"), "old contents, longer than the new");
+        written(&real, "plain", b"new").commit().unwrap();
+        assert_eq!((read("other"), meta("plain").ino()), ("new".into(), inode));
+        // So does a file in a directory we may not write (unless we are root); a file we may
+        // not write is refused.
+        chmod(&real, 0o555);
+        let enforced = fs::write(real.join("probe"), "").is_err();
+        let inode = meta("out.xaif").ino();
+        written(&real, "out.xaif", b"newer").commit().unwrap();
+        assert_eq!(read("out.xaif"), "newer");
+        if enforced {
+            assert_eq!(meta("out.xaif").ino(), inode);
+            chmod(&real.join("out.xaif"), 0o444);
+            let error = Output::create(&at(&real.join("out.xaif"))).unwrap_err();
+            assert_eq!(error.source.kind(), io::ErrorKind::PermissionDenied);
         }
-
-        #[test]
-        fn a_symlink_is_written_through_and_stays() {
-            let dir = tempfile::tempdir().unwrap();
-            fs::create_dir(dir.path().join("real")).unwrap();
-            let target = dir.path().join("real/out.xaif");
-            fs::write(&target, "old").unwrap();
-            let (link, dangling) = (dir.path().join("link.xaif"), dir.path().join("dangling.xaif"));
-            symlink("real/out.xaif", &link).unwrap();
-            symlink("real/made.xaif", &dangling).unwrap();
-            write(&at(&link), "new").unwrap();
-            write(&at(&dangling), "made").unwrap();
-            assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-            assert!(fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
-            assert_eq!(fs::read_to_string(&target).unwrap(), "new");
-            assert_eq!(fs::read_to_string(dir.path().join("real/made.xaif")).unwrap(), "made");
-            assert_eq!(entries(&dir.path().join("real")), ["made.xaif", "out.xaif"]);
-        }
-
-        #[test]
-        fn hard_links_all_see_the_new_contents() {
-            let dir = tempfile::tempdir().unwrap();
-            let (first, second) = (dir.path().join("a.xaif"), dir.path().join("b.xaif"));
-            fs::write(&first, "old contents, longer than the new").unwrap();
-            fs::hard_link(&first, &second).unwrap();
-            let inode = fs::metadata(&first).unwrap().ino();
-            let mut output = Output::create(&at(&first)).unwrap();
-            output.write_all(b"new").unwrap();
-            drop(output);
-            assert_eq!(fs::read_to_string(&second).unwrap(), "old contents, longer than the new");
-            write(&at(&first), "new").unwrap();
-            assert_eq!(fs::read_to_string(&second).unwrap(), "new");
-            assert_eq!(fs::metadata(&first).unwrap().ino(), inode);
-            assert_eq!(entries(dir.path()), ["a.xaif", "b.xaif"]);
-        }
-
-        #[test]
-        fn a_directory_we_may_not_write_keeps_its_files_in_place() {
-            let dir = tempfile::tempdir().unwrap();
-            let (locked, path) = (dir.path().join("locked"), dir.path().join("locked/out.xaif"));
-            fs::create_dir(&locked).unwrap();
-            fs::write(&path, "old").unwrap();
-            fs::set_permissions(&locked, fs::Permissions::from_mode(0o555)).unwrap();
-            // Root may write anyway: then the file is replaced as any other.
-            let enforced = fs::write(locked.join("probe"), "").is_err();
-            let inode = fs::metadata(&path).unwrap().ino();
-            write(&at(&path), "new").unwrap();
-            assert_eq!(fs::read_to_string(&path).unwrap(), "new");
-            if enforced {
-                assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
-                // Nor may we write a read-only file: refused before any work.
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
-                let error = Output::create(&at(&path)).unwrap_err();
-                assert_eq!(error.source.kind(), io::ErrorKind::PermissionDenied);
-            }
-            fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        chmod(&real, 0o755);
     }
 }

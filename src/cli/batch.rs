@@ -518,7 +518,7 @@ fn transform_into(job: &Job, settings: &Settings<'_>, report: &mut FileReport) -
             report.warnings = found.len();
             return Err(located(&input, &file, &error));
         }
-        Err(Failure::Write(error)) => return Err(format!("{file}: {error}")),
+        Err(error @ (Failure::Write(_) | Failure::Spill(_))) => return Err(format!("{file}: {error}")),
     };
     report.warnings = run.warnings.len();
     report.counts = Some(Counts::of(&run.report));

@@ -31,12 +31,13 @@
 
 pub mod stream;
 
-use std::io::{self, Seek, Write};
+use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 pub use stream::{Concurrency, StreamError, Streamed};
 
 use crate::ir::CallGraph;
+use crate::output::Spill;
 use crate::pipeline::{self, Config, PipelineError, Report};
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::{
@@ -121,21 +122,21 @@ pub enum Failure {
         error: PipelineError,
         warnings: Vec<Diagnostic>,
     },
-    /// The output (or the spill buffer in front of it) could not be written.
+    /// The routines, written before the document's head, could not be held until it was
+    /// known ([`Spill`]: a temporary file past a few megabytes).
+    #[error("cannot hold the routines in the temporary directory: {0}")]
+    Spill(#[source] io::Error),
+    /// The output could not be written.
     #[error(transparent)]
     Write(#[from] io::Error),
 }
-
-/// Routines written before the document's head are held here: in memory up to this size, past
-/// it in an anonymous temporary file, which the system removes however the process ends.
-const SPILL_IN_MEMORY: usize = 8 << 20;
 
 /// Runs `mode` over `input` (named `file` in messages) and writes the output to `output`.
 pub fn run(mode: Mode, input: &[u8], file: &str, output: &mut dyn Write, options: &Options) -> Result<Run, Failure> {
     let checks = ValidateOptions { strict: options.strict, activity: false };
     let beside = options.threads && input.len() >= THREADS_FROM && crate::cores() >= 2;
     let started = Instant::now();
-    let mut spill = tempfile::spooled_tempfile(SPILL_IN_MEMORY);
+    let mut spill = Spill::new();
     let (findings, streamed) = if beside {
         let progress = Progress::default();
         std::thread::scope(|scope| {
@@ -163,8 +164,7 @@ pub fn run(mode: Mode, input: &[u8], file: &str, output: &mut dyn Write, options
             }
             let started = Instant::now();
             streamed.write_head(output)?;
-            spill.rewind()?;
-            io::copy(&mut spill, output)?;
+            spill.copy_into(output)?;
             output.write_all(&streamed.tail)?;
             output.flush()?;
             timings.push(("write", started.elapsed()));
@@ -183,7 +183,7 @@ pub fn run(mode: Mode, input: &[u8], file: &str, output: &mut dyn Write, options
             }
             return Err(Failure::Transform { error, warnings });
         }
-        Err(StreamError::Io(error)) => return Err(Failure::Write(error)),
+        Err(StreamError::Io(error)) => return Err(Failure::Spill(error)),
         // The checks stop the run only with an error among their findings, returned above.
         Err(StreamError::Invalid) => unreachable!("validation stopped the run without an error"),
     };

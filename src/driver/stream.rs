@@ -50,12 +50,12 @@ use crate::xaif::write::{WriteOptions, write_head, write_head_to, write_routine,
 #[derive(Debug)]
 pub struct Streamed {
     /// The document's head (scopes, symbol tables, maps) and each routine's head; the graphs
-    /// went to the body writer. What goes before the routines is written from it
+    /// went to the body. What goes before the routines is written from it
     /// ([`Streamed::write_head`]), not kept as text: after a transformation it is about as long
     /// as the input.
     pub call_graph: CallGraph,
     options: WriteOptions,
-    /// The head went to the body writer, before the first routine (identity mode, where
+    /// The head went to the body, before the first routine (identity mode, where
     /// nothing a routine holds changes it): [`Streamed::write_head`] writes nothing.
     head_in_body: bool,
     /// What goes after them.
@@ -77,7 +77,7 @@ pub enum StreamError {
     Read(#[from] ReadError),
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
-    /// The body writer failed.
+    /// Writing the body failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -137,13 +137,13 @@ pub fn tangent(
 /// summaries, and name only the document's own symbols (a temporary is a local of one
 /// routine). The second pass reads the document again, runs TypeChange and the tangent passes
 /// on each routine, reverses it with those facts and writes its replacement list. The output
-/// is the whole-document path's, byte for byte (`tests/streaming.rs`).
+/// is the whole-tree path's, byte for byte (`tests/streaming.rs`).
 ///
 /// Which locals a caller restores for its callees' reverse sweeps is known only once they are
 /// reversed: where a routine calls one later in the document (or itself), a pass in between
 /// reverses every routine and keeps only which formals its reverse sweep reads where they
 /// stand, so three passes in all. A failing transformation needs the whole document (its
-/// report names the statement the whole-document path names).
+/// report names the statement the whole-tree path names).
 pub fn adjoint(
     input: &[u8],
     file: &str,
@@ -158,7 +158,7 @@ pub fn adjoint(
     let tangent = crate::pipeline::adjoint_tangent_config(config);
     let adjoint = crate::pipeline::adjoint_config(config);
     // Which routines have a body (TypeChange needs every callee's formals); the adjoint's
-    // statement ids avoid only each other, as on the whole-document path.
+    // statement ids avoid only each other, as on the whole-tree path.
     let bodies = survey(input, concurrency.gate)?.bodies;
     let read_pass = |driver: &mut Driver| -> Result<Streamed, StreamError> {
         driver.bodies = Some(bodies.clone());
@@ -174,7 +174,7 @@ pub fn adjoint(
         Some(AdjointPass::Summarize { summaries: ArenaMap::default(), frames: ArenaMap::default(), alias_keys: None });
     let summarized = read_pass(&mut first).map_err(whole_tree_on_failure)?;
     // An index a callee may overwrite is saved in a `<prefix>Symbol_N` temporary by TypeChange,
-    // in the series the adjoint names its own temporaries in. The whole-document path runs
+    // in the series the adjoint names its own temporaries in. The whole-tree path runs
     // TypeChange over every routine first, a later pass here routine by routine between the
     // reversals of the routines before, so the two would number them differently (found by
     // the mutation test, `fuzz::Target::Streamed`).
@@ -478,7 +478,7 @@ impl ReaderNames {
 }
 
 impl Streamed {
-    /// The whole output, given what went to the body writer.
+    /// The whole output, given what went to the body.
     pub fn bytes(&self, body: &[u8]) -> Vec<u8> {
         let mut bytes = Vec::new();
         if !self.head_in_body {
@@ -490,7 +490,7 @@ impl Streamed {
         bytes
     }
 
-    /// Writes what goes before the routines, unless the body writer has it already.
+    /// Writes what goes before the routines, unless the body has it already.
     pub fn write_head(&self, sink: &mut dyn Write) -> std::io::Result<()> {
         if self.head_in_body {
             return Ok(());
@@ -526,7 +526,7 @@ impl<'b> Output<'b> {
     }
 }
 
-/// A mode whose head goes to the body writer before the first routine (identity).
+/// A mode whose head goes to the body before the first routine (identity).
 struct HeadFirst {
     options: WriteOptions,
     written: bool,
