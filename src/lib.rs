@@ -1,29 +1,33 @@
 //! xaifbooster: a transformation engine for XAIF, the XML interchange format of the OpenAD
 //! automatic differentiation toolchain. See `ARCHITECTURE.md` for the map.
 //!
-//! The library is what the binary runs: read a document into a [`ir::CallGraph`], run a mode
-//! of [`pipeline`] on it, write it back. For example, the tangent-linear model of the README's
-//! example, checked as the command line checks every output:
+//! The library is what the binary runs: [`driver::run`] reads a document, runs a mode's passes
+//! and writes the result, routine by routine. For example, the tangent-linear model of the
+//! README's example, checked as the command line checks every output:
 //!
 //! ```
-//! use xaifbooster::pipeline::{self, Config};
+//! use xaifbooster::driver::{self, Mode, Options};
+//! use xaifbooster::pipeline::Config;
 //! use xaifbooster::xaif::intrinsics::Catalogue;
 //! use xaifbooster::xaif::validate::{ValidateOptions, validate};
-//! use xaifbooster::xaif::{self, ReadOptions, Severity, WriteOptions};
+//! use xaifbooster::xaif::Severity;
 //!
 //! let input = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/examples/head.xaif"));
-//! let catalogue = Catalogue::builtin();
+//! let options = Options {
+//!     catalogue: Catalogue::builtin(),
+//!     strict: false,
+//!     config: Config::default(),
+//!     schema_location: Mode::Tangent.schema().into(),
+//!     threads: false,
+//! };
 //!
-//! // Read: every finding is located (file:line:column: element: message).
-//! let options = ReadOptions { strict: false, catalogue };
-//! let mut call_graph = xaif::read(input, "head.xaif", &options)?.call_graph;
+//! // Checks, reads, transforms (passivation, TypeChange, linearization, preaccumulation,
+//! // propagation) and writes; a failure is located (file:line:column: element: message).
+//! let mut output = Vec::new();
+//! let run = driver::run(Mode::Tangent, input, "head.xaif", &mut output, &options)?;
+//! assert_eq!(run.report.tangent.sequences.len(), 1);
 //!
-//! // Transform: passivation, TypeChange, linearization, preaccumulation, propagation.
-//! let report = pipeline::tangent(&mut call_graph, catalogue, &Config::default())?;
-//! assert_eq!(report.tangent.sequences.len(), 1);
-//!
-//! // Write, in the original engine's conventions; the output passes every check.
-//! let output = xaif::write(&call_graph, &WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false });
+//! // The output is in the original engine's conventions and passes every check.
 //! let text = String::from_utf8(output.clone())?;
 //! assert!(text.contains("xaif:DerivativePropagator"));
 //! let findings = validate(&output, "head.tlm.xaif", &ValidateOptions::default());
