@@ -38,6 +38,8 @@ use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::locate;
 use crate::xaif::{Diagnostic, Severity};
 
+pub mod command;
+
 /// The transformation a batch applies to every input: a mode of the one driver.
 pub use crate::driver::Mode;
 

@@ -18,6 +18,8 @@ use crate::ir::*;
 use crate::passes::elimination::{Step, VertexKind};
 use crate::passes::tangent::SequenceStats;
 
+pub mod command;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DotError {
     #[error("no routine named {name}; the routines are: {routines}")]

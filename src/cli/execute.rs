@@ -1,0 +1,210 @@
+//! `run` and `verify`: execute a routine in the interpreter, as a given or inferred driver
+//! calls it, and print its outputs and derivatives, or compare the derivatives of a
+//! transformed file with finite differences of the original.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::args::{DriverArgs, RunArgs, VerifyArgs};
+use super::{Outcome, Reported, print_findings, print_stdout, read_input};
+use crate::interp::lower::Body;
+use crate::interp::verify::{self, DriverConfig};
+use crate::interp::{Location, Program, Template};
+use crate::xaif::Diagnostic;
+use crate::xaif::validate::{locate, locate_symbol};
+
+pub fn run(args: &RunArgs) -> Outcome {
+    use crate::interp::verify::{Driver, Sweep};
+    let program = match load_program(&args.file)? {
+        Ok(p) => p,
+        // The reader's findings are printed, located.
+        Err(_) => return Ok(Err(Reported(1))),
+    };
+    let config = match args.driver.resolve(&program) {
+        Ok(config) => config,
+        Err(reported) => return Ok(Err(reported)),
+    };
+    let mut warnings = Vec::new();
+    let outcome = Driver::new(&program, &config).and_then(|driver| {
+        let x = driver.default_x();
+        let transformed = program.routines.iter().any(|r| matches!(r.body, Body::Template(_)))
+            || args.file.to_string_lossy().contains("tlm");
+        let plain = driver.run(&x, Sweep::Plain)?;
+        let mut text = format!("{}: {} inputs, {} outputs\n", driver.entry_name(), driver.n, driver.m);
+        for (i, v) in plain.y.iter().enumerate() {
+            text.push_str(&format!("y({}) = {v:.16e}\n", i + 1));
+        }
+        if transformed {
+            let adjoint = program.routines.iter().any(|r| matches!(r.body, Body::Template(_)));
+            let mode = if adjoint { verify::Mode::Adjoint } else { verify::Mode::Tangent };
+            let j = verify::jacobian(&driver, mode, &x)?.jacobian;
+            warnings = verify::zero_jacobian_warnings(
+                &j,
+                driver.n,
+                driver.m,
+                &driver.input_labels(),
+                program.passive_stores_left_out,
+            );
+            for i in 0..driver.m {
+                for k in 0..driver.n {
+                    text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));
+                }
+            }
+        }
+        Ok(text)
+    });
+    match outcome {
+        Ok(text) => {
+            args.driver.warn(&warnings);
+            print_stdout(text)?;
+            Ok(Ok(()))
+        }
+        // Located at the statement (or vertex) where execution stopped.
+        Err(e) => {
+            match e.location().and_then(|at| locate_in(&args.file, at, e.to_string())) {
+                Some(finding) => print_findings(&[finding]),
+                None => {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: {e}");
+                }
+            }
+            Ok(Err(Reported(1)))
+        }
+    }
+}
+
+pub fn verify(args: &VerifyArgs) -> Outcome {
+    use crate::interp::verify::{Mode, Side, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
+    let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
+    let report = match (load_program(&args.original)?, load_program(&args.transformed)?) {
+        (Ok(original), Ok(transformed)) => {
+            // The original program's interface says how to call it; the transformed one is
+            // called the same way.
+            let driver = match args.driver.resolve(&original) {
+                Ok(driver) => driver,
+                Err(reported) => return Ok(Err(reported)),
+            };
+            let config = VerifyConfig { driver, mode, rtol: args.rtol };
+            let mut report = verify(&original, &transformed, &config);
+            if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
+                match load_program(dot)? {
+                    Ok(other) => {
+                        let (t, a) =
+                            if mode == Mode::Tangent { (&transformed, &other) } else { (&other, &transformed) };
+                        match dot_product_test(t, a, &config) {
+                            Ok(d) => {
+                                if !d.ok {
+                                    report.status =
+                                        Status::Mismatch(format!("dot-product test error {:.2e}", d.rel_err));
+                                }
+                                report.dot = Some(d);
+                            }
+                            Err(e) => report.status = Status::Unsupported(format!("dot-product test: {e}")),
+                        }
+                    }
+                    Err(why) => report.status = Status::Unsupported(why),
+                }
+            }
+            report
+        }
+        (Err(why), _) | (_, Err(why)) => VerifyReport::unsupported(why, mode),
+    };
+    if let Some((side, at)) = &report.failure {
+        let file = if *side == Side::Original { &args.original } else { &args.transformed };
+        let reason = match &report.status {
+            Status::Ok => String::new(),
+            Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
+        };
+        if let Some(finding) = locate_in(file, at, reason) {
+            print_findings(&[finding]);
+        }
+    }
+    args.driver.warn(&report.warnings);
+    print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
+    Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
+}
+
+impl DriverArgs {
+    /// Whether the command line says which arguments or globals are the inputs and outputs;
+    /// otherwise the driver is inferred from the top routine's interface.
+    fn explicit(&self) -> bool {
+        self.inputs.is_some()
+            || self.outputs.is_some()
+            || !self.input_globals.is_empty()
+            || !self.output_globals.is_empty()
+    }
+
+    /// The driver of a run: as given, or inferred from `program` (what was inferred is
+    /// printed on standard error). An inference that fails is reported.
+    fn resolve(&self, program: &Program) -> Result<DriverConfig, Reported> {
+        let given = self.config();
+        if self.explicit() {
+            return Ok(given);
+        }
+        match verify::infer_driver(program, &given) {
+            Ok((config, inferred)) => {
+                if !self.quiet {
+                    let _ = writeln!(std::io::stderr(), "xaifbooster: note: {inferred}");
+                }
+                Ok(config)
+            }
+            Err(why) => {
+                let _ = writeln!(std::io::stderr(), "xaifbooster: {why}");
+                Err(Reported(1))
+            }
+        }
+    }
+
+    fn warn(&self, warnings: &[String]) {
+        if !self.quiet {
+            let mut stderr = std::io::stderr().lock();
+            for warning in warnings {
+                let _ = writeln!(stderr, "xaifbooster: warning: {warning}");
+            }
+        }
+    }
+
+    fn config(&self) -> DriverConfig {
+        DriverConfig {
+            entry: self.entry.clone(),
+            x: self.x.clone(),
+            input_args: self.inputs.clone().unwrap_or(if self.input_globals.is_empty() { vec![1] } else { vec![] }),
+            output_args: self.outputs.clone().unwrap_or(if self.output_globals.is_empty() { vec![2] } else { vec![] }),
+            input_globals: self.input_globals.clone(),
+            output_globals: self.output_globals.clone(),
+            fixed_args: self.fixed_args.clone(),
+            n: self.n,
+            m: self.m,
+            template: if self.template == "split" { Template::Split } else { Template::Joint },
+            max_memory: self.max_memory,
+            ..DriverConfig::default()
+        }
+    }
+}
+
+/// Reads and lowers a program for `run` and `verify`; prints what the reader found.
+fn load_program(path: &Path) -> Result<Result<Program, String>> {
+    let (bytes, name) = read_input(path)?;
+    Ok(match verify::load_program(&bytes, &name) {
+        Ok((program, warnings)) => {
+            print_findings(&warnings);
+            Ok(program)
+        }
+        Err(error) => {
+            print_findings(error.findings());
+            Err(format!("unreadable: {}", error.diagnostic()))
+        }
+    })
+}
+
+/// A run-time failure located in the file at the statement (or vertex) where execution
+/// stopped, with the front end's source line.
+fn locate_in(path: &Path, at: &Location, message: String) -> Option<Diagnostic> {
+    let (input, file) = read_input(path).ok()?;
+    if let Some((scope, symbol)) = at.symbol.as_ref().filter(|_| at.routine.is_empty()) {
+        return Some(locate_symbol(&input, &file, scope, symbol, message));
+    }
+    let (vertex, statement) = (at.vertex.as_deref(), at.statement.as_deref());
+    Some(locate(&input, &file, &at.routine, vertex, statement, message))
+}
