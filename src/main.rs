@@ -9,11 +9,6 @@ use xaifbooster::cli::args::{Cli, Command};
 use xaifbooster::cli::{Reported, analyze, batch, dot, execute, manual, transform, validate};
 use xaifbooster::output::OutputError;
 
-/// The object model is many small allocations (expression vertices, references, names);
-/// mimalloc serves them faster than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The exit status of a run whose reader went away (`| head`): what a shell reports for a
 /// program ended by SIGPIPE, as the original engine or any C filter would be; no message.
 const BROKEN_PIPE: u8 = 128 + 13;

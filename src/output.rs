@@ -127,6 +127,19 @@ impl Output {
         commit_all(vec![self])
     }
 
+    /// Appends what `spill` holds. From a spill in a file to a temporary file, the system
+    /// copies file to file, without passing the bytes through this process (std's
+    /// `io::copy` does where the system can).
+    pub fn append(&mut self, spill: &mut Spill) -> io::Result<u64> {
+        let writer = self.writer();
+        writer.flush()?;
+        if let (Sink::Replace { temp, .. }, Some(file)) = (writer.get_mut(), spill.file.as_mut()) {
+            file.seek(SeekFrom::Start(0))?;
+            return io::copy(file, temp.as_file_mut());
+        }
+        spill.copy_into(writer)
+    }
+
     fn writer(&mut self) -> &mut BufWriter<Sink> {
         self.sink.as_mut().expect("an output is written only before its commit")
     }
@@ -297,6 +310,24 @@ fn keep_looks(file: &File, meta: &fs::Metadata) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A writer that also takes what a [`Spill`] holds: by copying through this process, or, for
+/// an [`Output`] to a file, from file to file within the system.
+pub trait SpillTarget: Write {
+    fn append(&mut self, spill: &mut Spill) -> io::Result<u64>;
+}
+
+impl SpillTarget for Vec<u8> {
+    fn append(&mut self, spill: &mut Spill) -> io::Result<u64> {
+        spill.copy_into(self)
+    }
+}
+
+impl SpillTarget for Output {
+    fn append(&mut self, spill: &mut Spill) -> io::Result<u64> {
+        Output::append(self, spill)
+    }
 }
 
 /// Bytes that wait for something to be written before them: in memory up to a limit, then in

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 pub use stream::{Concurrency, StreamError, Streamed};
 
 use crate::ir::CallGraph;
-use crate::output::Spill;
+use crate::output::{Spill, SpillTarget};
 use crate::pipeline::{self, Config, PipelineError, Report};
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::{
@@ -132,7 +132,13 @@ pub enum Failure {
 }
 
 /// Runs `mode` over `input` (named `file` in messages) and writes the output to `output`.
-pub fn run(mode: Mode, input: &[u8], file: &str, output: &mut dyn Write, options: &Options) -> Result<Run, Failure> {
+pub fn run(
+    mode: Mode,
+    input: &[u8],
+    file: &str,
+    output: &mut dyn SpillTarget,
+    options: &Options,
+) -> Result<Run, Failure> {
     let checks = ValidateOptions { strict: options.strict, activity: false };
     let beside = options.threads && input.len() >= THREADS_FROM && crate::cores() >= 2;
     let started = Instant::now();
@@ -164,7 +170,7 @@ pub fn run(mode: Mode, input: &[u8], file: &str, output: &mut dyn Write, options
             }
             let started = Instant::now();
             streamed.write_head(output)?;
-            spill.copy_into(output)?;
+            output.append(&mut spill)?;
             output.write_all(&streamed.tail)?;
             output.flush()?;
             timings.push(("write", started.elapsed()));
