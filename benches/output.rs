@@ -18,6 +18,9 @@ const HEAD: usize = 4 << 20;
 const ROUTINE: usize = 64 << 10;
 const TAIL: &[u8] = b"tail";
 
+/// A way of writing a head and routines to an output at a path.
+type Writing = fn(&Path, &[u8], &[u8]);
+
 fn text(len: usize, seed: usize) -> Vec<u8> {
     let line = b"<xaif:Assignment statement_id=\"s\"/>\n";
     (0..len).map(|i| line[(i + seed) % line.len()]).collect()
@@ -55,8 +58,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("output");
     group.sample_size(20);
     group.throughput(Throughput::Bytes((HEAD + ROUTINES) as u64));
-    let runs: [(&str, fn(&Path, &[u8], &[u8])); 2] =
-        [("written_in_order", in_order), ("routines_spilled_behind_the_head", spilled)];
+    let runs: [(&str, Writing); 2] = [("written_in_order", in_order), ("routines_spilled_behind_the_head", spilled)];
     for (name, run) in runs {
         group.bench_function(name, |b| b.iter(|| run(&path, &head, &routines)));
         assert!(std::fs::read(&path).expect("written") == expected, "{name}: the output differs from what was written");
