@@ -1,77 +1,71 @@
-//! The end of a streamed run's output, as the command writes it (`cli::output`): the routines
-//! go to the output's temporary file behind room for the head as they are done, then the head
-//! is written in front while they move behind it, then the file takes the output's name. Beside
-//! it, the same bytes written in order into the same kind of file (`Pending::stage_written`,
-//! what a whole-document output does): the floor any way of writing them stands on. The sizes
-//! are a 16 MiB tangent's scaled by 0.4 (routines 32 MiB, head 4 MiB); every run replaces the
-//! previous run's file, as a repeated command does. A head that ends on a block boundary (as
-//! a transformed document's does from 1 MiB of input) has the routines written past the page
-//! cache and their blocks moved behind it by the file system instead, where it can.
+//! The end of a run's output, as the command writes it (`xaifbooster::output`): a file output
+//! goes to a temporary file beside its destination, which takes the destination's name once
+//! the run has succeeded. A streamed run knows its head only after its last routine, so its
+//! routines wait in a spill (in memory up to 8 MiB, then in an unnamed temporary file) and
+//! are copied behind the head; beside it, the same bytes written in order (what the
+//! whole-tree path does): the floor any way of writing them stands on, and what the spill
+//! costs above it. The sizes are a 16 MiB tangent's scaled by 0.4 (routines 32 MiB, head
+//! 4 MiB); every run replaces the previous run's file, as a repeated command does.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::io::Write;
 use std::path::Path;
-use xaifbooster::cli::output::{self, Destination, Head};
+use xaifbooster::output::{Destination, Output, Spill};
 
 const ROUTINES: usize = 32 << 20;
 const HEAD: usize = 4 << 20;
 /// What the driver writes at a time: about one routine's text.
 const ROUTINE: usize = 64 << 10;
+const TAIL: &[u8] = b"tail";
+
+/// A way of writing a head and routines to an output at a path.
+type Writing = fn(&Path, &[u8], &[u8]);
 
 fn text(len: usize, seed: usize) -> Vec<u8> {
     let line = b"<xaif:Assignment statement_id=\"s\"/>\n";
     (0..len).map(|i| line[(i + seed) % line.len()]).collect()
 }
 
+/// Head, routines and tail written to the output in order, then committed.
 fn in_order(path: &Path, head: &[u8], routines: &[u8]) {
-    let mut pending = output::prepare(&Destination::Path(path.to_path_buf())).expect("prepared");
-    pending
-        .stage_written(&mut |sink| {
-            sink.write_all(head)?;
-            routines.chunks(ROUTINE).try_for_each(|routine| sink.write_all(routine))?;
-            sink.write_all(b"tail")
-        })
-        .expect("staged");
-    pending.commit().expect("committed");
+    let mut output = Output::create(&Destination::Path(path.to_path_buf())).expect("prepared");
+    output.write_all(head).expect("head written");
+    routines.chunks(ROUTINE).for_each(|routine| output.write_all(routine).expect("routine written"));
+    output.write_all(TAIL).expect("tail written");
+    output.commit().expect("committed");
 }
 
-fn moved(path: &Path, head: &[u8], routines: &[u8], room: u64, aligned_head: bool) {
-    let mut pending = output::prepare(&Destination::Path(path.to_path_buf())).expect("prepared");
-    let mut body = pending.body(routines.len(), room, aligned_head);
-    assert!(matches!(body, output::Body::Behind { .. }), "the routines should go behind room for the head");
-    for routine in routines.chunks(ROUTINE) {
-        body.write_all(routine).expect("written");
-    }
-    let write = |sink: &mut dyn Write| head.chunks(ROUTINE).try_for_each(|part| sink.write_all(part));
-    let len = || Some(head.len() as u64);
-    pending.stage_streamed(Head { write: &write, len: &len }, body, b"tail".to_vec()).expect("staged");
-    pending.commit().expect("committed");
+/// The routines written to a spill as they are done, then the head, the spill's contents and
+/// the tail to the output, then committed.
+fn spilled(path: &Path, head: &[u8], routines: &[u8]) {
+    let mut output = Output::create(&Destination::Path(path.to_path_buf())).expect("prepared");
+    let mut spill = Spill::new();
+    routines.chunks(ROUTINE).for_each(|routine| spill.write_all(routine).expect("routine spilled"));
+    output.write_all(head).expect("head written");
+    let copied = spill.copy_into(&mut output).expect("routines copied");
+    assert_eq!(copied, routines.len() as u64, "the spill gives back what it took");
+    output.write_all(TAIL).expect("tail written");
+    output.commit().expect("committed");
 }
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a scratch directory");
     let path = dir.path().join("out.xaif");
     let (head, routines) = (text(HEAD, 0), text(ROUTINES, 7));
-    let mut group = c.benchmark_group("streamed_output");
-    group.sample_size(20);
-    group.throughput(Throughput::Bytes((HEAD + ROUTINES) as u64));
-    group.bench_function("written_in_order", |b| b.iter(|| in_order(&path, &head, &routines)));
-    // Room as the command leaves it: more than the head takes (moved down, the head written
-    // meanwhile); and none (moved up first, then the head).
-    group.bench_function("moved_behind_the_head", |b| {
-        b.iter(|| moved(&path, &head, &routines, (HEAD + HEAD / 2) as u64, false))
-    });
-    group.bench_function("moved_up_before_the_head", |b| b.iter(|| moved(&path, &head, &routines, 0, false)));
-    // The head (4 MiB) on a block boundary: the room's rest taken out, or the room put in.
-    group.bench_function("blocks_moved_behind_the_head", |b| {
-        b.iter(|| moved(&path, &head, &routines, (HEAD + HEAD / 2) as u64, true))
-    });
-    group.bench_function("blocks_moved_up_before_the_head", |b| b.iter(|| moved(&path, &head, &routines, 0, true)));
-    group.finish();
     let mut expected = head.clone();
     expected.extend_from_slice(&routines);
-    expected.extend_from_slice(b"tail");
-    assert!(std::fs::read(&path).expect("written") == expected, "the output differs from what was written");
+    expected.extend_from_slice(TAIL);
+    let mut group = c.benchmark_group("output");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes((HEAD + ROUTINES) as u64));
+    let runs: [(&str, Writing); 2] = [("written_in_order", in_order), ("routines_spilled_behind_the_head", spilled)];
+    for (name, run) in runs {
+        group.bench_function(name, |b| b.iter(|| run(&path, &head, &routines)));
+        assert!(std::fs::read(&path).expect("written") == expected, "{name}: the output differs from what was written");
+        let left = std::fs::read_dir(dir.path()).expect("the scratch directory").count();
+        assert_eq!(left, 1, "{name}: a temporary file was left beside the output");
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -15,10 +15,10 @@ fn transform(bytes: &[u8]) -> usize {
     xaif::write(&cg, &WriteOptions::default()).len()
 }
 
-/// The same through the streaming driver, routines written to a buffer as they are done.
+/// The same routine by routine (`driver::stream`), routines written to a buffer as they are done.
 fn stream(bytes: &[u8]) -> usize {
     let mut body = Vec::with_capacity(bytes.len() * 2);
-    let streamed = xaifbooster::streaming::tangent(
+    let streamed = xaifbooster::driver::stream::tangent(
         bytes,
         "bench",
         &ReadOptions::default(),

@@ -2,7 +2,7 @@
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
 #[global_allocator]
-static ALLOCATOR: xaifbooster::cli::memory::Allocator = xaifbooster::cli::memory::Allocator;
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: roundtrip FILE [REPEATS]");

@@ -5,7 +5,7 @@ use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
 #[global_allocator]
-static ALLOCATOR: xaifbooster::cli::memory::Allocator = xaifbooster::cli::memory::Allocator;
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let corpus = std::env::args().nth(1).expect("usage: tangent_corpus CORPUS_DIR [REPEATS]");

@@ -544,22 +544,21 @@ fn a_failing_stats_output_writes_no_document() {
     assert_eq!(entries(dir.path()), ["out.xaif"]);
 }
 
-/// A streamed output whose writing fails part way (here at a file size limit, with `SIGXFSZ`
+/// An output whose writing fails part way (here at a file size limit of 4 MiB, with `SIGXFSZ`
 /// ignored so that the write returns `EFBIG`): the message names the output as every other
-/// output error does, the run fails, and the file it would have replaced is left as it was.
-/// For each mode's way of streaming: routines behind room for the head (tangent, adjoint) and
-/// behind the head written first (identity).
+/// output error does, the run fails, and the file it would have replaced is left as it was,
+/// with nothing beside it. In each mode, on inputs that stream (every input does) to outputs
+/// past the limit.
 #[test]
 fn a_streamed_output_that_cannot_be_written_is_named_and_leaves_the_old_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("large.xaif");
-    // 1.5 MiB streams (from 1 MiB on), and its tangent's routines (some 8 MB) go to the
-    // output's file as they are written (from 4 MiB expected).
+    // Its tangent's and adjoint's outputs are several times the limit.
     synthetic_input(&input, "1.5", 2);
     let out_dir = dir.path().join("out");
     fs::create_dir(&out_dir).expect("out dir");
     let out = out_dir.join("out.xaif");
-    // Identity's output is about its input: from 4 MiB on it goes to the file as it is written.
+    // Identity's output is about its input.
     let larger = dir.path().join("larger.xaif");
     synthetic_input(&larger, "4.5", 2);
     for (mode, input) in [("tangent", &input), ("adjoint", &input), ("identity", &larger)] {
@@ -740,19 +739,20 @@ fn a_truncated_file_is_reported_where_it_was_cut() {
     assert_eq!(stderr(&result).lines().filter(|l| l.contains(": document: malformed XML: ")).count(), files.len());
 }
 
-/// A large document's outputs, streamed (their routines written into the replaced file behind
-/// room for the head and moved behind it once it is written, or kept in a temporary file for
-/// standard output) and written a few routines at a time on every core: the same bytes as the
-/// library writes one routine after the other from the whole document, in both transforming
-/// modes.
+/// A large document (above `driver::THREADS_FROM`) takes the driver's threads: the checks
+/// beside the transformation, the reader on a thread of its own and, in the adjoint, a worker.
+/// Its outputs, streamed (the routines held back until the head is written in front of them),
+/// are the same bytes as the library writes from the whole tree, to a replaced file and to
+/// standard output, in both transforming modes.
 #[test]
-fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
+fn large_outputs_are_the_libraries_whole_tree_bytes() {
     use xaifbooster::pipeline::{self, Config};
     use xaifbooster::xaif::{self, ReadOptions, WriteOptions, intrinsics::Catalogue};
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("large.xaif");
     synthetic_input(&input, "1.5", 7);
     let bytes = fs::read(&input).expect("generated");
+    assert!(bytes.len() >= xaifbooster::driver::THREADS_FROM, "the input takes the driver's threads");
     for mode in ["tangent", "adjoint"] {
         let mut cg = xaif::read(&bytes, "large", &ReadOptions::default()).expect("readable").call_graph;
         let config = Config::default();
@@ -761,7 +761,7 @@ fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
         } else {
             pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
         }
-        let expected = xaif::write(&cg, &WriteOptions::transformed("xaif_output.xsd".into(), bytes.len()));
+        let expected = xaif::write(&cg, &WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false });
         assert!(expected.len() > 4 << 20, "the {mode} output should be large: {} bytes", expected.len());
         let out = dir.path().join("out.xaif");
         fs::write(&out, b"old contents").expect("an output to replace");
@@ -775,36 +775,51 @@ fn large_outputs_written_on_every_core_are_the_libraries_bytes() {
     }
 }
 
-/// While mimalloc starts, the binary shows it an environment of just its own options
-/// (`cli::memory::configure_allocator`); `main` must put the process's environment back before
-/// anything reads it. A setting the command line reads from the environment proves it: a small
-/// input streams only when `XAIFBOOSTER_STREAM_FROM` says so (by default it takes the
-/// whole-document path, which costs no first pass), and the debug log says which path it took.
-/// The same with a mimalloc variable set, which takes the path that leaves the environment
-/// alone. Both paths write the same bytes.
+/// Every input streams routine by routine, whatever its size: a small corpus file's output is,
+/// byte for byte, what the library writes from the whole tree (`pipeline` then `xaif::write`)
+/// in each mode, and the debug log says it went routine by routine. Forced passivation (`-p`)
+/// takes the whole tree, the log says why, and the output is the library's again.
 #[test]
-fn the_environment_reaches_main_after_the_allocator_starts() {
+fn a_small_input_streams_to_the_whole_trees_bytes() {
+    use xaifbooster::pipeline::{self, Config};
+    use xaifbooster::xaif::{self, ReadOptions, WriteOptions, intrinsics::Catalogue};
+    let input = shared_dir().join("corpus/graphEx2/tlm.in.xaif");
+    let bytes = fs::read(&input).expect("corpus input");
+    assert!(bytes.len() < xaifbooster::driver::THREADS_FROM, "the input is small");
     let dir = tempfile::tempdir().expect("temp dir");
-    let (output, log) = (dir.path().join("out.xaif"), dir.path().join("debug.log"));
+    let log = dir.path().join("debug.log");
+    let passive = Config { passive: vec!["nothing_of_that_name".into()], ..Config::default() };
     for mode in ["identity", "tangent", "adjoint"] {
-        let run_with = |variables: &[(&str, &str)]| {
-            let status = xaifbooster()
-                .args([mode, "-q", &example(), "-o", path(&output), "-d", path(&log)])
-                .envs(variables.iter().copied())
-                .status()
-                .expect("runs");
-            assert!(status.success(), "{mode}");
-            (fs::read_to_string(&log).expect("debug log written"), fs::read(&output).expect("output written"))
-        };
-        let streamed = "routine by routine";
-        let (whole_log, whole) = run_with(&[]);
-        assert!(!whole_log.contains(streamed), "{mode}: a small input takes the whole-document path by default");
-        let (streamed_log, streamed_output) = run_with(&[("XAIFBOOSTER_STREAM_FROM", "0")]);
-        assert!(streamed_log.contains(streamed), "{mode}");
-        assert!(streamed_output == whole, "{mode}: the streamed output differs");
-        assert!(
-            run_with(&[("XAIFBOOSTER_STREAM_FROM", "0"), ("MIMALLOC_VERBOSE", "0")]).0.contains(streamed),
-            "{mode}, with a mimalloc variable set"
-        );
+        for config in [Config::default(), passive.clone()] {
+            let mut cg = xaif::read(&bytes, "small", &ReadOptions::default()).expect("readable").call_graph;
+            let catalogue = Catalogue::builtin();
+            let schema_location = match mode {
+                "identity" => {
+                    pipeline::identity(&mut cg, &config);
+                    "xaif.xsd"
+                }
+                "tangent" => {
+                    pipeline::tangent(&mut cg, catalogue, &config).expect("tangent");
+                    "xaif_output.xsd"
+                }
+                _ => {
+                    pipeline::adjoint(&mut cg, catalogue, &config).expect("adjoint");
+                    "xaif_output.xsd"
+                }
+            };
+            let expected =
+                xaif::write(&cg, &WriteOptions { schema_location: schema_location.into(), align_head: false });
+            let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_xaifbooster"));
+            command.args([mode, "-q", path(&input), "-d", path(&log)]);
+            let forced = !config.passive.is_empty();
+            if forced {
+                command.args(["-p", &config.passive[0]]);
+            }
+            let printed = command.assert().success().get_output().stdout.clone();
+            assert!(printed == expected, "{mode} (-p: {forced}): the output differs from the whole tree's");
+            let text = fs::read_to_string(&log).expect("debug log written");
+            let (streamed, whole) = (text.contains("routine by routine"), text.contains("whole tree: "));
+            assert_eq!((streamed, whole), (!forced, forced), "{mode} (-p: {forced}): the log says {text}");
+        }
     }
 }

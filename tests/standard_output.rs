@@ -42,7 +42,7 @@ fn run(args: &[&str]) -> (u64, bool, i64) {
 /// The output waits in a temporary file, not in memory: the peak stays about the file
 /// output's. Holding the output text whole had made it 2.0, 2.9 and 4.6 times that
 /// (identity, tangent, adjoint) on this 4 MiB input, streamed, and 1.8 and 3.4 times
-/// (tangent, adjoint) on the whole-document path, which `-p` takes (whatever it names).
+/// (tangent, adjoint) on the whole-tree path, which `-p` takes (whatever it names).
 #[test]
 fn a_large_run_to_standard_output_takes_the_memory_of_one_to_a_file() {
     let dir = tempfile::tempdir().expect("temp dir");

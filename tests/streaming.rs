@@ -1,14 +1,14 @@
-//! The streaming driver writes what the whole-document path writes, byte for byte, over the
-//! corpus and on synthetic inputs, reading on the same thread or on a second one (pipelined),
-//! the routines transformed on that thread or by one to three workers (the tangent's, and the
-//! adjoint's last pass); where it declines a document, it says why.
+//! The routine-by-routine driver (`driver::stream`) writes what the whole-tree path writes,
+//! byte for byte, over the corpus and on synthetic inputs, reading on the same thread or on a
+//! second one (pipelined), the adjoint's passes after the first transformed on that thread or
+//! by one to three workers; where it declines a document, it says why.
 
 mod common;
 
 use std::collections::BTreeMap;
 
+use xaifbooster::driver::stream::{self, Concurrency, StreamError};
 use xaifbooster::pipeline::{self, Config};
-use xaifbooster::streaming::{self, Concurrency, StreamError};
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
@@ -44,65 +44,29 @@ fn statistics(report: &pipeline::Report) -> String {
     )
 }
 
-/// Reading on the driver's thread, then on a second one; then routines transformed by one,
-/// two and three workers (each number puts routines back in windows of its own size); with
-/// the routines written on a thread of their own, with and without workers; with the
-/// tangent's elimination plans made on a thread of their own, and with the writer too.
-const READINGS: [Concurrency<'static>; 9] = [
-    Concurrency { gate: None, pipelined: false, workers: 0, writer: false, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: true, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 1, writer: false, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 2, writer: true, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 2, writer: false, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 3, writer: false, planner: false },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: false, planner: true },
-    Concurrency { gate: None, pipelined: true, workers: 0, writer: true, planner: true },
+/// Reading on the driver's thread, then on a second one; then, pipelined, the adjoint's
+/// passes after the first transformed by one, two and three workers (each number puts routines
+/// back in windows of its own size).
+const READINGS: [Concurrency<'static>; 5] = [
+    Concurrency { gate: None, pipelined: false, workers: 0 },
+    Concurrency { gate: None, pipelined: true, workers: 0 },
+    Concurrency { gate: None, pipelined: true, workers: 1 },
+    Concurrency { gate: None, pipelined: true, workers: 2 },
+    Concurrency { gate: None, pipelined: true, workers: 3 },
 ];
+
+/// The readings that differ for identity and the tangent, which have no workers: on one
+/// thread and pipelined.
+fn readings_without_workers() -> impl Iterator<Item = Concurrency<'static>> {
+    READINGS.into_iter().filter(|concurrency| concurrency.workers == 0)
+}
 
 fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, StreamError> {
     let write = WriteOptions { schema_location: "xaif.xsd".into(), align_head: false };
     let mut body = Vec::new();
     let options = ReadOptions::default();
-    streaming::identity(bytes, "streamed", &options, &Config::default(), &write, &mut body, concurrency)
-        .map(|s| s.bytes(&body))
-}
-
-/// A body that lends its buffer (a `Vec`) and one that does not (`Plain`) receive the same
-/// routines: the driver (or the writing thread) writes into the one and copies to the other.
-#[test]
-fn lending_and_plain_bodies_receive_the_same_bytes() {
-    let mut compared = 0;
-    for file in common::corpus_files("tlm.in.xaif").iter().take(40) {
-        let bytes = std::fs::read(file).expect("readable");
-        let options = ReadOptions::default();
-        let mut streamed = false;
-        for concurrency in [READINGS[0], READINGS[2]] {
-            let mut lent = Vec::new();
-            let mut plain = streaming::Plain(Vec::new());
-            let run = |body: &mut (dyn streaming::RoutineSink + Send)| {
-                streaming::tangent(
-                    &bytes,
-                    "streamed",
-                    &options,
-                    Catalogue::builtin(),
-                    &Config::default(),
-                    &WriteOptions::default(),
-                    body,
-                    concurrency,
-                )
-            };
-            let (Ok(a), Ok(b)) = (run(&mut lent), run(&mut plain)) else { continue };
-            assert!(
-                a.bytes(&lent) == b.bytes(&plain.0),
-                "{}: the two bodies differ ({concurrency:?})",
-                common::short_name(file)
-            );
-            streamed = true;
-        }
-        compared += usize::from(streamed);
-    }
-    assert!(compared >= 30, "only {compared} of 40 corpus inputs streamed");
+    stream::identity(bytes, "streamed", &options, &Config::default(), &write, &mut body, concurrency)
+        .map(|s| assembled(&s, &body))
 }
 
 fn streamed_tangent(
@@ -112,7 +76,7 @@ fn streamed_tangent(
 ) -> Result<Result<(Vec<u8>, String), String>, &'static str> {
     let mut body = Vec::new();
     let options = ReadOptions::default();
-    match streaming::tangent(
+    match stream::tangent(
         bytes,
         "streamed",
         &options,
@@ -123,7 +87,7 @@ fn streamed_tangent(
         concurrency,
     ) {
         Ok(s) => Ok(Ok((assembled(&s, &body), statistics(&s.report)))),
-        Err(StreamError::WholeDocument(why)) => Err(why),
+        Err(StreamError::WholeTree(why)) => Err(why),
         Err(StreamError::Pipeline(e)) => Ok(Err(e.to_string())),
         Err(StreamError::Read(e)) => panic!("streamed reading failed where whole reading did not: {e}"),
         Err(StreamError::Io(e)) => panic!("writing to memory failed: {e}"),
@@ -131,13 +95,16 @@ fn streamed_tangent(
     }
 }
 
-/// A streamed run's output: head, body, tail. The command line copies the routines behind the
-/// head while it writes the head, at the head's length counted beforehand: it must be the
-/// length of the head written here.
-fn assembled(s: &streaming::Streamed, body: &[u8]) -> Vec<u8> {
+/// A streamed run's output: head, body, tail. The driver puts it together as it writes it
+/// (`Streamed::write_head`, then the body and the tail): that must be what `Streamed::bytes`
+/// gives, the output these tests compare.
+fn assembled(s: &stream::Streamed, body: &[u8]) -> Vec<u8> {
     let bytes = s.bytes(body);
-    let head = bytes.len() - body.len() - s.tail.len();
-    assert_eq!(s.head_len(), head as u64, "the head's counted length");
+    let mut written = Vec::new();
+    s.write_head(&mut written).expect("writing to memory");
+    written.extend_from_slice(body);
+    written.extend_from_slice(&s.tail);
+    assert!(written == bytes, "the head the driver writes differs: {}", first_difference(&bytes, &written));
     bytes
 }
 
@@ -148,7 +115,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 }
 
 #[test]
-fn identity_streamed_equals_whole_document_over_the_corpus() {
+fn identity_streamed_equals_whole_tree_over_the_corpus() {
     let mut files = common::corpus_files("tlm.in.xaif");
     files.extend(common::corpus_files("adm.in.xaif"));
     assert!(files.len() > 100, "corpus too small: {}", files.len());
@@ -159,14 +126,8 @@ fn identity_streamed_equals_whole_document_over_the_corpus() {
             continue;
         }
         let whole = whole_identity(&bytes);
-        for concurrency in READINGS {
-            let name = format!(
-                "{} (pipelined: {}, workers: {}, writer: {})",
-                common::short_name(file),
-                concurrency.pipelined,
-                concurrency.workers,
-                concurrency.writer
-            );
+        for concurrency in readings_without_workers() {
+            let name = format!("{} (pipelined: {})", common::short_name(file), concurrency.pipelined);
             match streamed_identity(&bytes, concurrency) {
                 Ok(streamed) if streamed == whole => {}
                 Ok(streamed) => failures.push(format!("{name}: {}", first_difference(&whole, &streamed))),
@@ -188,7 +149,7 @@ fn tangent_over_corpus(config: &Config) {
             continue;
         }
         let whole = whole_tangent(&bytes, config);
-        for concurrency in READINGS {
+        for concurrency in readings_without_workers() {
             let name = format!("{} ({concurrency:?})", common::short_name(file));
             match streamed_tangent(&bytes, config, concurrency) {
                 Err(why) => *declined.entry(why).or_default() += 1,
@@ -209,8 +170,8 @@ fn tangent_over_corpus(config: &Config) {
             }
         }
     }
-    // Each file in every way of reading and transforming.
-    let runs = READINGS.len() * files.len();
+    // Each file in every way of reading.
+    let runs = readings_without_workers().count() * files.len();
     eprintln!("streamed {streamed_count} of {runs} runs over the corpus; declined: {declined:?}");
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
     // Most front-end output is streamed; only the documented reasons decline it.
@@ -218,16 +179,16 @@ fn tangent_over_corpus(config: &Config) {
 }
 
 #[test]
-fn tangent_streamed_equals_whole_document_over_the_corpus() {
+fn tangent_streamed_equals_whole_tree_over_the_corpus() {
     tangent_over_corpus(&Config::default());
 }
 
 /// The switches that change what a sequence's plan turns into (`-C` counters at the end of
 /// every block, `-H` propagators as calls, `-n` n-ary `Sax`, each sequence's graph and its
-/// elimination kept in the statistics): the planning thread's sequences are finished later,
-/// and must come out as those finished at once.
+/// elimination kept in the statistics): streamed, the plan cache is shared across routines
+/// read one at a time, and the sequences must come out as the whole tree's.
 #[test]
-fn tangent_streamed_equals_whole_document_with_propagator_switches() {
+fn tangent_streamed_equals_whole_tree_with_propagator_switches() {
     let mut config = Config::default();
     config.tangent.runtime_counters = true;
     config.tangent.inline_propagators = true;
@@ -240,14 +201,14 @@ fn tangent_streamed_equals_whole_document_with_propagator_switches() {
 }
 
 #[test]
-fn tangent_streamed_equals_whole_document_with_derivative_initialization() {
+fn tangent_streamed_equals_whole_tree_with_derivative_initialization() {
     tangent_over_corpus(&Config { initialize_derivatives: true, ..Config::default() });
 }
 
 /// A synthetic document of many routines (callers after their callees) and one where every
 /// caller comes before its callee (routines wait for theirs).
 #[test]
-fn streamed_equals_whole_document_on_synthetic_inputs() {
+fn streamed_equals_whole_tree_on_synthetic_inputs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("synthetic.xaif");
     common::synthetic_input(&path, "0.5", 3);
@@ -257,7 +218,7 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
     for text in [&forward, &reversed] {
         let bytes = text.as_bytes();
         let whole = whole_tangent(bytes, &Config::default()).expect("tangent");
-        for concurrency in READINGS {
+        for concurrency in readings_without_workers() {
             let identity = streamed_identity(bytes, concurrency).expect("streamed");
             assert!(identity == whole_identity(bytes), "identity differs ({concurrency:?})");
             let streamed =
@@ -272,9 +233,8 @@ fn streamed_equals_whole_document_on_synthetic_inputs() {
     }
 }
 
-/// A statement id repeated in a routine (the lenient reader renames it, so the prescan cannot
-/// know the ids) declines streaming, on one thread and pipelined (where the prescan runs while
-/// the reader starts).
+/// A statement id repeated in a routine (the lenient reader renames it, so the survey of the
+/// document's ids cannot know them) declines streaming, on one thread and pipelined.
 #[test]
 fn a_repeated_statement_id_declines_either_way() {
     let bytes = std::fs::read(common::corpus_files("tlm.in.xaif")[0].clone()).expect("readable");
@@ -289,7 +249,7 @@ fn a_repeated_statement_id_declines_either_way() {
         .collect();
     assert!(ids.len() >= 2, "two assignments to work with");
     let repeated = text.replacen(&format!("statement_id=\"{}\"", ids[1]), &format!("statement_id=\"{}\"", ids[0]), 1);
-    for concurrency in READINGS {
+    for concurrency in readings_without_workers() {
         assert!(
             matches!(
                 streamed_tangent(repeated.as_bytes(), &Config::default(), concurrency),
@@ -300,52 +260,40 @@ fn a_repeated_statement_id_declines_either_way() {
     }
 }
 
+/// The switches whose effect spans routines (forced passivation, activity analysis,
+/// TypeChange's renaming of every routine) leave the document to the whole tree in every mode
+/// that takes them, before anything is written, and the reason names the switch.
 #[test]
-fn declines_what_needs_the_whole_document() {
+fn declines_what_needs_the_whole_tree() {
     let bytes = std::fs::read(common::corpus_files("tlm.in.xaif")[0].clone()).expect("readable");
     let passive = Config { passive: vec!["x".into()], ..Config::default() };
-    let write = WriteOptions::default();
-    assert!(matches!(
-        streaming::identity(
-            &bytes,
-            "f",
-            &ReadOptions::default(),
-            &passive,
-            &write,
-            &mut Vec::new(),
-            Concurrency::default()
-        ),
-        Err(StreamError::WholeDocument(_))
-    ));
     let analysed = Config { activity_analysis: true, ..Config::default() };
-    assert!(matches!(
-        streaming::tangent(
-            &bytes,
-            "f",
-            &ReadOptions::default(),
-            Catalogue::builtin(),
-            &analysed,
-            &write,
-            &mut Vec::new(),
-            Concurrency::default()
-        ),
-        Err(StreamError::WholeDocument(_))
-    ));
     let mut renaming = Config::default();
     renaming.type_change.rename_all = true;
-    assert!(matches!(
-        streaming::tangent(
-            &bytes,
-            "f",
-            &ReadOptions::default(),
-            Catalogue::builtin(),
-            &renaming,
-            &write,
-            &mut Vec::new(),
-            Concurrency::default()
-        ),
-        Err(StreamError::WholeDocument(_))
-    ));
+    let (options, write, catalogue) = (ReadOptions::default(), WriteOptions::default(), Catalogue::builtin());
+    let mut cases = vec![("identity", "-p", passive.clone())];
+    for mode in ["tangent", "adjoint"] {
+        cases.extend([(mode, "-p", passive.clone()), (mode, "--activity-analysis", analysed.clone())]);
+        cases.push((mode, "-r", renaming.clone()));
+    }
+    for (mode, switch, config) in cases {
+        for concurrency in READINGS {
+            let mut body = Vec::new();
+            let run = match mode {
+                "identity" => stream::identity(&bytes, "f", &options, &config, &write, &mut body, concurrency),
+                "tangent" => stream::tangent(&bytes, "f", &options, catalogue, &config, &write, &mut body, concurrency),
+                _ => stream::adjoint(&bytes, "f", &options, catalogue, &config, &write, &mut body, concurrency),
+            };
+            match run {
+                Err(StreamError::WholeTree(why)) => {
+                    assert!(why.contains(switch), "{mode} {switch}: the reason does not name it: {why}")
+                }
+                Err(other) => panic!("{mode} {switch}: failed instead of declining: {other}"),
+                Ok(_) => panic!("{mode} {switch}: streamed ({concurrency:?})"),
+            }
+            assert!(body.is_empty(), "{mode} {switch}: {} bytes written before declining", body.len());
+        }
+    }
 }
 
 /// The adjoint output and its statistics, or the pipeline's error message.
@@ -364,10 +312,9 @@ fn streamed_adjoint(
     let mut body = Vec::new();
     let options = ReadOptions::default();
     let write = WriteOptions::default();
-    match streaming::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency)
-    {
+    match stream::adjoint(bytes, "streamed", &options, Catalogue::builtin(), config, &write, &mut body, concurrency) {
         Ok(s) => Ok((assembled(&s, &body), s.report.adjoint_json())),
-        Err(StreamError::WholeDocument(why)) => Err(why),
+        Err(StreamError::WholeTree(why)) => Err(why),
         Err(e) => panic!("streamed adjoint failed where it should have declined: {e}"),
     }
 }
@@ -391,7 +338,7 @@ fn adjoint_configs() -> Vec<(&'static str, Config)> {
 }
 
 #[test]
-fn adjoint_streamed_equals_whole_document_over_the_corpus() {
+fn adjoint_streamed_equals_whole_tree_over_the_corpus() {
     let files = common::corpus_files("adm.in.xaif");
     let configs = adjoint_configs();
     let mut failures = Vec::new();
@@ -404,9 +351,7 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
         }
         for (switches, config) in &configs {
             let whole = whole_adjoint(&bytes, config);
-            // The adjoint writes and plans on the driver's thread: the writer's and the planner's
-            // readings would repeat others.
-            for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer && !concurrency.planner) {
+            for concurrency in &READINGS {
                 runs += 1;
                 let name = format!(
                     "{} {switches} (pipelined: {}, workers: {})",
@@ -422,7 +367,7 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
                             Ok(w) if *w == streamed => {}
                             Ok(w) if w.0 == streamed.0 => failures.push(format!("{name}: statistics differ")),
                             Ok(w) => failures.push(format!("{name}: {}", first_difference(&w.0, &streamed.0))),
-                            Err(e) => failures.push(format!("{name}: streamed where the whole document fails: {e}")),
+                            Err(e) => failures.push(format!("{name}: streamed where the whole tree fails: {e}")),
                         }
                     }
                 }
@@ -432,16 +377,16 @@ fn adjoint_streamed_equals_whole_document_over_the_corpus() {
     eprintln!("streamed {streamed_count} of {runs} adjoint runs over the corpus; declined: {declined:?}");
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
     // Every document streams, in whichever order its routines come, but those whose
-    // transformation fails (the whole-document path reports them).
+    // transformation fails (the whole-tree path reports them).
     assert!(streamed_count * 100 >= runs * 95, "only {streamed_count} of {runs} streamed: {declined:?}");
     let reasons: Vec<&&str> = declined.keys().collect();
     assert!(
-        reasons.iter().all(|r| ["a transformation failed", streaming::SAVED_INDICES].contains(r)),
+        reasons.iter().all(|r| ["a transformation failed", stream::SAVED_INDICES].contains(r)),
         "declined for other reasons: {declined:?}"
     );
 }
 
-/// The adjoint streams and writes the whole-document bytes in both routine orders: callees
+/// The adjoint streams and writes the whole-tree bytes in both routine orders: callees
 /// first in two passes, callers first in three (a caller's restores depend on its callees'
 /// reversal, which the pass in between finds).
 #[test]
@@ -453,7 +398,7 @@ fn adjoint_streams_synthetic_inputs_in_both_routine_orders() {
     let reversed = common::reverse_routines(&forward);
     for (switches, config) in adjoint_configs().into_iter().take(2) {
         let whole = whole_adjoint(forward.as_bytes(), &config).expect("adjoint");
-        for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer && !concurrency.planner) {
+        for concurrency in &READINGS {
             let streamed = streamed_adjoint(forward.as_bytes(), &config, *concurrency).expect("streamed");
             assert!(whole.0 == streamed.0, "{switches} {concurrency:?}: {}", first_difference(&whole.0, &streamed.0));
             assert_eq!(whole.1, streamed.1, "{switches} {concurrency:?}: statistics differ");
@@ -498,26 +443,26 @@ fn the_first_pass_read_summarizes_as_a_full_read() {
 }
 
 /// TypeChange saves an index a callee may overwrite in a `<prefix>Symbol_N` temporary, in the
-/// series the adjoint's own temporaries take their numbers from; the whole-document path makes
+/// series the adjoint's own temporaries take their numbers from; the whole-tree path makes
 /// all of TypeChange's first, so the streamed adjoint leaves such a document to it. The input
 /// is the one the mutation test found: a corpus input whose call passes `x(k)` with the
 /// reference's edge turned back to its symbol, so that the call passes the whole array and
 /// converts it, saving `k` in the caller, which comes after a routine with an adjoint
 /// temporary of its own.
 #[test]
-fn the_streamed_adjoint_leaves_saved_indices_to_the_whole_document() {
+fn the_streamed_adjoint_leaves_saved_indices_to_the_whole_tree() {
     let seed = common::shared_dir().join("corpus/argArrayIndexOverwrite1/tlm.in.xaif");
     let text = std::fs::read_to_string(&seed).expect("the corpus input");
     let call = text.find("<xaif:SubroutineCall").expect("a call");
     const EDGE: &str = "source=\"1\" target=\"2\"";
     let edge = call + text[call..].find(EDGE).expect("the argument's edge");
     let mutant = format!("{}source=\"1\" target=\"1\"{}", &text[..edge], &text[edge + EDGE.len()..]);
-    let (_, statistics) = whole_adjoint(mutant.as_bytes(), &Config::default()).expect("the whole document transforms");
+    let (_, statistics) = whole_adjoint(mutant.as_bytes(), &Config::default()).expect("the whole tree transforms");
     assert!(!statistics.contains("\"saved_indices\": 0"), "TypeChange saves an index: {statistics}");
-    for concurrency in READINGS.iter().filter(|concurrency| !concurrency.writer) {
+    for concurrency in &READINGS {
         assert_eq!(
             streamed_adjoint(mutant.as_bytes(), &Config::default(), *concurrency).err(),
-            Some(streaming::SAVED_INDICES),
+            Some(stream::SAVED_INDICES),
             "{concurrency:?}"
         );
     }

@@ -8,7 +8,7 @@ use quick_xml::events::Event;
 
 /// The allocator the `xaifbooster` binary uses, so the benchmarks measure what users run.
 #[global_allocator]
-static ALLOCATOR: xaifbooster::cli::memory::Allocator = xaifbooster::cli::memory::Allocator;
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 pub fn shared() -> PathBuf {
