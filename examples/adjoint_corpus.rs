@@ -5,9 +5,6 @@ use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let corpus = std::env::args().nth(1).expect("usage: adjoint_corpus CORPUS_DIR [REPEATS]");
     let repeats: usize = std::env::args().nth(2).and_then(|r| r.parse().ok()).unwrap_or(1);

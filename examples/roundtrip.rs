@@ -1,9 +1,6 @@
 //! Reads and writes one XAIF file in a loop: a target for profilers (`valgrind --tool=callgrind`).
 use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let path = std::env::args().nth(1).expect("usage: roundtrip FILE [REPEATS]");
     let repeats: usize = std::env::args().nth(2).and_then(|r| r.parse().ok()).unwrap_or(1);

@@ -6,10 +6,6 @@ use std::path::{Path, PathBuf};
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
-/// The allocator the `xaifbooster` binary uses, so the benchmarks measure what users run.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The shared reference material: `XAIF_SHARED`, else `../shared` beside the crate.
 pub fn shared() -> PathBuf {
     let dir = std::env::var_os("XAIF_SHARED")

@@ -309,7 +309,7 @@ pub struct Concurrency<'p> {
     /// Read on a second thread while this one transforms and writes (`read_pipelined`).
     pub pipelined: bool,
     /// The adjoint's passes after the first: transform routines on this many workers at once
-    /// ([`parallel`]), this thread putting them back in order, finishing their reversal,
+    /// (`stream::parallel`), this thread putting them back in order, finishing their reversal,
     /// writing them and then transforming beside the workers; 0 transforms on this thread
     /// alone.
     pub workers: usize,

@@ -111,9 +111,6 @@ pub struct Names {
     /// The first bytes of the series' starts, one bit each: a name beginning otherwise is in
     /// none of them, found without comparing it to their starts.
     series_first: [u64; 4],
-    /// Names were appended without being entered in `table` or the series
-    /// ([`Names::append_batch`]): looking a name up means comparing it with every name.
-    unindexed: bool,
 }
 
 /// One numbered series of names: `start` followed by a number in plain decimal (no sign, no
@@ -160,7 +157,6 @@ impl Clone for Names {
             needs_escape: self.needs_escape.clone(),
             series: self.series.clone(),
             series_first: self.series_first,
-            unindexed: self.unindexed,
         }
     }
 }
@@ -184,7 +180,6 @@ impl Names {
             needs_escape: Vec::with_capacity(count),
             series: Vec::new(),
             series_first: [0; 4],
-            unindexed: false,
         };
         // Stored first, so that `intern("")` can answer without looking.
         let empty = names.intern_slow("");
@@ -291,9 +286,6 @@ impl Names {
     }
 
     fn intern_slow(&mut self, s: &str) -> Name {
-        if self.unindexed {
-            return self.intern_unindexed(s);
-        }
         if !self.series.is_empty()
             && let Some((series, number)) = in_series(&self.series, &self.series_first, s)
         {
@@ -352,7 +344,7 @@ impl Names {
     /// The name of `series` numbered `number`, interned now if it was not (then `true`). A
     /// number past what a series holds is interned as any name is.
     pub fn numbered(&mut self, series: SeriesId, number: usize) -> (Name, bool) {
-        if number >= SERIES_NUMBERS || self.unindexed {
+        if number >= SERIES_NUMBERS {
             let start = &self.series[series.0 as usize].start;
             let mut spelled = String::with_capacity(start.len() + 20);
             spelled.push_str(start);
@@ -390,19 +382,7 @@ impl Names {
         batch
     }
 
-    /// Appends the names of `batch` as the next ids, in order, without looking any up: for a
-    /// copy of another table that only spells names (the streaming writer's,
-    /// `streaming::writer`), taking in the names that table made since, all new to the copy.
-    /// Entering each in the hashed table was two fifths of what that thread did beside
-    /// writing. The copy can still look names up, but only by comparing with every name.
-    pub fn append_batch(&mut self, batch: &NameBatch) {
-        self.unindexed = true;
-        for s in batch.iter() {
-            self.push(s);
-        }
-    }
-
-    /// `s` as a new name, entered nowhere.
+    /// `s` as a new name, entered nowhere yet.
     #[inline]
     fn push(&mut self, s: &str) -> Name {
         let name = Name(self.spans.len() as u32);
@@ -411,12 +391,6 @@ impl Names {
         self.spans.push((start, self.text.len() as u32));
         self.needs_escape.push(escape_needed(s));
         name
-    }
-
-    /// [`Names::intern`] in a table with names entered nowhere ([`Names::append_batch`]).
-    #[cold]
-    fn intern_unindexed(&mut self, s: &str) -> Name {
-        self.find(s).unwrap_or_else(|| self.push(s))
     }
 
     /// Interns the names of `batch` in order, appending what each became to `ids`.
@@ -429,7 +403,7 @@ impl Names {
     }
 
     /// Forgets the names interned from the `len`-th on, as if they never were: a table
-    /// that mirrors another's first `len` names (a parallel worker's, [`crate::streaming`])
+    /// that mirrors another's first `len` names (an adjoint worker's, `driver::stream::parallel`)
     /// takes in names of its own for one routine and then gives them back. Costs what the
     /// forgotten names do, not the table's size.
     pub fn truncate(&mut self, len: usize) {
@@ -460,9 +434,6 @@ impl Names {
     }
 
     pub fn find(&self, s: &str) -> Option<Name> {
-        if self.unindexed {
-            return (0..self.spans.len()).map(|k| Name(k as u32)).find(|&name| self.get(name) == s);
-        }
         if let Some((k, number)) = in_series(&self.series, &self.series_first, s) {
             return self.series[k].by_number.get(number).copied().filter(|name| !name.is_empty());
         }
@@ -624,31 +595,6 @@ mod tests {
         assert_eq!(names.numbered(series, 0), (zero, true));
         assert_eq!(names.intern("x"), x);
         assert_eq!(names.intern("T_1"), one);
-    }
-
-    #[test]
-    fn a_copy_takes_in_what_the_original_made_since_by_appending() {
-        let mut names = Names::default();
-        names.intern("x");
-        let series = names.series("T_");
-        let mut copy = names.clone();
-        let from = names.len();
-        let made = [names.intern("y"), names.numbered(series, 3).0, names.intern("x<"), names.intern("T_4")];
-        copy.append_batch(&names.batch_since(from));
-        assert_eq!(copy.len(), names.len());
-        for name in made {
-            assert_eq!(copy.get(name), names.get(name));
-            assert_eq!(copy.needs_escape(name), names.needs_escape(name));
-            // Looked up by comparing with every name, still one id per text.
-            assert_eq!(copy.find(names.get(name)), Some(name));
-            assert_eq!(copy.intern(names.get(name)), name);
-        }
-        assert_eq!(copy.numbered(series, 3), (made[1], false));
-        assert_eq!(copy.intern("x"), names.intern("x"));
-        let (five, new) = copy.numbered(series, 5);
-        assert!(new);
-        assert_eq!(copy.get(five), "T_5");
-        assert_eq!(copy.intern("T_5"), five);
     }
 
     #[test]
