@@ -83,7 +83,7 @@ impl Mode {
 #[derive(Clone, Debug)]
 pub struct Options<'a> {
     pub catalogue: &'a Catalogue,
-    /// Refuse what the lenient reader would accept with a warning (`-s`/`--strict`).
+    /// Refuse what the lenient reader would accept with a warning (`--strict`).
     pub strict: bool,
     /// The passes' switches.
     pub config: Config,

@@ -29,10 +29,6 @@ pub struct Temporaries {
     /// The temporary [`Self::fresh`] made last, and where the statement id of its assignment
     /// stands in the name table ([`Self::assignment_id`] usually comes next, for it).
     last_fresh: Option<LastFresh>,
-    /// Set while the document's statement ids are still to come
-    /// ([`Self::awaiting_reserved_statement_ids`]): the ids handed out meanwhile, checked
-    /// against them when they come ([`Self::reserve_statement_ids`]).
-    before_reserved: Option<Vec<Name>>,
 }
 
 /// The temporary made last: its symbol and name, the identity of the name table that holds
@@ -120,19 +116,6 @@ impl ReservedIds {
         self.hashes.len()
     }
 
-    /// Takes in the ids of `other`.
-    pub fn extend(&mut self, other: ReservedIds) {
-        // Into none, the set is taken whole rather than hashed in again.
-        if self.is_empty() {
-            *self = other;
-            return;
-        }
-        for (mine, theirs) in self.first_bytes.iter_mut().zip(other.first_bytes) {
-            *mine |= theirs;
-        }
-        self.hashes.extend(other.hashes);
-    }
-
     pub fn is_empty(&self) -> bool {
         self.hashes.is_empty()
     }
@@ -197,34 +180,6 @@ impl Temporaries {
         Temporaries { reserved, ..Temporaries::default() }
     }
 
-    /// Temporaries for a document read routine by routine whose statement ids a scan running
-    /// at the same time is still finding: until they come ([`Self::reserve_statement_ids`])
-    /// the ids handed out avoid only each other, and are kept to be checked then.
-    pub fn awaiting_reserved_statement_ids() -> Temporaries {
-        Temporaries { before_reserved: Some(Vec::new()), ..Temporaries::default() }
-    }
-
-    /// The document's statement ids have come: from now on the ids handed out avoid them too.
-    /// `false` (and nothing reserved) when one handed out before is among them: the ids a run
-    /// with them known from the start would have handed out differ from there on.
-    pub fn reserve_statement_ids(&mut self, cg: &CallGraph, reserved: ReservedIds) -> bool {
-        let before = self.before_reserved.take().unwrap_or_default();
-        if before.iter().any(|&id| reserved.contains(cg.names.get(id))) {
-            self.before_reserved = Some(before);
-            return false;
-        }
-        self.reserved.extend(reserved);
-        true
-    }
-
-    /// Keeps `id`, handed out before the document's statement ids came.
-    fn handed_out(&mut self, id: Name) -> Name {
-        if let Some(before) = &mut self.before_reserved {
-            before.push(id);
-        }
-        id
-    }
-
     /// A statement id for code the engine adds: `base`, or `base_2`, `base_3`, … when that is
     /// in use already.
     pub fn statement_id(&mut self, cg: &mut CallGraph, base: &str) -> Name {
@@ -241,7 +196,7 @@ impl Temporaries {
             id = cg.names.intern(&self.text);
             k += 1;
         }
-        self.handed_out(id)
+        id
     }
 
     /// The statement id of the assignment to a temporary: `_<symbol>`, numbered on reuse as
@@ -261,7 +216,7 @@ impl Temporaries {
         {
             let (id, _) = cg.names.numbered(last.ids, last.number);
             if !self.reserved.contains(cg.names.get(id)) && self.statement_ids.insert(id) {
-                return self.handed_out(id);
+                return id;
             }
         }
         let mut base = std::mem::take(&mut self.text);
