@@ -116,6 +116,19 @@ impl ReservedIds {
         self.hashes.len()
     }
 
+    /// Takes in the ids of `other`.
+    pub fn extend(&mut self, other: ReservedIds) {
+        // Into none, the set is taken whole rather than hashed in again.
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        for (mine, theirs) in self.first_bytes.iter_mut().zip(other.first_bytes) {
+            *mine |= theirs;
+        }
+        self.hashes.extend(other.hashes);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.hashes.is_empty()
     }
