@@ -6,23 +6,10 @@
 #   scripts/measure_memory.sh [SIZE_MB ...]        (default: 16 64)
 #
 # Environment: XAIFBOOSTER (the binary; default target/release/xaifbooster, or
-# $CARGO_TARGET_DIR/release/xaifbooster; the deployed build is `scripts/build_dist.sh`, which
-# prints the binary's path: XAIFBOOSTER=$(scripts/build_dist.sh | tail -1)), XAIF_SHARED (default ../shared), MODES (default
+# $CARGO_TARGET_DIR/release/xaifbooster), XAIF_SHARED (default ../shared), MODES (default
 # "identity tangent adjoint"), RUNS (rounds, each xmllint then every mode; default 5), OUTPUT
-# (`file`, the default: each mode writes a file with -o; `stdout`: to standard output, which
-# goes to /dev/null, as a pipe's reader would take it), REPLACE (with `-o`: 1 has each run
-# replace the output the run before it left, another mode's, and so pay for its removal; the
-# default, 0, removes it before the run, untimed, so that each figure is the mode's own work.
-# On this machine's file system, mounted with `discard` and without a journal, removing a file
-# whose blocks reached the disk waits for the disk to discard them: 62 ms for a 365 MB
-# tangent output at 64 MiB, written past the page cache, against 15 ms for one that had not
-# left it yet.) QUIET (with REPLACE=0: 1, the default, also waits, untimed, for the disk to
-# take what earlier runs left in the page cache, `sync`, so that no run's write-back goes on
-# in the next; 0 does not wait. What a run finds in memory moves a run through the page cache
-# more: a 64 MiB adjoint through it took 0.97–1.05 s best of the rounds here, each after
-# `xmllint`, but 1.21–1.91 s, system time 0.7–1.5 s, right after another adjoint, whose freed
-# pages this virtual machine had given back to its host; one past the page cache 1.03–1.17 s
-# and 1.06–1.30 s.)
+# (`file`, the default: each mode writes a file with -o, removed before each run, untimed;
+# `stdout`: to standard output, which goes to /dev/null, as a pipe's reader would take it).
 # Needs /usr/bin/time (GNU time) and xmllint.
 set -euo pipefail
 
@@ -32,8 +19,6 @@ shared=${XAIF_SHARED:-$here/../shared}
 modes=${MODES:-identity tangent adjoint}
 runs=${RUNS:-5}
 output=${OUTPUT:-file}
-replace=${REPLACE:-0}
-quiet=${QUIET:-1}
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(16 64)
 work=$(mktemp -d)
@@ -70,10 +55,7 @@ for mb in "${sizes[@]}"; do
             if [ "$mode" = xmllint ]; then
                 seconds=$base rss=$base_rss
             else
-                if [ "$replace" != 1 ]; then
-                    rm -f "$work/out.xaif"
-                    [ "$quiet" = 1 ] && sync
-                fi
+                rm -f "$work/out.xaif"
                 read -r seconds rss < <(run_once "$binary" "$mode" "$input" "${to[@]}") || exit 1
             fi
             if [ -z "${best[$mode]:-}" ] || awk -v a="$seconds" -v b="${best[$mode]}" 'BEGIN{exit !(a<b)}'; then
