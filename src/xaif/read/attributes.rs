@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Elem, Lower, ReadError, Result};
+use super::{Elem, Lower, MapKeys, ReadError, Result};
 use crate::bytes::same_length_eq;
 use crate::ir::*;
 
@@ -249,43 +249,22 @@ impl<'a> Lower<'a> {
         })
     }
 
-    pub(super) fn alias_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<AliasSetId>> {
+    /// The set a key attribute (`alias`, `du_ud`, `do_chain`) names in its map, `None` without
+    /// the attribute. Key 0, the map's dummy key, names its set if the map has one.
+    pub(super) fn set_ref<Id: Copy>(
+        &self,
+        elem: &Elem<'a>,
+        value: &Option<Cow<'a, str>>,
+        keys: &MapKeys<Id>,
+    ) -> Result<Option<Id>> {
         let Some(v) = value.as_deref() else { return Ok(None) };
-        let key = self.integer(elem, "alias", v)?;
+        let key = self.integer(elem, keys.attribute, v)?;
         if key == 0 {
-            return Ok(self.alias_keys.get(&0).copied());
+            return Ok(keys.sets.get(&0).copied());
         }
-        u64::try_from(key)
-            .ok()
-            .and_then(|k| self.alias_keys.get(&k).copied())
-            .map(Some)
-            .ok_or_else(|| self.error(elem.offset, elem.name, format!("alias key {v} is not in the AliasSetMap")))
-    }
-
-    pub(super) fn duud_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<DuUdSetId>> {
-        let Some(v) = value.as_deref() else { return Ok(None) };
-        let key = self.integer(elem, "du_ud", v)?;
-        if key == 0 {
-            return Ok(self.duud_keys.get(&0).copied());
-        }
-        u64::try_from(key)
-            .ok()
-            .and_then(|k| self.duud_keys.get(&k).copied())
-            .map(Some)
-            .ok_or_else(|| self.error(elem.offset, elem.name, format!("du_ud key {v} is not in the DUUDSetMap")))
-    }
-
-    pub(super) fn do_ref(&self, elem: &Elem<'a>, value: &Option<Cow<'a, str>>) -> Result<Option<DoSetId>> {
-        let Some(v) = value.as_deref() else { return Ok(None) };
-        let key = self.integer(elem, "do_chain", v)?;
-        if key == 0 {
-            return Ok(self.do_keys.get(&0).copied());
-        }
-        u64::try_from(key)
-            .ok()
-            .and_then(|k| self.do_keys.get(&k).copied())
-            .map(Some)
-            .ok_or_else(|| self.error(elem.offset, elem.name, format!("do_chain key {v} is not in the DOSetMap")))
+        u64::try_from(key).ok().and_then(|k| keys.sets.get(&k).copied()).map(Some).ok_or_else(|| {
+            self.error(elem.offset, elem.name, format!("{} key {v} is not in the {}", keys.attribute, keys.map))
+        })
     }
 }
 

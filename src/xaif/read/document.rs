@@ -126,7 +126,7 @@ impl<'a> Lower<'a> {
             {
                 self.lenient(child.offset, child.name, "CallGraph has no DOSetMap (an empty one is assumed)".into())?;
                 self.cg.do_sets = vec![StmtIdSet { key: 0, statements: Vec::new() }];
-                self.do_keys.insert(0, DoSetId(0));
+                self.do_keys.index(&self.cg.do_sets, DoSetId);
                 seen[3] = true;
             }
             if !matches!(
@@ -165,18 +165,12 @@ impl<'a> Lower<'a> {
                 "ScopeHierarchy" => self.scope_hierarchy(child)?,
                 "AliasSetMap" => self.alias_set_map(child)?,
                 "DUUDSetMap" => {
-                    let sets = self.stmt_id_set_map(&child)?;
-                    for (i, set) in sets.iter().enumerate() {
-                        self.duud_keys.insert(set.key, DuUdSetId(i as u32));
-                    }
-                    self.cg.duud_sets = sets;
+                    self.cg.duud_sets = self.stmt_id_set_map(&child)?;
+                    self.duud_keys.index(&self.cg.duud_sets, DuUdSetId);
                 }
                 "DOSetMap" => {
-                    let sets = self.stmt_id_set_map(&child)?;
-                    for (i, set) in sets.iter().enumerate() {
-                        self.do_keys.insert(set.key, DoSetId(i as u32));
-                    }
-                    self.cg.do_sets = sets;
+                    self.cg.do_sets = self.stmt_id_set_map(&child)?;
+                    self.do_keys.index(&self.cg.do_sets, DoSetId);
                 }
                 "ControlFlowGraph" => {
                     let cfg = self.control_flow_graph(child)?;

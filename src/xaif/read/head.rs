@@ -198,7 +198,7 @@ impl<'a> Lower<'a> {
             }
             let [key] = self.attrs(&child, ["key"])?;
             let key = self.required(&child, "key", &key).and_then(|v| self.non_negative(&child, "key", v))?;
-            if self.alias_keys.contains_key(&key) {
+            if self.alias_keys.sets.contains_key(&key) {
                 return Err(self.error(child.offset, child.name, format!("duplicate key {key} in AliasSetMap")));
             }
             let mut ranges = Vec::new();
@@ -218,15 +218,15 @@ impl<'a> Lower<'a> {
                 self.leaf(&range)?;
                 ranges.push(AliasRange { from, to, partial });
             }
-            self.alias_keys.insert(key, AliasSetId(self.cg.alias_sets.len() as u32));
+            self.alias_keys.sets.insert(key, AliasSetId(self.cg.alias_sets.len() as u32));
             self.cg.alias_sets.push(AliasSet { key, ranges });
         }
         if self.cg.alias_sets.is_empty() {
             return Err(self.error(elem.offset, elem.name, "missing required child AliasSet"));
         }
-        if !self.alias_keys.contains_key(&0) {
-            self.missing_key_zero(&elem, "AliasSet", "alias")?;
-            self.alias_keys.insert(0, AliasSetId(self.cg.alias_sets.len() as u32));
+        if !self.alias_keys.sets.contains_key(&0) {
+            self.missing_key_zero(&elem, "AliasSet", self.alias_keys.attribute)?;
+            self.alias_keys.sets.insert(0, AliasSetId(self.cg.alias_sets.len() as u32));
             self.cg.alias_sets.push(AliasSet { key: 0, ranges: Vec::new() });
         }
         Ok(())

@@ -171,9 +171,9 @@ fn read_with(
         expression_buffers: ExpressionBuffers::default(),
         depth: 0,
         scope_ids: FxHashMap::default(),
-        alias_keys: FxHashMap::default(),
-        duud_keys: FxHashMap::default(),
-        do_keys: FxHashMap::default(),
+        alias_keys: MapKeys::new("alias", "AliasSetMap"),
+        duud_keys: MapKeys::new("du_ud", "DUUDSetMap"),
+        do_keys: MapKeys::new("do_chain", "DOSetMap"),
         routine_ids: FxHashMap::default(),
         calls_without_count: 0,
         statements: Vec::new(),
@@ -245,9 +245,9 @@ struct Lower<'a> {
     /// Elements open at the reader's position.
     depth: usize,
     scope_ids: FxHashMap<Name, ScopeId>,
-    alias_keys: FxHashMap<u64, AliasSetId>,
-    duud_keys: FxHashMap<u64, DuUdSetId>,
-    do_keys: FxHashMap<u64, DoSetId>,
+    alias_keys: MapKeys<AliasSetId>,
+    duud_keys: MapKeys<DuUdSetId>,
+    do_keys: MapKeys<DoSetId>,
     routine_ids: FxHashMap<Name, RoutineId>,
     /// Calls read without `formalArgCount` (marked `u32::MAX` until every routine is known and
     /// the count can be inferred).
@@ -260,6 +260,32 @@ struct Lower<'a> {
     right_hand_sides: RightHandSides,
     /// The elements [`Lower::skip_content`] is in, kept from one use to the next.
     skipping: Vec<(&'a str, usize)>,
+}
+
+/// The keys of one of the three maps of the head (alias, du-ud and DO sets), each with the
+/// index of its set, and the words a reference to a key the map lacks is refused in: the
+/// maps differ in nothing else, and references to them are resolved alike
+/// ([`Lower::set_ref`]).
+struct MapKeys<Id> {
+    sets: FxHashMap<u64, Id>,
+    /// The attribute whose values are the map's keys (`alias`, `du_ud`, `do_chain`).
+    attribute: &'static str,
+    /// The map's element (`AliasSetMap`, `DUUDSetMap`, `DOSetMap`).
+    map: &'static str,
+}
+
+impl<Id: Copy> MapKeys<Id> {
+    fn new(attribute: &'static str, map: &'static str) -> Self {
+        MapKeys { sets: FxHashMap::default(), attribute, map }
+    }
+
+    /// Notes the keys of a map's sets, `sets` in document order; `id` makes a set's index
+    /// the map's kind of id.
+    fn index(&mut self, sets: &[StmtIdSet], id: fn(u32) -> Id) {
+        for (i, set) in sets.iter().enumerate() {
+            self.sets.insert(set.key, id(i as u32));
+        }
+    }
 }
 
 /// A graph edge whose endpoints are resolved when its graph closes.

@@ -47,7 +47,7 @@ impl<'a> Lower<'a> {
             return Err(self.error(elem.offset, elem.name, "attribute 'lineNumber' is not allowed here"));
         }
         let id = self.intern_required(&elem, "statement_id", &id)?;
-        let do_chain = self.do_ref(&elem, &do_chain)?;
+        let do_chain = self.set_ref(&elem, &do_chain, &self.do_keys)?;
         let line = self.opt_non_negative(&elem, "lineNumber", &line)?;
         let mut lhs = None;
         let mut rhs = None;
