@@ -26,7 +26,7 @@ pub(super) fn word(bytes: &[u8]) -> u64 {
 /// Flags on the bytes of `word` that are `byte`, every one of them and no other.
 #[inline(always)]
 pub(super) fn equal(word: u64, byte: u8) -> u64 {
-    zero_bytes(word ^ ONES * u64::from(byte))
+    zero_bytes(word ^ (ONES * u64::from(byte)))
 }
 
 /// Flags on the bytes of `word` that are `byte`, for finding the first: the lowest flag is the
@@ -34,7 +34,7 @@ pub(super) fn equal(word: u64, byte: u8) -> u64 {
 /// [`equal`]; the borrow of a matching byte can carry into the next).
 #[inline(always)]
 pub(super) fn equal_first(word: u64, byte: u8) -> u64 {
-    let x = word ^ ONES * u64::from(byte);
+    let x = word ^ (ONES * u64::from(byte));
     x.wrapping_sub(ONES) & !x & FLAGS
 }
 
