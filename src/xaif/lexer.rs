@@ -14,6 +14,8 @@
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
+use super::words;
+
 /// One piece of the document, as the reader needs it.
 #[derive(Debug)]
 pub(super) enum Token<'a> {
@@ -65,7 +67,7 @@ impl<'a> Lexer<'a> {
     /// The next token, white space between markup skipped. An error's message is quick-xml's.
     pub(super) fn next_token(&mut self) -> Result<Token<'a>, String> {
         let bytes = self.text.as_bytes();
-        let at = self.at + first(&bytes[self.at..], false);
+        let at = self.at + first_non_blank(&bytes[self.at..]);
         if at == bytes.len() {
             self.at = at;
             return Ok(Token::Eof);
@@ -95,7 +97,7 @@ impl<'a> Lexer<'a> {
             Some(tag) => (tag, true),
             None => (content, false),
         };
-        let name_len = first(tag.as_bytes(), true);
+        let name_len = first_blank(tag.as_bytes());
         if !empty {
             self.open.push(&tag[..name_len]);
         }
@@ -145,28 +147,45 @@ impl<'a> Lexer<'a> {
 /// Where the `>` that ends a tag is, scanning from `from` (quoted `>` skipped); `None` when the
 /// input ends first.
 pub(super) fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
-    // Sixteen bytes at a time: masks of `>` and `"` from one vector comparison each, which
-    // `"` open a value from the prefix parity of the quote mask, and the first `>` outside
-    // values is the answer. A tag is 10 to 300 bytes; a byte at a time, this was two thirds
-    // of the reader's tokenizing, and stopping at every quote (quick-xml's way) more still.
-    // Single quotes can hide `"`: a tag with any is scanned a byte at a time instead.
+    // Sixteen bytes at a time, as two words: the first `>` or `'` in them, and whether it is
+    // inside a value from how many `"` come before it. A tag is 10 to 300 bytes; a byte at a
+    // time, this was two thirds of the reader's tokenizing, and stopping at every quote
+    // (quick-xml's way) more still. A `'` outside a value can hide `"`: such a tag is scanned
+    // a byte at a time instead.
     let mut at = from;
-    let mut inside = 0u32;
+    // Whether `at` is inside a `"` value.
+    let mut inside = false;
     while let Some(chunk) = bytes.get(at..at + 16) {
-        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
-        let Masks { greater, double, single } = masks(chunk);
-        if single != 0 {
-            return tag_end_bytewise(bytes, from);
+        let (low, high) = (words::word(&chunk[..8]), words::word(&chunk[8..]));
+        let stops_low = words::equal_first(low, b'>') | words::equal_first(low, b'\'');
+        let stops_high = words::equal_first(high, b'>') | words::equal_first(high, b'\'');
+        let (quotes_low, quotes_high) = (words::equal(low, b'"'), words::equal(high, b'"'));
+        let odd = |quotes: u64| quotes.count_ones() % 2 == 1;
+        if stops_low | stops_high == 0 {
+            inside ^= odd(quotes_low ^ quotes_high);
+            at += 16;
+            continue;
         }
-        let quoted = prefix_parity(double) ^ inside;
-        let end = greater & !quoted;
-        if end != 0 {
-            return Some(at + end.trailing_zeros() as usize);
+        let (stops, quotes, base) = if stops_low != 0 {
+            (stops_low, quotes_low, at)
+        } else {
+            inside ^= odd(quotes_low);
+            (stops_high, quotes_high, at + 8)
+        };
+        let bit = stops.trailing_zeros();
+        let quoted = inside ^ odd(quotes & ((1 << bit) - 1));
+        let stop = base + words::first_flagged(stops);
+        match (bytes[stop], quoted) {
+            (b'>', false) => return Some(stop),
+            (_, false) => return tag_end_bytewise(bytes, from),
+            // A `>` or `'` in a value: on after it.
+            (_, true) => {
+                inside = true;
+                at = stop + 1;
+            }
         }
-        inside = if quoted & 0x8000 != 0 { 0xFFFF } else { 0 };
-        at += 16;
     }
-    let mut quote = if inside != 0 { b'"' } else { 0 };
+    let mut quote = if inside { b'"' } else { 0 };
     for (k, &byte) in bytes.iter().enumerate().skip(at) {
         if quote == 0 {
             if byte == b'>' {
@@ -183,17 +202,6 @@ pub(super) fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
         }
     }
     None
-}
-
-/// Bit `k` set where an odd number of bits `0..=k` of the 16-bit `mask` are: inside a quoted
-/// value (its opening quote included, its closing quote not).
-fn prefix_parity(mask: u32) -> u32 {
-    let mut x = mask;
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x & 0xFFFF
 }
 
 /// [`tag_end`] a byte at a time, for tags with either kind of quote.
@@ -216,69 +224,42 @@ fn tag_end_bytewise(bytes: &[u8], from: usize) -> Option<usize> {
 
 /// Where the first white space in `bytes` is, or its length.
 pub(super) fn first_blank(bytes: &[u8]) -> usize {
-    first(bytes, true)
-}
-
-/// Where the first byte in `bytes` that is not white space is, or its length.
-pub(super) fn first_non_blank(bytes: &[u8]) -> usize {
-    first(bytes, false)
-}
-
-/// Where the first byte that is (`blank`) or is not (`!blank`) white space is in `bytes`, or
-/// its length.
-fn first(bytes: &[u8], blank: bool) -> usize {
-    let flip = if blank { 0 } else { 0xFFFF };
     let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 16) {
-        let found = (blank_mask(chunk.try_into().expect("sixteen bytes")) ^ flip) & 0xFFFF;
-        if found != 0 {
-            return at + found.trailing_zeros() as usize;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        // Control characters are flagged with white space, and passed over here.
+        let low = words::at_most_space(words::word(chunk));
+        if low == 0 {
+            at += 8;
+            continue;
         }
-        at += 16;
+        at += words::first_flagged(low);
+        if is_blank(bytes[at]) {
+            return at;
+        }
+        at += 1;
     }
-    bytes[at..].iter().position(|&b| is_blank(b) == blank).map_or(bytes.len(), |k| at + k)
+    bytes[at..].iter().position(|&b| is_blank(b)).map_or(bytes.len(), |k| at + k)
 }
 
-/// Where in sixteen bytes the `>`, `"` and `'` are, bit `k` for byte `k`.
-struct Masks {
-    greater: u32,
-    double: u32,
-    single: u32,
-}
-
-#[cfg(target_arch = "x86_64")]
-fn masks(chunk: &[u8; 16]) -> Masks {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-    // SAFETY: SSE2 is part of every x86_64 processor; the unaligned load reads the sixteen
-    // bytes `chunk` refers to and nothing else.
-    unsafe {
-        let v = _mm_loadu_si128(chunk.as_ptr().cast());
-        let mask = |byte: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(byte as i8))) as u32;
-        Masks { greater: mask(b'>'), double: mask(b'"'), single: mask(b'\'') }
+/// Where the first byte in `bytes` that is not white space is, or its length. Between tags
+/// there is a line break and an indentation: runs of spaces go eight at a time.
+pub(super) fn first_non_blank(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    loop {
+        if let Some(chunk) = bytes.get(at..at + 8) {
+            let not_spaces = words::word(chunk) ^ words::SPACES;
+            if not_spaces == 0 {
+                at += 8;
+                continue;
+            }
+            at += not_spaces.trailing_zeros() as usize / 8;
+        }
+        match bytes.get(at) {
+            Some(&b) if is_blank(b) => at += 1,
+            Some(_) => return at,
+            None => return bytes.len(),
+        }
     }
-}
-
-/// Bit `k` set where byte `k` of sixteen is white space.
-#[cfg(target_arch = "x86_64")]
-fn blank_mask(chunk: &[u8; 16]) -> u32 {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
-    // SAFETY: as in `masks`.
-    unsafe {
-        let v = _mm_loadu_si128(chunk.as_ptr().cast());
-        let is = |byte: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(byte as i8));
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(is(b' '), is(b'\n')), _mm_or_si128(is(b'\t'), is(b'\r')))) as u32
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn blank_mask(chunk: &[u8; 16]) -> u32 {
-    chunk.iter().enumerate().fold(0u32, |m, (k, &b)| m | u32::from(is_blank(b)) << k)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn masks(chunk: &[u8; 16]) -> Masks {
-    let mask = |wanted: u8| chunk.iter().enumerate().fold(0u32, |m, (k, &b)| m | u32::from(b == wanted) << k);
-    Masks { greater: mask(b'>'), double: mask(b'"'), single: mask(b'\'') }
 }
 
 #[cfg(test)]
@@ -373,20 +354,20 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The vector scans agree with a byte at a time, quotes and `>` anywhere, across
-        /// sixteen-byte boundaries.
+        /// The word-wise scans agree with a byte at a time, quotes and `>` anywhere, across
+        /// eight- and sixteen-byte boundaries, with control characters and the bytes next to
+        /// the searched ones.
         #[test]
-        fn vector_scans_agree_with_bytewise(text in "[a \"'>/\n]{0,80}") {
+        fn word_scans_agree_with_bytewise(text in "[a \"'>/\n\t\r\x01\x0c\x1f!=?#]{0,80}") {
             let bytes = text.as_bytes();
             for from in [0, 1, 5, 17] {
                 if from <= bytes.len() {
                     proptest::prop_assert_eq!(tag_end(bytes, from), tag_end_bytewise(bytes, from));
                 }
             }
-            for blank in [false, true] {
-                let expected = bytes.iter().position(|&b| is_blank(b) == blank).unwrap_or(bytes.len());
-                proptest::prop_assert_eq!(first(bytes, blank), expected);
-            }
+            let expected = |blank: bool| bytes.iter().position(|&b| is_blank(b) == blank).unwrap_or(bytes.len());
+            proptest::prop_assert_eq!(first_blank(bytes), expected(true));
+            proptest::prop_assert_eq!(first_non_blank(bytes), expected(false));
         }
     }
 }

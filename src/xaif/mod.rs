@@ -8,6 +8,7 @@ pub(crate) mod markup;
 pub mod read;
 pub mod validate;
 pub mod write;
+mod words;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use read::{ReadError, ReadOptions, ReadOutput, read};

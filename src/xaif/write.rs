@@ -8,6 +8,10 @@
 //! `live`, `pointer`, an intrinsic's `type`/`rType`/`rShape`) are written when they differ
 //! from the schema default, so nothing is lost on the way through.
 
+mod text;
+
+use text::{NEEDS_ESCAPE, append, escape_into, escaped_len, order_prefix};
+
 use crate::ir::*;
 
 use super::read::XAIF_NAMESPACE;
@@ -1030,103 +1034,6 @@ enum RefStyle {
     Propagator,
 }
 
-/// The first 16 bytes of `name` as a big-endian number, zeros past its end: where two names
-/// differ in it, it orders them as their texts (a name shorter than 16 bytes that is a prefix
-/// of another gets zeros where the other has bytes); where it is equal, the texts decide.
-fn order_prefix(name: &[u8]) -> u128 {
-    let mut bytes = [0u8; 16];
-    let len = name.len().min(16);
-    bytes[..len].copy_from_slice(&name[..len]);
-    u128::from_be_bytes(bytes)
-}
-
-/// Appends `parts` after one capacity check, copying short parts inline. The writer appends
-/// millions of short pieces (keys, ids, names), each of which `extend_from_slice` checks for
-/// room and, where its length is not a constant, copies through a call to `memcpy`.
-#[inline(always)]
-fn append<const N: usize>(out: &mut Vec<u8>, parts: [&[u8]; N]) {
-    let total: usize = parts.iter().map(|part| part.len()).sum();
-    out.reserve(total);
-    // SAFETY: `reserve` left room for `total` bytes past the length; the parts are copied one
-    // after the other into that room, exactly filling it, before the length takes them in.
-    // They cannot overlap it: it was never handed out.
-    unsafe {
-        let start = out.len();
-        let mut at = out.as_mut_ptr().add(start);
-        for part in parts {
-            copy_short(part.as_ptr(), at, part.len());
-            at = at.add(part.len());
-        }
-        out.set_len(start + total);
-    }
-}
-
-/// `copy_nonoverlapping` for `len` bytes, inline for up to 32 (two overlapping loads and
-/// stores of the widest size that fits; an indentation with its `<xaif:` is up to 30 bytes on
-/// real inputs).
-///
-/// # Safety
-/// As `copy_nonoverlapping(src, dst, len)`.
-#[inline(always)]
-unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
-    // SAFETY: every access lies within the first `len` bytes of `src` and of `dst`.
-    unsafe {
-        if len > 32 {
-            std::ptr::copy_nonoverlapping(src, dst, len);
-        } else if len >= 16 {
-            let head = src.cast::<u128>().read_unaligned();
-            let tail = src.add(len - 16).cast::<u128>().read_unaligned();
-            dst.cast::<u128>().write_unaligned(head);
-            dst.add(len - 16).cast::<u128>().write_unaligned(tail);
-        } else if len >= 8 {
-            let head = src.cast::<u64>().read_unaligned();
-            let tail = src.add(len - 8).cast::<u64>().read_unaligned();
-            dst.cast::<u64>().write_unaligned(head);
-            dst.add(len - 8).cast::<u64>().write_unaligned(tail);
-        } else if len >= 4 {
-            let head = src.cast::<u32>().read_unaligned();
-            let tail = src.add(len - 4).cast::<u32>().read_unaligned();
-            dst.cast::<u32>().write_unaligned(head);
-            dst.add(len - 4).cast::<u32>().write_unaligned(tail);
-        } else if len > 0 {
-            // 1, 2 or 3 bytes: the first, the middle and the last.
-            *dst = *src;
-            *dst.add(len / 2) = *src.add(len / 2);
-            *dst.add(len - 1) = *src.add(len - 1);
-        }
-    }
-}
-
-/// Bytes an attribute value cannot hold literally.
-static NEEDS_ESCAPE: [bool; 256] = {
-    let mut set = [false; 256];
-    let special = b"&<>\"\n\r\t";
-    let mut i = 0;
-    while i < special.len() {
-        set[special[i] as usize] = true;
-        i += 1;
-    }
-    set
-};
-
-fn escape_into(out: &mut Vec<u8>, value: &str) {
-    let bytes = value.as_bytes();
-    // Almost no value needs escaping (values are short: a table lookup per byte beats SIMD
-    // searches).
-    if !bytes.iter().any(|&b| NEEDS_ESCAPE[b as usize]) {
-        out.extend_from_slice(bytes);
-        return;
-    }
-    let mut last = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let Some(replacement) = escape_of(b) else { continue };
-        out.extend_from_slice(&bytes[last..i]);
-        out.extend_from_slice(replacement);
-        last = i + 1;
-    }
-    out.extend_from_slice(&bytes[last..]);
-}
-
 fn symbol_kind_str(kind: SymbolKind) -> &'static str {
     match kind {
         SymbolKind::Subroutine => "subroutine",
@@ -1177,25 +1084,6 @@ fn symbol_len(names: &crate::ir::Names, depth: usize, symbol: &Symbol) -> u64 {
             + "/>\n".len();
     }
     len as u64
-}
-
-/// What [`escape_into`] writes in place of `b`, where it is not written as it is.
-fn escape_of(b: u8) -> Option<&'static [u8]> {
-    Some(match b {
-        b'&' => b"&amp;",
-        b'<' => b"&lt;",
-        b'>' => b"&gt;",
-        b'"' => b"&quot;",
-        b'\n' => b"&#10;",
-        b'\r' => b"&#13;",
-        b'\t' => b"&#9;",
-        _ => return None,
-    })
-}
-
-/// The length of `value` as [`escape_into`] writes it.
-fn escaped_len(value: &str) -> usize {
-    value.bytes().map(|b| escape_of(b).map_or(1, <[u8]>::len)).sum()
 }
 
 pub fn symbol_type_str(ty: SymbolType) -> &'static str {
@@ -1254,68 +1142,6 @@ mod tests {
     use crate::pipeline::{self, Config};
     use crate::xaif::intrinsics::Catalogue;
     use crate::xaif::{ReadOptions, read};
-
-    /// Symbol tables are sorted by a number made of each name's first bytes, then the name:
-    /// the same order as the names' texts, whatever their lengths and shared prefixes.
-    #[test]
-    fn order_prefix_orders_as_the_texts() {
-        let words = [
-            "",
-            "a",
-            "a\u{0}",
-            "ab",
-            "abcdefghijklmnop",
-            "abcdefghijklmnopq",
-            "abcdefghijklmnoq",
-            "b",
-            "OpenAD_lin_1",
-            "OpenAD_lin_10",
-            "OpenAD_lin_1000000000",
-            "OpenAD_lin_2",
-            "OpenAD_prp_0",
-            "\u{e9}",
-            "\u{e8}z",
-            "zz",
-        ];
-        for a in words {
-            for b in words {
-                let by_prefix = order_prefix(a.as_bytes()).cmp(&order_prefix(b.as_bytes())).then_with(|| a.cmp(b));
-                assert_eq!(by_prefix, a.cmp(b), "{a:?} against {b:?}");
-            }
-        }
-    }
-
-    /// `append` copies short pieces with overlapping loads and stores: every length on each
-    /// side of the 4-, 8-, 16- and 32-byte tiers, into buffers whose room is exact or ample.
-    #[test]
-    fn append_writes_exactly_its_pieces() {
-        let source: Vec<u8> = (0..80u8).map(|b| b.wrapping_mul(37).wrapping_add(1)).collect();
-        for first in 0..=40 {
-            for second in [0, 1, 3, 7, 15, 31, 33, 70] {
-                for room in [0, 1, 64, 4096] {
-                    let mut out = Vec::with_capacity(room);
-                    out.extend_from_slice(b"ab");
-                    let a = &source[..first];
-                    let b = &source[80 - second..];
-                    append(&mut out, [a, b, b"\""]);
-                    let expected: Vec<u8> = [&b"ab"[..], a, b, b"\""].concat();
-                    assert_eq!(out, expected, "{first} + {second} bytes, room {room}");
-                }
-            }
-        }
-    }
-
-    /// Names decide once whether they need escaping; they must agree with the writer on
-    /// every byte, or a name would be written unescaped.
-    #[test]
-    fn names_escape_what_the_writer_escapes() {
-        let mut names = Names::default();
-        for byte in 1..=127u8 {
-            let text = format!("a{}b", byte as char);
-            let name = names.intern(&text);
-            assert_eq!(names.needs_escape(name), NEEDS_ESCAPE[byte as usize], "byte {byte}");
-        }
-    }
 
     /// [`head_len`] counts exactly what [`write_head_to`] writes: over every test and shared
     /// document that reads, as read and after the tangent (which adds the temporaries), and
