@@ -761,7 +761,7 @@ fn large_outputs_are_the_libraries_whole_tree_bytes() {
         } else {
             pipeline::adjoint(&mut cg, Catalogue::builtin(), &config).expect("adjoint");
         }
-        let expected = xaif::write(&cg, &WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false });
+        let expected = xaif::write(&cg, &WriteOptions { schema_location: "xaif_output.xsd".into() });
         assert!(expected.len() > 4 << 20, "the {mode} output should be large: {} bytes", expected.len());
         let out = dir.path().join("out.xaif");
         fs::write(&out, b"old contents").expect("an output to replace");
@@ -808,7 +808,7 @@ fn a_small_input_streams_to_the_whole_trees_bytes() {
                 }
             };
             let expected =
-                xaif::write(&cg, &WriteOptions { schema_location: schema_location.into(), align_head: false });
+                xaif::write(&cg, &WriteOptions { schema_location: schema_location.into() });
             let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_xaifbooster"));
             command.args([mode, "-q", path(&input), "-d", path(&log)]);
             let forced = !config.passive.is_empty();

@@ -15,7 +15,7 @@ use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
 fn whole_identity(bytes: &[u8]) -> Vec<u8> {
     let mut cg = xaif::read(bytes, "whole", &ReadOptions::default()).expect("readable").call_graph;
     pipeline::identity(&mut cg, &Config::default());
-    xaif::write(&cg, &WriteOptions { schema_location: "xaif.xsd".into(), align_head: false })
+    xaif::write(&cg, &WriteOptions { schema_location: "xaif.xsd".into() })
 }
 
 /// The tangent output and its statistics, or the pipeline's error message.
@@ -62,7 +62,7 @@ fn readings_without_workers() -> impl Iterator<Item = Concurrency<'static>> {
 }
 
 fn streamed_identity(bytes: &[u8], concurrency: Concurrency) -> Result<Vec<u8>, StreamError> {
-    let write = WriteOptions { schema_location: "xaif.xsd".into(), align_head: false };
+    let write = WriteOptions { schema_location: "xaif.xsd".into() };
     let mut body = Vec::new();
     let options = ReadOptions::default();
     stream::identity(bytes, "streamed", &options, &Config::default(), &write, &mut body, concurrency)

@@ -51,7 +51,7 @@ enum Streamed {
 
 fn stream_run(mode: Mode, input: &[u8], concurrency: Concurrency) -> Streamed {
     let (options, config, catalogue) = (ReadOptions::default(), Config::default(), Catalogue::builtin());
-    let write = WriteOptions { schema_location: mode.schema().into(), align_head: false };
+    let write = WriteOptions { schema_location: mode.schema().into() };
     let mut body = Vec::new();
     let run = match mode {
         Mode::Identity => stream::identity(input, FILE, &options, &config, &write, &mut body, concurrency),

@@ -261,7 +261,7 @@ fn stream(
 }
 
 fn write_options(options: &Options) -> WriteOptions {
-    WriteOptions { schema_location: options.schema_location.clone(), align_head: false }
+    WriteOptions { schema_location: options.schema_location.clone() }
 }
 
 /// The whole-tree path: read the document whole, run the mode's passes over every routine,

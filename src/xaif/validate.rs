@@ -24,10 +24,6 @@ mod schema;
 mod tree;
 mod validator;
 
-/// The shared material's directory, for tests elsewhere in the crate.
-#[cfg(test)]
-pub(crate) use tree::tests::shared_dir as shared_dir_for_tests;
-
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;

@@ -10,7 +10,7 @@
 
 mod text;
 
-use text::{NEEDS_ESCAPE, append, escape_into, escaped_len, order_prefix};
+use text::{NEEDS_ESCAPE, append, escape_into, order_prefix};
 
 use crate::ir::*;
 
@@ -21,42 +21,11 @@ pub struct WriteOptions {
     /// The second half of `xsi:schemaLocation` (`xaif.xsd`, `xaif_output.xsd`, or
     /// `<dir>/xaif_output.xsd` under `-s`).
     pub schema_location: String,
-    /// Ends the head (everything before the first routine) on a multiple of
-    /// [`HEAD_ALIGNMENT`] bytes, with a line of blanks after the maps.
-    ///
-    /// A streamed output's routines are written before its head, whose length the passes'
-    /// temporaries decide to the last routine. With the head's end on a block boundary the
-    /// routines, written behind room for the head, can be put behind it by the file system,
-    /// moving the file's blocks rather than its bytes (`cli::output::Pending::body`): a
-    /// 64 MiB tangent's 325 MB of routines are then neither read back nor written twice. The
-    /// blanks are white space between elements, which XML readers skip; every path that
-    /// writes a document sets this alike ([`WriteOptions::transformed`]), so that they give
-    /// the same bytes.
-    pub align_head: bool,
 }
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false }
-    }
-}
-
-/// The boundary [`WriteOptions::align_head`] ends the head on: a file system block (ext4's and
-/// XFS's usual 4 KiB), as moving blocks within a file needs.
-pub const HEAD_ALIGNMENT: u64 = 4096;
-
-/// From how many bytes of input a transformed document's head is aligned
-/// ([`WriteOptions::transformed`]): where the routines are streamed (from 1 MiB on). Smaller
-/// outputs, most of the corpus, keep the reference engine's layout exactly: for them the
-/// padding, up to 4 KiB of blanks, would be felt and would buy nothing.
-pub const ALIGNED_HEAD_FROM: usize = 1 << 20;
-
-impl WriteOptions {
-    /// The options of a document transformed from `input_len` bytes of input (tangent and
-    /// adjoint, whichever path writes it): its head is aligned from [`ALIGNED_HEAD_FROM`] on.
-    /// Identity leaves its head as it is: it is written before the routines anyway.
-    pub fn transformed(schema_location: String, input_len: usize) -> Self {
-        WriteOptions { schema_location, align_head: input_len >= ALIGNED_HEAD_FROM }
+        WriteOptions { schema_location: "xaif_output.xsd".into() }
     }
 }
 
@@ -78,7 +47,7 @@ pub fn write(cg: &CallGraph, options: &WriteOptions) -> Vec<u8> {
 /// with its symbol tables, and the maps. The streaming driver writes it last (transformations
 /// add temporaries to the symbol tables) and puts it in front of the routines.
 pub fn write_head(cg: &CallGraph, options: &WriteOptions, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 1, drain: None, measured: None };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 1, drain: None };
     w.head(options);
     *out = w.out;
 }
@@ -90,50 +59,13 @@ pub fn write_head_to(cg: &CallGraph, options: &WriteOptions, sink: &mut dyn std:
         cg,
         out: Vec::with_capacity(DRAIN_AT * 2),
         depth: 1,
-        drain: Some(Drain { sink, error: None, drained: 0 }),
-        measured: None,
+        drain: Some(Drain { sink, error: None }),
     };
     w.head(options);
     w.drain_now();
     match w.drain {
         Some(Drain { error: Some(error), .. }) => Err(error),
         _ => Ok(()),
-    }
-}
-
-/// How many bytes [`write_head_to`] writes, found without spelling the symbols: the rest of
-/// the head is written to a counter, each symbol's length is added up from its parts
-/// (`symbol_len`), and no symbol table is sorted. After a tangent the symbols are nearly all
-/// of the head (16 MiB input: 10.1 MB of 10.2), so this takes a small part of what writing it
-/// does; the command line copies the routines behind the head while the head is written
-/// (`cli::output::Pending::stage_streamed`).
-pub fn head_len(cg: &CallGraph, options: &WriteOptions) -> u64 {
-    let mut counter = Counter(0);
-    let mut w = Writer {
-        cg,
-        out: Vec::with_capacity(DRAIN_AT * 2),
-        depth: 1,
-        drain: Some(Drain { sink: &mut counter, error: None, drained: 0 }),
-        measured: Some(0),
-    };
-    w.head(options);
-    w.drain_now();
-    let symbols = w.measured.unwrap_or(0);
-    drop(w);
-    counter.0 + symbols
-}
-
-/// A sink that only counts what it is given.
-struct Counter(u64);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len() as u64;
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -145,8 +77,6 @@ const DRAIN_AT: usize = 1 << 16;
 struct Drain<'w> {
     sink: &'w mut dyn std::io::Write,
     error: Option<std::io::Error>,
-    /// How many bytes it was given.
-    drained: u64,
 }
 
 /// Appends one routine (a control flow graph or a replacement list), as [`write()`] does.
@@ -156,7 +86,7 @@ pub fn write_routine(cg: &CallGraph, routine: RoutineId, out: &mut Vec<u8>) {
 
 /// [`write_routine`] of a routine held apart from `cg`, whose names and symbols it uses.
 pub fn write_routine_value(cg: &CallGraph, routine: &Routine, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None, measured: None };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None };
     match routine {
         Routine::ControlFlowGraph(cfg) => w.control_flow_graph(cfg),
         Routine::ReplacementList(list) => w.replacement_list(list),
@@ -166,7 +96,7 @@ pub fn write_routine_value(cg: &CallGraph, routine: &Routine, out: &mut Vec<u8>)
 
 /// Appends the call graph edges and the `CallGraph` end tag.
 pub fn write_tail(cg: &CallGraph, out: &mut Vec<u8>) {
-    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None, measured: None };
+    let mut w = Writer { cg, out: std::mem::take(out), depth: 2, drain: None };
     w.tail();
     *out = w.out;
 }
@@ -191,8 +121,6 @@ struct Writer<'a, 'w> {
     out: Vec<u8>,
     depth: usize,
     drain: Option<Drain<'w>>,
-    /// Measuring ([`head_len`]): symbols are not written, their lengths are added up here.
-    measured: Option<u64>,
 }
 
 fn bool_digit(b: bool) -> &'static str {
@@ -209,7 +137,6 @@ impl<'a> Writer<'a, '_> {
 
     fn drain_now(&mut self) {
         let Some(drain) = &mut self.drain else { return };
-        drain.drained += self.out.len() as u64;
         if drain.error.is_none()
             && let Err(error) = drain.sink.write_all(&self.out)
         {
@@ -332,21 +259,6 @@ impl<'a> Writer<'a, '_> {
     // ------------------------------------------------------------ document
 
     fn head(&mut self, options: &WriteOptions) {
-        let start = self.out.len() as u64;
-        self.head_elements(options);
-        if options.align_head {
-            // What was drained, what is gathered, and the symbols only measured.
-            let len = self.drain.as_ref().map_or(0, |drain| drain.drained) + self.out.len() as u64 - start
-                + self.measured.unwrap_or(0);
-            let padding = (len.next_multiple_of(HEAD_ALIGNMENT) - len) as usize;
-            if padding > 0 {
-                self.out.resize(self.out.len() + padding - 1, b' ');
-                self.out.push(b'\n');
-            }
-        }
-    }
-
-    fn head_elements(&mut self, options: &WriteOptions) {
         let cg = self.cg;
         self.open("CallGraph");
         self.attr_static(key!("xmlns:xsi"), "http://www.w3.org/2001/XMLSchema-instance");
@@ -417,13 +329,6 @@ impl<'a> Writer<'a, '_> {
         self.attr_name(key!("annotation"), scope.annotation);
         self.start_body();
         self.open_plain("SymbolTable");
-        if let Some(measured) = &mut self.measured {
-            let depth = self.depth;
-            *measured += scope.symbols.iter().map(|&s| symbol_len(&cg.names, depth, &cg.symbols[s])).sum::<u64>();
-            self.close("SymbolTable");
-            self.close("Scope");
-            return;
-        }
         // Each name looked up once, not at every comparison (stable: equal names, which a
         // table cannot hold, would keep their order). Names are compared by their first 16
         // bytes as a number first, and in full only where those are equal: a comparison of
@@ -1042,50 +947,6 @@ fn symbol_kind_str(kind: SymbolKind) -> &'static str {
     }
 }
 
-/// The bytes [`Writer::symbol`] writes for `symbol` at `depth`, counted rather than written.
-/// It must follow that function part by part: `head_len_is_what_the_head_takes` holds the two
-/// to the same length over every test and shared document, transformed, and symbols made to
-/// need every part (escapes, bounds, pointers); where they differed, the command line would
-/// notice and write the output the slower way.
-fn symbol_len(names: &crate::ir::Names, depth: usize, symbol: &Symbol) -> u64 {
-    let value = |name: Name| -> usize {
-        if name.is_empty() {
-            0
-        } else if names.needs_escape(name) {
-            escaped_len(names.get(name))
-        } else {
-            names.bytes(name).len()
-        }
-    };
-    // ` key="` + value + `"`.
-    let attribute = |key: &str, value: usize| key.len() + value + 1;
-    let number = |value: i64| (value < 0) as usize + itoa::Buffer::new().format(value.unsigned_abs()).len();
-    let mut len = 2 * depth
-        + "<xaif:Symbol".len()
-        + attribute(key!("symbol_id"), value(symbol.name))
-        + attribute(key!("kind"), symbol_kind_str(symbol.kind).len())
-        + attribute(key!("type"), symbol_type_str(symbol.ty).len())
-        + attribute(key!("feType"), value(symbol.fe_type))
-        + attribute(key!("shape"), shape_str(symbol.shape).len())
-        + attribute(key!("annotation"), value(symbol.annotation))
-        + attribute(key!("active"), 1)
-        + attribute(key!("temp"), 1)
-        + ">\n".len()
-        + 2 * depth
-        + "</xaif:Symbol>\n".len();
-    if symbol.pointer {
-        len += attribute(key!("pointer"), 1);
-    }
-    for bounds in &symbol.dimensions {
-        len += 2 * (depth + 1)
-            + "<xaif:DimensionBounds".len()
-            + attribute(key!("lower"), number(bounds.lower))
-            + attribute(key!("upper"), number(bounds.upper))
-            + "/>\n".len();
-    }
-    len as u64
-}
-
 pub fn symbol_type_str(ty: SymbolType) -> &'static str {
     match ty {
         SymbolType::Void => "void",
@@ -1143,87 +1004,12 @@ mod tests {
     use crate::xaif::intrinsics::Catalogue;
     use crate::xaif::{ReadOptions, read};
 
-    /// [`head_len`] counts exactly what [`write_head_to`] writes: over every test and shared
-    /// document that reads, as read and after the tangent (which adds the temporaries), and
-    /// with symbols made to need every part of a symbol's text: escaped names, annotations and
-    /// front-end types, bounds of every sign and width, pointers, every kind, type and shape.
-    #[test]
-    fn head_len_is_what_the_head_takes() {
-        let written_len = |cg: &CallGraph, options: &WriteOptions| {
-            let mut out = Vec::new();
-            write_head_to(cg, options, &mut out).unwrap();
-            out.len() as u64
-        };
-        let shared = crate::xaif::validate::shared_dir_for_tests();
-        let mut inputs: Vec<std::path::PathBuf> = Vec::new();
-        for dir in ["adjoint", "examples", "tangent", "type_change", "analysis"] {
-            let dir = std::fs::read_dir(format!("{}/testdata/{dir}", env!("CARGO_MANIFEST_DIR"))).expect("test data");
-            inputs.extend(dir.flatten().map(|e| e.path()));
-        }
-        for example in std::fs::read_dir(shared.join("corpus")).expect("the shared corpus").flatten() {
-            for file in ["tlm.in.xaif", "tlm.ref.xaif", "adm-split.ref.xaif"] {
-                inputs.push(example.path().join(file));
-            }
-        }
-        inputs.retain(|p| p.extension().is_some_and(|x| x == "xaif"));
-        inputs.sort();
-        let options = WriteOptions { schema_location: "a \"quoted\" & <odd> location".into(), align_head: false };
-        let (mut documents, mut transformed) = (0, 0);
-        let mut last = None;
-        for input in &inputs {
-            let Ok(bytes) = std::fs::read(input) else { continue };
-            let Ok(read) = read(&bytes, "test", &ReadOptions::default()) else { continue };
-            let mut cg = read.call_graph;
-            documents += 1;
-            assert_eq!(head_len(&cg, &options), written_len(&cg, &options), "{} as read", input.display());
-            if pipeline::tangent(&mut cg, Catalogue::builtin(), &Config::default()).is_ok() {
-                transformed += 1;
-                assert_eq!(
-                    head_len(&cg, &options),
-                    written_len(&cg, &options),
-                    "{} after the tangent",
-                    input.display()
-                );
-            }
-            last = Some(cg);
-        }
-        assert!(documents >= 500 && transformed >= 300, "{documents} documents read, {transformed} transformed");
-
-        let mut cg = last.expect("a document");
-        let scope = cg.scopes.iter().map(|(id, _)| id).next_back().expect("a scope");
-        let texts = ["", "plain", "a&b", "<tag>", "q\"uote", "line\nbreak\r\t", "\u{e9}t\u{e9}"];
-        let kinds = [SymbolKind::Variable, SymbolKind::Subroutine, SymbolKind::Pointer];
-        let types = [SymbolType::Real, SymbolType::Integer, SymbolType::Void, SymbolType::Bool];
-        let shapes = [Shape::Scalar, Shape::Vector, Shape::Matrix];
-        let bounds = [0, 1, -1, 9, 10, -10, 99, 1_000_000, i64::MIN, i64::MAX];
-        for (i, text) in texts.iter().enumerate() {
-            for (j, &lower) in bounds.iter().enumerate() {
-                let mut symbol = Symbol::new(scope, cg.names.intern(&format!("made {text} {i} {j}")));
-                symbol.kind = kinds[(i + j) % kinds.len()];
-                symbol.ty = types[(i * 3 + j) % types.len()];
-                symbol.shape = shapes[j % shapes.len()];
-                symbol.fe_type = cg.names.intern(texts[(i + j) % texts.len()]);
-                symbol.annotation = cg.names.intern(texts[(i + 2 * j) % texts.len()]);
-                symbol.active = j % 2 == 0;
-                symbol.temp = i % 2 == 0;
-                symbol.pointer = (i + j) % 3 == 0;
-                symbol.dimensions =
-                    (0..j % 4).map(|k| DimensionBounds { lower, upper: bounds[(j + k) % bounds.len()] }).collect();
-                cg.add_symbol(symbol);
-            }
-        }
-        assert_eq!(head_len(&cg, &options), written_len(&cg, &options), "made symbols");
-    }
-
-    /// An aligned head ends on a multiple of [`HEAD_ALIGNMENT`] bytes however it is written
-    /// (into a buffer that holds text already, drained a piece at a time) or counted, and
-    /// differs from the head as the reference writes it only by a line of blanks at its end;
-    /// read back, the document writes as it did. Heads short of a piece and longer than
+    /// A head written to a sink a piece at a time ([`write_head_to`]) is the head written into a
+    /// buffer that holds text already ([`write_head`]): heads short of a piece and longer than
     /// several, as read and after the tangent (its temporaries are most of a large head).
     #[test]
-    fn an_aligned_head_ends_on_a_block_boundary() {
-        let plain = WriteOptions { schema_location: "xaif_output.xsd".into(), align_head: false };
-        let aligned = WriteOptions { align_head: true, ..plain.clone() };
+    fn a_head_drained_in_pieces_is_the_head_written_whole() {
+        let options = WriteOptions::default();
         let mut documents = Vec::new();
         for dir in ["examples", "tangent"] {
             let dir = std::fs::read_dir(format!("{}/testdata/{dir}", env!("CARGO_MANIFEST_DIR"))).expect("test data");
@@ -1244,31 +1030,16 @@ mod tests {
             large.add_symbol(Symbol::new(scope, name));
         }
         documents.push(large);
-        let mut lengths = Vec::new();
+        let mut longest = 0;
         for cg in &documents {
-            let mut reference = Vec::new();
-            write_head(cg, &plain, &mut reference);
             let mut buffered = b"before".to_vec();
-            write_head(cg, &aligned, &mut buffered);
+            write_head(cg, &options, &mut buffered);
             let mut drained = Vec::new();
-            write_head_to(cg, &aligned, &mut drained).unwrap();
+            write_head_to(cg, &options, &mut drained).unwrap();
             assert!(buffered[6..] == drained[..], "written into a buffer and drained alike");
-            assert_eq!(head_len(cg, &aligned), drained.len() as u64, "counted as written");
-            assert_eq!(drained.len() as u64 % HEAD_ALIGNMENT, 0, "the head ends on a block boundary");
-            let (same, padding) = drained.split_at(reference.len());
-            assert!(same == reference, "the head as the reference writes it comes first");
-            assert!((padding.len() as u64) < HEAD_ALIGNMENT);
-            if let Some((last, blanks)) = padding.split_last() {
-                assert!(*last == b'\n' && blanks.iter().all(|&b| b == b' '), "padding: a line of blanks");
-            }
-            let whole = write(cg, &aligned);
-            assert!(whole.starts_with(&drained));
-            let back = read(&whole, "aligned", &ReadOptions::default()).expect("an aligned document reads").call_graph;
-            assert!(write(&back, &plain) == write(cg, &plain), "read back, the document writes as before");
-            lengths.push(drained.len());
+            longest = longest.max(drained.len());
         }
-        assert!(lengths.iter().any(|&len| len as u64 == HEAD_ALIGNMENT), "a head within one block");
-        assert!(lengths.iter().any(|&len| len > 4 * DRAIN_AT), "a head drained in several pieces");
+        assert!(longest > 4 * DRAIN_AT, "a head drained in several pieces");
     }
 
     /// A replacement that repeats another is written as a copy of that one's text: the output

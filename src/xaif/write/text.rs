@@ -118,11 +118,6 @@ pub(super) fn escape_of(b: u8) -> Option<&'static [u8]> {
     })
 }
 
-/// The length of `value` as [`escape_into`] writes it.
-pub(super) fn escaped_len(value: &str) -> usize {
-    value.bytes().map(|b| escape_of(b).map_or(1, <[u8]>::len)).sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
