@@ -13,7 +13,7 @@
 //! recursion that reads them goes further. A UTF-8 byte-order mark is skipped; positions count
 //! from after it.
 //!
-//! The reading is one [`Lower`], whose methods are in this module's files by what they read:
+//! The reading is one `Lower`, whose methods are in this module's files by what they read:
 //! `events` (the element stream), `attributes` (values, and references to what the head
 //! declares), `document` (the root and its sections, routines handed to the streaming
 //! driver), `head` (scopes, symbols, maps), `routines`, `statements` and `expressions`.
