@@ -7,8 +7,8 @@ mod lexer;
 pub(crate) mod markup;
 pub mod read;
 pub mod validate;
-pub mod write;
 mod words;
+pub mod write;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use read::{ReadError, ReadOptions, ReadOutput, read};

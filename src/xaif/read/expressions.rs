@@ -15,7 +15,7 @@ impl<'a> Lower<'a> {
     }
 
     /// Of an expression, only its variable references (without their array indices, each
-    /// a vertex, no edges), the rest skipped ([`read_streaming_for_summaries`]).
+    /// a vertex, no edges), the rest skipped ([`super::read_streaming_for_summaries`]).
     pub(super) fn references_only(&mut self, elem: Elem<'a>) -> Result<Expression> {
         let [] = self.attrs(&elem, [])?;
         let mut expression = Expression::default();
@@ -30,7 +30,7 @@ impl<'a> Lower<'a> {
         Ok(expression)
     }
 
-    /// An expression and how far it reaches (see [`check::MAX_EXPRESSION_DEPTH`]).
+    /// An expression and how far it reaches (see [`crate::xaif::check::MAX_EXPRESSION_DEPTH`]).
     fn expression_with_depth(&mut self, elem: Elem<'a>) -> Result<(Expression, Extent)> {
         let [] = self.attrs(&elem, [])?;
         let mut buffers = std::mem::take(&mut self.expression_buffers);

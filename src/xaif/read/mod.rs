@@ -12,6 +12,11 @@
 //! errors stop at once. Elements nested deeper than [`check::MAX_NESTING`] are refused before the
 //! recursion that reads them goes further. A UTF-8 byte-order mark is skipped; positions count
 //! from after it.
+//!
+//! The reading is one `Lower`, whose methods are in this module's files by what they read:
+//! `events` (the element stream), `attributes` (values, and references to what the head
+//! declares), `document` (the root and its sections, routines handed to the streaming
+//! driver), `head` (scopes, symbols, maps), `routines`, `statements` and `expressions`.
 
 mod attributes;
 mod document;
@@ -224,6 +229,7 @@ struct Elem<'a> {
     name: &'a str,
 }
 
+/// The reader's state while it lowers one document into [`Lower::cg`].
 struct Lower<'a> {
     lexer: Lexer<'a>,
     input: &'a [u8],
