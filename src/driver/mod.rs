@@ -32,7 +32,6 @@
 pub mod stream;
 
 use std::io::{self, Write};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub use stream::{Concurrency, StreamError, Streamed};
@@ -148,20 +147,9 @@ pub fn run(
         let progress = Progress::default();
         std::thread::scope(|scope| {
             let checking = scope.spawn(|| validate_without_reader_progressively(input, file, &checks, &progress));
-            // The routines' text goes into the spill on a thread of its own: putting several
-            // bytes of output per byte of input into the page cache is a good part of the
-            // driver's time otherwise.
-            let (sender, texts) = mpsc::sync_channel::<Vec<u8>>(SPILL_QUEUE);
-            let spill = &mut spill;
-            let spilling = scope.spawn(move || texts.iter().try_for_each(|text| spill.write_all(&text)));
-            let mut body = Handover(sender);
-            let streamed = stream(mode, input, file, &mut body, options, Some(&progress), true);
-            drop(body);
-            let spilled = spilling.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let streamed = stream(mode, input, file, &mut spill, options, Some(&progress), true);
             let findings = checking.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            // Where the spill failed, the driver found its thread gone: the spill's error is
-            // the run's.
-            (findings, spilled.map_err(StreamError::Io).and(streamed))
+            (findings, streamed)
         })
     } else {
         let findings = validate_without_reader(input, file, &checks);
@@ -209,27 +197,6 @@ pub fn run(
     let mut run = whole_tree(mode, input, file, output, options, findings)?;
     run.whole_tree = Some(why);
     Ok(run)
-}
-
-/// Routine texts on their way to the spill's thread, at most.
-const SPILL_QUEUE: usize = 8;
-
-/// The driver's end of the channel to the spill's thread: each write goes over as a text of
-/// its own (the driver writes a routine at a time).
-struct Handover(mpsc::SyncSender<Vec<u8>>);
-
-impl Write for Handover {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.write_all(bytes).map(|()| bytes.len())
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.0.send(bytes.to_vec()).map_err(|_| io::Error::other("the spill's thread has stopped"))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 fn has_error(findings: &[Diagnostic]) -> bool {
