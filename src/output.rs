@@ -316,17 +316,29 @@ fn keep_looks(file: &File, meta: &fs::Metadata) -> io::Result<()> {
 /// an [`Output`] to a file, from file to file within the system.
 pub trait SpillTarget: Write {
     fn append(&mut self, spill: &mut Spill) -> io::Result<u64>;
+
+    /// Whether what is written shows nowhere until the caller keeps it (a temporary file, a
+    /// buffer): then a run may write before it knows it will succeed.
+    fn hidden_until_commit(&self) -> bool;
 }
 
 impl SpillTarget for Vec<u8> {
     fn append(&mut self, spill: &mut Spill) -> io::Result<u64> {
         spill.copy_into(self)
     }
+
+    fn hidden_until_commit(&self) -> bool {
+        true
+    }
 }
 
 impl SpillTarget for Output {
     fn append(&mut self, spill: &mut Spill) -> io::Result<u64> {
         Output::append(self, spill)
+    }
+
+    fn hidden_until_commit(&self) -> bool {
+        !self.is_direct()
     }
 }
 

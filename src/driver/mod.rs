@@ -143,20 +143,27 @@ pub fn run(
     let beside = options.threads && input.len() >= THREADS_FROM && crate::cores() >= 2;
     let started = Instant::now();
     let mut spill = Spill::new();
-    let (findings, streamed) = if beside {
-        let progress = Progress::default();
-        std::thread::scope(|scope| {
-            let checking = scope.spawn(|| validate_without_reader_progressively(input, file, &checks, &progress));
-            let streamed = stream(mode, input, file, &mut spill, options, Some(&progress), true);
-            let findings = checking.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (findings, streamed)
-        })
-    } else {
-        let findings = validate_without_reader(input, file, &checks);
-        if has_error(&findings) {
-            return Err(Failure::Invalid(findings));
+    // Identity's head is complete before its first routine, so where the output shows nothing
+    // until it is kept, the whole document goes straight to it, with no spill to copy.
+    let straight = mode == Mode::Identity && options.config.passive.is_empty() && output.hidden_until_commit();
+    let (findings, streamed) = {
+        let body: &mut dyn Write = if straight { &mut *output } else { &mut spill };
+        if beside {
+            let progress = Progress::default();
+            std::thread::scope(|scope| {
+                let checking =
+                    scope.spawn(|| validate_without_reader_progressively(input, file, &checks, &progress));
+                let streamed = stream(mode, input, file, body, options, Some(&progress), true);
+                let findings = checking.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (findings, streamed)
+            })
+        } else {
+            let findings = validate_without_reader(input, file, &checks);
+            if has_error(&findings) {
+                return Err(Failure::Invalid(findings));
+            }
+            (findings, stream(mode, input, file, body, options, None, false))
         }
-        (findings, stream(mode, input, file, &mut spill, options, None, false))
     };
     if has_error(&findings) {
         return Err(Failure::Invalid(findings));
@@ -189,6 +196,7 @@ pub fn run(
             }
             return Err(Failure::Transform { error, warnings });
         }
+        Err(StreamError::Io(error)) if straight => return Err(Failure::Write(error)),
         Err(StreamError::Io(error)) => return Err(Failure::Spill(error)),
         // The checks stop the run only with an error among their findings, returned above.
         Err(StreamError::Invalid) => unreachable!("validation stopped the run without an error"),
