@@ -317,8 +317,9 @@ fn keep_looks(file: &File, meta: &fs::Metadata) -> io::Result<()> {
 pub trait SpillTarget: Write {
     fn append(&mut self, spill: &mut Spill) -> io::Result<u64>;
 
-    /// Whether what is written shows nowhere until the caller keeps it (a temporary file, a
-    /// buffer): then a run may write before it knows it will succeed.
+    /// Whether what is written shows nowhere until the caller commits it, and goes when the
+    /// caller drops it instead (a temporary file): then a run may write before it knows it
+    /// will succeed.
     fn hidden_until_commit(&self) -> bool;
 }
 
@@ -327,8 +328,9 @@ impl SpillTarget for Vec<u8> {
         spill.copy_into(self)
     }
 
+    /// A buffer is the caller's to read whatever the run's end: never written early.
     fn hidden_until_commit(&self) -> bool {
-        true
+        false
     }
 }
 
@@ -362,9 +364,11 @@ impl Default for Spill {
 }
 
 impl Spill {
-    /// A spill that keeps up to 8 MiB in memory.
+    /// A spill that keeps up to 1 MiB in memory: a small document's routines (the corpus's
+    /// largest outputs are under 1 MiB) never reach a file, a large one's hardly add to the
+    /// run's peak.
     pub fn new() -> Self {
-        Spill::with_limit(8 << 20)
+        Spill::with_limit(1 << 20)
     }
 
     /// A spill that keeps up to `limit` bytes in memory.

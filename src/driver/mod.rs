@@ -24,7 +24,10 @@
 //!      made, or where a transformation fails (so that its report names the statement as
 //!      the whole tree numbers it).
 //! 4. **Output.** Nothing reaches `output` before the checks and the transformation have
-//!    succeeded: a failed run writes nothing, whatever the destination.
+//!    succeeded: a failed run writes nothing, whatever the destination. (Identity, whose head
+//!    is known before its first routine, writes straight into an output that shows nothing
+//!    until it is committed and goes when dropped: a temporary file, which the caller of a
+//!    failed run drops.)
 //!
 //! The output is the same byte for byte whichever path and whatever threads ran
 //! (`tests/streaming.rs`, `tests/validate_alongside.rs`).
