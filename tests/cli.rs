@@ -823,3 +823,31 @@ fn a_small_input_streams_to_the_whole_trees_bytes() {
         }
     }
 }
+
+/// The outputs of one run are kept together or not at all: where a side output (statistics,
+/// the debug log) cannot be written, the main output is not written either, and an older file
+/// at its place stays as it was; nothing is left in the directory.
+#[test]
+fn a_side_output_that_fails_leaves_no_main_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.xaif");
+    for (mode, side) in [("tangent", "--stats"), ("tangent", "-d"), ("adjoint", "--stats"), ("adjoint", "-d")] {
+        let failed = run(&[mode, &example(), "-o", path(&out), side, "/dev/full"]);
+        assert_eq!(failed.status.code(), Some(1), "{mode} {side}: {}", stderr(&failed));
+        assert!(stderr(&failed).contains("/dev/full"), "{mode} {side}: {}", stderr(&failed));
+        assert_eq!(entries(dir.path()), Vec::<String>::new(), "{mode} {side}: nothing written");
+        fs::write(&out, "older").expect("writable");
+        let failed = run(&[mode, &example(), "-o", path(&out), side, "/dev/full"]);
+        assert_eq!(failed.status.code(), Some(1), "{mode} {side}");
+        assert_eq!(fs::read_to_string(&out).expect("kept"), "older", "{mode} {side}: the older file stays");
+        assert_eq!(entries(dir.path()), ["out.xaif"], "{mode} {side}: no temporary left");
+        fs::remove_file(&out).expect("removable");
+        // Both written where both can be.
+        let log = dir.path().join("side.out");
+        let ok = run(&[mode, &example(), "-o", path(&out), side, path(&log)]);
+        assert!(ok.status.success(), "{mode} {side}: {}", stderr(&ok));
+        assert!(fs::metadata(&out).is_ok() && fs::metadata(&log).is_ok(), "{mode} {side}");
+        fs::remove_file(&out).expect("removable");
+        fs::remove_file(&log).expect("removable");
+    }
+}

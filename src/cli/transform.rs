@@ -365,6 +365,14 @@ fn transform_in(
         }
         outputs.push(stats);
     }
+    // The debug log is complete once the run has succeeded: it is committed with the outputs,
+    // so that a log that cannot be written leaves no output behind either.
+    if let Some((log, mut pending)) = session.log.take() {
+        if let Err(error) = pending.write_all(&log.into_bytes()) {
+            return Err(pending.error(error).into());
+        }
+        outputs.push(pending);
+    }
     output::commit_all(outputs)?;
     Ok(Ok(()))
 }
