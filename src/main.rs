@@ -19,6 +19,7 @@ fn main() -> std::process::ExitCode {
 
 /// Runs the command line's command; its exit status.
 fn run() -> u8 {
+    xaifbooster::cli::interrupt::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Identity(args) => transform::identity(&args),

@@ -152,7 +152,12 @@ impl Output {
     fn finish(mut self) -> Result<(), OutputError> {
         let Some(writer) = self.sink.take() else { return Ok(()) };
         let result = match writer.into_inner().map_err(io::IntoInnerError::into_error) {
-            Ok(Sink::Replace { temp, target }) => temp.persist(target).map(drop).map_err(|e| e.error),
+            Ok(Sink::Replace { temp, target }) => {
+                let path = temp.path().to_path_buf();
+                let persisted = temp.persist(target).map(drop).map_err(|e| e.error);
+                forget_temporary(&path);
+                persisted
+            }
             Ok(Sink::InPlace { mut file, mut staged }) => {
                 file.set_len(0).and_then(|()| staged.copy_into(&mut file)).map(drop)
             }
@@ -176,7 +181,11 @@ impl Write for Output {
 impl Drop for Output {
     /// Abandons the output: what is still buffered is discarded, a temporary file removed.
     fn drop(&mut self) {
-        drop(self.sink.take().map(BufWriter::into_parts));
+        if let Some((Sink::Replace { temp, .. }, _)) = self.sink.take().map(BufWriter::into_parts) {
+            let path = temp.path().to_path_buf();
+            drop(temp);
+            forget_temporary(&path);
+        }
     }
 }
 
@@ -247,7 +256,32 @@ fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    builder.tempfile_in(dir)
+    // Made and listed under the list's lock, so that an interruption finds every one.
+    let mut live = temporaries();
+    let temp = builder.tempfile_in(dir)?;
+    live.push(temp.path().to_path_buf());
+    Ok(temp)
+}
+
+/// The temporary files of this process's outputs not yet renamed or removed.
+fn temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `temp` was renamed into place or removed.
+fn forget_temporary(temp: &Path) {
+    temporaries().retain(|live| live != temp);
+}
+
+/// Removes every temporary file of this process's outputs, for a run about to end on a
+/// signal; no new one is made after this (the list stays locked until the process ends).
+pub fn abandon_temporaries() {
+    let live = temporaries();
+    for temp in live.iter() {
+        let _ = fs::remove_file(temp);
+    }
+    std::mem::forget(live);
 }
 
 /// The end of a chain of symbolic links; a dangling link gives the path it names.

@@ -386,6 +386,9 @@ pub struct BatchReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
     pub jobs: usize,
+    /// Interrupted: `files` lists the files that finished, not every input.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
     pub summary: Summary,
     pub files: Vec<FileReport>,
 }
@@ -431,15 +434,20 @@ pub fn run(
     // reader's nesting limits assume the same.
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).stack_size(16 << 20).build()?;
     let used = pool.current_num_threads();
+    // After a signal ([`crate::cli::interrupt`]) no file starts; those under way finish.
     let files: Vec<FileReport> = pool.install(|| {
         jobs.par_iter()
-            .map(|job| {
+            .filter_map(|job| {
+                if crate::cli::interrupt::received().is_some() {
+                    return None;
+                }
                 let report = transform_one(job, settings);
                 progress(&report);
-                report
+                Some(report)
             })
             .collect()
     });
+    let incomplete = files.len() < jobs.len();
     let mut summary = Summary {
         files: files.len(),
         ok: files.iter().filter(|f| f.status == FileStatus::Ok).count(),
@@ -458,7 +466,15 @@ pub fn run(
         }
         summary.verified = Some(verdicts);
     }
-    Ok(BatchReport { version: env!("CARGO_PKG_VERSION"), mode: settings.mode, shard, jobs: used, summary, files })
+    Ok(BatchReport {
+        version: env!("CARGO_PKG_VERSION"),
+        mode: settings.mode,
+        shard,
+        jobs: used,
+        incomplete,
+        summary,
+        files,
+    })
 }
 
 /// Wall time since `started`, in milliseconds to the microsecond.

@@ -20,6 +20,7 @@ pub mod args;
 pub mod batch;
 pub mod dot;
 pub mod execute;
+pub mod interrupt;
 pub mod log;
 pub mod manual;
 pub mod transform;

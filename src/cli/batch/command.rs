@@ -168,13 +168,22 @@ pub fn run(args: &BatchArgs) -> Outcome {
             None => {}
         }
     };
+    // A first signal lets the files under way finish and the report say what did.
+    crate::cli::interrupt::defer();
     let report = batch::run(&jobs, &settings, args.jobs.unwrap_or(0), args.shard, &progress)?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    let interrupted = crate::cli::interrupt::received().filter(|_| report.incomplete);
+    if interrupted.is_some() {
+        let _ = writeln!(std::io::stderr(), "xaifbooster: interrupted: the report lists the files that finished");
+    }
     print_batch_summary(&report, total_inputs);
     if let Some(pending) = report_output {
         commit_bytes(pending, report.json().as_bytes())?;
+    }
+    if let Some(signal) = interrupted {
+        return Ok(Err(Reported(crate::cli::interrupt::exit_status(signal))));
     }
     Ok(if report.failed() { Err(Reported(1)) } else { Ok(()) })
 }
