@@ -88,3 +88,12 @@ fn a_hostile_noninlinable_catalogue_is_refused_with_its_location() {
     let message = "attribute 'dep' has value 18446744073709551615, more than the 255 arguments an intrinsic may take";
     refused("-N", text, 3, 5, "Partial", message);
 }
+
+#[test]
+fn empty_and_garbage_catalogues_are_refused_with_their_location() {
+    for option in ["-c", "-N"] {
+        let message = "malformed XML: the document does not have a root node";
+        refused(option, "", 1, 1, "document", message);
+        refused(option, "\n\u{0}\u{1}garbage", 2, 1, "document", "malformed XML: unknown token at 2:1");
+    }
+}
