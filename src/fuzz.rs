@@ -7,9 +7,9 @@
 //! A check returns `Err` with what broke the contract. A panic is not caught here: cargo-fuzz
 //! reports it as a crash, the mutation test catches it with `catch_unwind`.
 
+use crate::driver::stream::{self, Concurrency, StreamError};
 use crate::interp::verify::{Driver, DriverConfig, Sweep};
 use crate::pipeline::{self, Config, PipelineError};
-use crate::driver::stream::{self, Concurrency, StreamError};
 use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::validate::{ValidateOptions, validate};
 use crate::xaif::{self, Diagnostic, ReadOptions, Severity, WriteOptions};
@@ -26,10 +26,14 @@ pub enum Target {
     /// routines before the checks have passed them.
     Streamed,
     Run,
+    /// A user-supplied intrinsics catalogue (`-c`, `-N`): read as inlinable and as
+    /// non-inlinable, each accepted or refused with a located error; what is accepted
+    /// evaluates every partial without a panic.
+    Catalogue,
 }
 
 impl Target {
-    pub const ALL: [Target; 7] = [
+    pub const ALL: [Target; 8] = [
         Target::Read,
         Target::Validate,
         Target::Identity,
@@ -37,6 +41,7 @@ impl Target {
         Target::Adjoint,
         Target::Streamed,
         Target::Run,
+        Target::Catalogue,
     ];
 }
 
@@ -59,6 +64,7 @@ pub fn check(target: Target, input: &[u8]) -> Result<Outcome, String> {
         Target::Adjoint => transform(input, Mode::Adjoint),
         Target::Streamed => streamed(input),
         Target::Run => run(input),
+        Target::Catalogue => catalogue(input),
     }
 }
 
@@ -162,12 +168,8 @@ fn streamed(input: &[u8]) -> Result<Outcome, String> {
     for mode in [Mode::Tangent, Mode::Adjoint] {
         let mut body = Vec::new();
         let run = match mode {
-            Mode::Tangent => {
-                stream::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
-            }
-            Mode::Adjoint => {
-                stream::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency)
-            }
+            Mode::Tangent => stream::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
+            Mode::Adjoint => stream::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
         };
         let streamed = match run {
             Ok(streamed) => streamed.bytes(&body),
@@ -215,6 +217,43 @@ fn located_failure(input: &[u8], error: &PipelineError) -> Result<(), String> {
     };
     let d = xaif::validate::locate(input, FILE, routine, None, statement, error.to_string());
     if located(&d) { Ok(()) } else { Err(format!("refusal not found in the input: {d}")) }
+}
+
+/// Reads `input` as an inlinable catalogue and as a non-inlinable one merged into the built-in
+/// catalogue: each either succeeds or refuses with a located error. Every partial of an
+/// accepted catalogue evaluates (to a value or `None`) and every name is found again.
+fn catalogue(input: &[u8]) -> Result<Outcome, String> {
+    let located_error = |who: &str, error: &crate::xaif::intrinsics::CatalogueError| {
+        let d = error.diagnostic();
+        if d.severity == Severity::Error && located(d) { Ok(()) } else { Err(format!("unlocated {who} refusal: {d}")) }
+    };
+    let mut outcome = Outcome::Refused;
+    match Catalogue::parse(input, FILE) {
+        Ok(catalogue) => {
+            outcome = Outcome::Accepted;
+            for name in catalogue.names() {
+                let Some(definition) = catalogue.get(name) else {
+                    return Err(format!("intrinsic '{name}' of the catalogue is not found"));
+                };
+                let args = vec![0.5; definition.arity];
+                for partial in definition.partials.iter() {
+                    let _ = partial.eval(&args, Some(0.25));
+                }
+            }
+        }
+        Err(error) => located_error("catalogue", &error)?,
+    }
+    let mut merged = Catalogue::builtin().clone();
+    match merged.merge_noninlinable(input, FILE) {
+        Ok(()) => {
+            outcome = Outcome::Accepted;
+            if merged.names().any(|name| merged.get(name).is_none()) {
+                return Err("a name of the merged catalogue is not found".into());
+            }
+        }
+        Err(error) => located_error("non-inlinable catalogue", &error)?,
+    }
+    Ok(outcome)
 }
 
 /// Lowers and runs the top routine once with small limits: any failure is fine, a panic or

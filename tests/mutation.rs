@@ -161,9 +161,63 @@ fn mutants_of_the_seeds_keep_the_robustness_contract() {
     }
     std::panic::set_hook(hook);
     eprintln!(
-        "{count} mutants, {executions} executions; accepted per target (read, validate, identity, tangent, adjoint, streamed, run): {accepted:?}; {} findings",
+        "{count} mutants, {executions} executions; accepted per target (read, validate, identity, tangent, adjoint, streamed, run, catalogue): {accepted:?}; {} findings",
         findings.len()
     );
+    assert!(findings.is_empty(), "{} contract violations:\n{}", findings.len(), findings.join("\n"));
+}
+
+/// Mutants of the catalogues (the built-in one's text, the reference's non-inlinable example
+/// when the shared material is there) keep the catalogue contract (`Target::Catalogue`): a
+/// catalogue given with `-c` or `-N` is input like any other. Fixed seed;
+/// `XAIF_CATALOGUE_MUTATIONS=N` sets the number of mutants (default 5000).
+#[test]
+fn mutants_of_the_catalogues_keep_the_contract() {
+    let count: usize = std::env::var("XAIF_CATALOGUE_MUTATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(5_000);
+    let mut seeds: Vec<(String, Vec<u8>)> = vec![(
+        "the built-in catalogue".into(),
+        include_bytes!("../schema/intrinsics/inlinable_intrinsics.xaif").to_vec(),
+    )];
+    if let Some(shared) = std::env::var_os("XAIF_SHARED") {
+        let example = Path::new(&shared).join("xaif/intrinsics/noninlinable_intrinsics_example.xaif");
+        if let Ok(bytes) = std::fs::read(&example) {
+            seeds.push((example.display().to_string(), bytes));
+        }
+    }
+    let mut rng = Rng(0xca7a_1095 | 1);
+    let findings_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mutation-findings");
+    let (mut accepted, mut findings) = (0u64, Vec::new());
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for n in 0..count {
+        let (name, seed_bytes) = &seeds[rng.below(seeds.len())];
+        let mutant = mutate(&mut rng, seed_bytes);
+        let violation = match catch_unwind(AssertUnwindSafe(|| check(Target::Catalogue, &mutant))) {
+            Ok(Ok(Outcome::Accepted)) => {
+                accepted += 1;
+                None
+            }
+            Ok(Ok(Outcome::Refused)) => None,
+            Ok(Err(violation)) => Some(violation),
+            Err(panic) => Some(format!(
+                "panic: {}",
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default()
+            )),
+        };
+        if let Some(violation) = violation {
+            let _ = std::fs::create_dir_all(&findings_dir);
+            let path = findings_dir.join(format!("catalogue-mutant-{n}.xaif"));
+            let _ = std::fs::write(&path, &mutant);
+            findings.push(format!("a mutant of {name} ({}): {violation}", path.display()));
+        }
+    }
+    std::panic::set_hook(hook);
+    eprintln!("{count} catalogue mutants, {accepted} accepted; {} findings", findings.len());
+    assert!(accepted > 0, "no mutant was accepted: the mutations never leave a valid catalogue");
     assert!(findings.is_empty(), "{} contract violations:\n{}", findings.len(), findings.join("\n"));
 }
 

@@ -18,6 +18,26 @@ const SYMBOL_TYPES: [&str; 8] = ["void", "integer", "real", "complex", "bool", "
 
 type Node<'a, 'input> = roxmltree::Node<'a, 'input>;
 
+/// The most arguments an intrinsic may take (`nr_arguments`), and so the largest argument a
+/// `partial_id`, an `ArgumentReference` or an ExplicitJacobian's `dep` and `indep` may name.
+/// A catalogue is input like any other, and its numbers size allocations (one partial per
+/// argument): without a bound, `nr_arguments="100000000"` exhausted memory and the largest
+/// integer overflowed a capacity. The built-in and the reference catalogues take one or two
+/// arguments; Fortran's intrinsics at most a handful (`max` and `min` are the only variadic
+/// ones, and nobody writes 255 operands). 255 is generous by two orders of magnitude.
+pub(crate) const MAX_ARGUMENTS: usize = 255;
+
+/// The most nodes the tree of one expression (a `Function` or `Partial`) may have, counted
+/// after shared vertices are duplicated: a graph whose vertices each use the one before twice
+/// doubles per vertex, so a few dozen vertices would otherwise expand to more trees than fit
+/// in memory. The built-in catalogue's largest expression has a dozen or so nodes.
+pub(crate) const MAX_EXPRESSION_NODES: usize = 1024;
+
+/// The deepest an expression's tree may be: the tree is built and evaluated recursively, and a
+/// chain of a million vertices would overflow the stack. The built-in catalogue's deepest
+/// expression has about five levels.
+pub(crate) const MAX_EXPRESSION_DEPTH: usize = 64;
+
 /// Where errors are reported: the document (for positions) and its file name.
 struct Locator<'a, 'input> {
     doc: &'a roxmltree::Document<'input>,
@@ -115,6 +135,18 @@ fn number(at: &Locator, node: Node, name: &str, minimum: usize) -> Result<usize,
     }
 }
 
+/// A [`number`] that names or counts arguments: at most [`MAX_ARGUMENTS`].
+fn argument_number(at: &Locator, node: Node, name: &str, minimum: usize) -> Result<usize, CatalogueError> {
+    let n = number(at, node, name, minimum)?;
+    if n > MAX_ARGUMENTS {
+        return Err(at.error(
+            node,
+            format!("attribute '{name}' has value {n}, more than the {MAX_ARGUMENTS} arguments an intrinsic may take"),
+        ));
+    }
+    Ok(n)
+}
+
 fn one_of<'a>(
     at: &Locator,
     node: Node<'a, '_>,
@@ -180,7 +212,7 @@ fn inlinable_definition<'a, 'input>(
     uses: &mut Vec<Use<'a, 'input>>,
 ) -> Result<IntrinsicDefinition, CatalogueError> {
     let name = required(at, node, "name")?.to_owned();
-    let arity = number(at, node, "nr_arguments", 1)?;
+    let arity = argument_number(at, node, "nr_arguments", 1)?;
     let return_type = one_of(at, node, "return_type", &SYMBOL_TYPES)?.map(str::to_owned);
     let shape_change = match one_of(at, node, "shapeChange", &["no_change", "scalar", "rank"])? {
         None | Some("no_change") => ShapeChange::NoChange,
@@ -197,7 +229,7 @@ fn inlinable_definition<'a, 'input>(
     let mut partials: Vec<Option<Partial>> = vec![None; arity];
     for child in children {
         expect(at, child, INLINABLE_NAMESPACE, "Partial", "after Function")?;
-        let id = number(at, child, "partial_id", 1)?;
+        let id = argument_number(at, child, "partial_id", 1)?;
         if id > arity {
             return Err(at.error(child, format!("partial_id {id} exceeds nr_arguments {arity}")));
         }
@@ -338,7 +370,7 @@ fn expression<'a, 'input>(
         }
     };
     let mut builder = Builder { at, vertices: &vertices, operands, arity, result_allowed, state: FxHashMap::default() };
-    let tree = builder.build(root, uses)?;
+    let (tree, _) = builder.build(root, 1, uses)?;
     if let Some(id) = order.iter().find(|id| !builder.state.contains_key(*id)) {
         return Err(at.error(vertices[id], "vertex not connected to the expression's root (or on a cycle)".into()));
     }
@@ -352,12 +384,19 @@ struct Builder<'l, 'a, 'input> {
     operands: FxHashMap<&'a str, Vec<(usize, &'a str, Node<'a, 'input>)>>,
     arity: usize,
     result_allowed: bool,
-    /// `None` while a vertex is being built (a second visit is a cycle), then its tree.
-    state: FxHashMap<&'a str, Option<PartialExpr>>,
+    /// `None` while a vertex is being built (a second visit is a cycle), then its tree and
+    /// the number of its nodes.
+    state: FxHashMap<&'a str, Option<(PartialExpr, usize)>>,
 }
 
 impl<'a, 'input> Builder<'_, 'a, 'input> {
-    fn build(&mut self, id: &'a str, uses: &mut Vec<Use<'a, 'input>>) -> Result<PartialExpr, CatalogueError> {
+    /// The tree of vertex `id`, `depth` levels below the root (the root is 1), and its size.
+    fn build(
+        &mut self,
+        id: &'a str,
+        depth: usize,
+        uses: &mut Vec<Use<'a, 'input>>,
+    ) -> Result<(PartialExpr, usize), CatalogueError> {
         let at = self.at;
         let node = self.vertices[id];
         match self.state.get(id) {
@@ -365,6 +404,10 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
             Some(None) => return Err(at.error(node, "the expression has a cycle".into())),
             None => {}
         }
+        if depth > MAX_EXPRESSION_DEPTH {
+            return Err(at.error(node, format!("the expression is deeper than {MAX_EXPRESSION_DEPTH} levels")));
+        }
+        let mut size = 1;
         self.state.insert(id, None);
         let mut list = self.operands.remove(id).unwrap_or_default();
         list.sort_by_key(|&(position, _, _)| position);
@@ -373,7 +416,7 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 return Err(at.error(list[0].2, format!("a {} has no operands", node.tag_name().name())));
             }
             "ArgumentReference" => {
-                let argument = number(at, node, "argument", 0)?;
+                let argument = argument_number(at, node, "argument", 0)?;
                 if argument > self.arity {
                     return Err(at.error(node, format!("argument {argument} exceeds nr_arguments {}", self.arity)));
                 }
@@ -424,13 +467,23 @@ impl<'a, 'input> Builder<'_, 'a, 'input> {
                 uses.push(Use { node, name, operands: list.len() });
                 let mut arguments = Vec::with_capacity(list.len());
                 for &(_, source, _) in &list {
-                    arguments.push(self.build(source, uses)?);
+                    let (argument, argument_size) = self.build(source, depth + 1, uses)?;
+                    size += argument_size;
+                    if size > MAX_EXPRESSION_NODES {
+                        return Err(at.error(
+                            node,
+                            format!(
+                                "the expression has more than {MAX_EXPRESSION_NODES} nodes (shared vertices counted at each use)"
+                            ),
+                        ));
+                    }
+                    arguments.push(argument);
                 }
                 PartialExpr::Intrinsic { name: name.to_owned().into(), arguments: arguments.into() }
             }
         };
-        self.state.insert(id, Some(tree.clone()));
-        Ok(tree)
+        self.state.insert(id, Some((tree.clone(), size)));
+        Ok((tree, size))
     }
 }
 
@@ -460,14 +513,15 @@ pub(super) fn noninlinable(
             let jacobian = required(&at, node, "jacobian")?.to_owned();
             no_text(&at, node)?;
             let mut entries = Vec::new();
+            let mut pairs = FxHashSet::default();
             for child in elements(node) {
                 expect(&at, child, NONINLINABLE_NAMESPACE, "Partial", "in ExplicitJacobian")?;
                 let entry = JacobianEntry {
-                    dep: number(&at, child, "dep", 1)?,
-                    indep: number(&at, child, "indep", 1)?,
+                    dep: argument_number(&at, child, "dep", 1)?,
+                    indep: argument_number(&at, child, "indep", 1)?,
                     partial: number(&at, child, "partial", 1)?,
                 };
-                if entries.iter().any(|e: &JacobianEntry| e.dep == entry.dep && e.indep == entry.indep) {
+                if !pairs.insert((entry.dep, entry.indep)) {
                     return Err(at.error(
                         child,
                         format!("the entry for dep {} and indep {} appears twice", entry.dep, entry.indep),

@@ -525,6 +525,124 @@ fn malformed_noninlinable_catalogues_give_located_errors() {
     }
 }
 
+/// An intrinsic `f` of `nr_arguments` arguments, builtin, with no partials (lines 2.. of the
+/// document).
+fn with_arity(nr_arguments: &str) -> String {
+    format!(
+        "{HEAD}\n<ii:InlinableIntrinsic name=\"f\" nr_arguments=\"{nr_arguments}\">\n<ii:Function type=\"builtin\" builtin_name=\"f\"/>\n</ii:InlinableIntrinsic>{TAIL}"
+    )
+}
+
+/// Numbers that count or name arguments are bounded (`parse::MAX_ARGUMENTS`): one would size
+/// an allocation of that many partials (100000000 exhausted memory, the largest integer
+/// overflowed a capacity).
+#[test]
+fn argument_counts_and_indices_are_bounded() {
+    let too_many = "more than the 255 arguments an intrinsic may take";
+    for n in ["256", "100000000", "18446744073709551615"] {
+        assert_eq!(
+            error_of(&with_arity(n)),
+            format!("bad.xaif:2:1: InlinableIntrinsic: attribute 'nr_arguments' has value {n}, {too_many}")
+        );
+    }
+    for n in ["-1", "18446744073709551616", "0"] {
+        assert_eq!(
+            error_of(&with_arity(n)),
+            format!(
+                "bad.xaif:2:1: InlinableIntrinsic: attribute 'nr_arguments' has value '{n}', expected a positive integer"
+            )
+        );
+    }
+    // 255 arguments is within bounds: the refusal is the missing partial, not the count.
+    assert_eq!(error_of(&with_arity("255")), "bad.xaif:2:1: InlinableIntrinsic: missing partial for argument 1");
+    // A partial and an argument reference beyond the bound, or beyond the arity.
+    assert_eq!(
+        error_of(&with_partial("", "").replace("partial_id=\"1\"", "partial_id=\"18446744073709551615\"")),
+        format!("bad.xaif:4:1: Partial: attribute 'partial_id' has value 18446744073709551615, {too_many}")
+    );
+    assert_eq!(
+        error_of(&with_partial("", "").replace("partial_id=\"1\"", "partial_id=\"9\"")),
+        "bad.xaif:4:1: Partial: partial_id 9 exceeds nr_arguments 1"
+    );
+    assert_eq!(
+        error_of(&with_partial("", "<ii:ArgumentReference argument=\"100000000\"/>\n")),
+        format!("bad.xaif:5:1: ArgumentReference: attribute 'argument' has value 100000000, {too_many}")
+    );
+    assert_eq!(
+        error_of(&with_partial("", "<ii:ArgumentReference argument=\"2\"/>\n")),
+        "bad.xaif:5:1: ArgumentReference: argument 2 exceeds nr_arguments 1"
+    );
+    // An ExplicitJacobian's dep and indep name arguments too.
+    for attribute in ["dep", "indep"] {
+        let entry = format!("<n:Partial dep=\"1\" indep=\"1\" partial=\"3\"/>")
+            .replace(&format!(" {attribute}=\"1\""), &format!(" {attribute}=\"4294967296\""));
+        assert_eq!(
+            noninlinable_error_of(&format!(
+                "{NII}\n<n:ExplicitJacobian name=\"g\" jacobian=\"gj\">\n  {entry}\n</n:ExplicitJacobian></n:NonInlinableIntrinsicDefinitions>"
+            )),
+            format!("bad.xaif:3:3: Partial: attribute '{attribute}' has value 4294967296, {too_many}")
+        );
+    }
+}
+
+/// A partial `f(x)` of one `name` intrinsic applied `levels` times, as a chain of vertices.
+fn chain(levels: usize) -> String {
+    let mut body = String::new();
+    for v in 1..=levels {
+        body.push_str(&format!("<x:Intrinsic vertex_id=\"{v}\" name=\"f\"/>\n"));
+    }
+    body.push_str(&format!("<ii:ArgumentReference vertex_id=\"{}\" argument=\"1\"/>\n", levels + 1));
+    for v in 1..=levels {
+        body.push_str(&format!(
+            "<x:ExpressionEdge edge_id=\"{v}\" source=\"{}\" target=\"{v}\" position=\"1\"/>\n",
+            v + 1
+        ));
+    }
+    with_partial("", &body)
+}
+
+/// An expression's tree is bounded in depth (it is built and evaluated recursively: a long
+/// chain overflowed the stack) and in size (shared vertices are copied at each use: a graph
+/// doubling at each vertex expands beyond memory), `parse::MAX_EXPRESSION_DEPTH` and
+/// `parse::MAX_EXPRESSION_NODES`.
+#[test]
+fn expressions_are_bounded_in_depth_and_size() {
+    // 63 intrinsics and the argument: 64 levels, accepted.
+    Catalogue::parse(chain(63).as_bytes(), "ok.xaif").expect("64 levels");
+    // The 65th level is refused at the vertex, line 5 + 64.
+    assert_eq!(error_of(&chain(64)), "bad.xaif:69:1: ArgumentReference: the expression is deeper than 64 levels");
+    // A million levels: a located refusal, not a stack overflow.
+    assert!(error_of(&chain(1_000_000)).ends_with("Intrinsic: the expression is deeper than 64 levels"));
+    // Each vertex adds its successor to itself (f(x) = x + x nested 40 times: 2^40 leaves).
+    let mut body = String::new();
+    let levels = 40;
+    for v in 1..=levels {
+        body.push_str(&format!("<x:Intrinsic vertex_id=\"{v}\" name=\"g\"/>\n"));
+    }
+    body.push_str(&format!("<ii:ArgumentReference vertex_id=\"{}\" argument=\"1\"/>\n", levels + 1));
+    for v in 1..=levels {
+        for position in 1..=2 {
+            body.push_str(&format!(
+                "<x:ExpressionEdge edge_id=\"{v}.{position}\" source=\"{}\" target=\"{v}\" position=\"{position}\"/>\n",
+                v + 1
+            ));
+        }
+    }
+    let text = with_partial("", &body).replace(
+        TAIL,
+        &format!(
+            "<ii:InlinableIntrinsic name=\"g\" nr_arguments=\"2\"><ii:Function type=\"builtin\" builtin_name=\"g\"/><ii:Partial partial_id=\"1\" partial_type=\"linear_one\"/><ii:Partial partial_id=\"2\" partial_type=\"linear_one\"/></ii:InlinableIntrinsic>{TAIL}"
+        ),
+    );
+    let error = error_of(&text);
+    assert!(
+        error.starts_with("bad.xaif:")
+            && error
+                .ends_with("Intrinsic: the expression has more than 1024 nodes (shared vertices counted at each use)"),
+        "{error}"
+    );
+}
+
 /// Bytes that are not a catalogue never make the reader panic.
 #[test]
 fn arbitrary_inputs_do_not_panic() {
