@@ -851,3 +851,31 @@ fn a_side_output_that_fails_leaves_no_main_output() {
         fs::remove_file(&log).expect("removable");
     }
 }
+
+/// `-o` naming the input file (the same path, another spelling of it, a symbolic or a hard
+/// link) is refused with exit 1 and the input left as it was; `--force` allows it.
+#[test]
+fn output_naming_the_input_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("in.xaif");
+    let original = fs::read(example()).expect("example");
+    fs::write(&input, &original).expect("write input");
+    std::os::unix::fs::symlink("in.xaif", dir.path().join("soft.xaif")).expect("symlink");
+    fs::hard_link(&input, dir.path().join("hard.xaif")).expect("hard link");
+    let other_spelling = dir.path().join(".").join("in.xaif");
+    for mode in ["identity", "tangent", "adjoint"] {
+        for output in
+            [input.clone(), other_spelling.clone(), dir.path().join("soft.xaif"), dir.path().join("hard.xaif")]
+        {
+            let refused = run(&[mode, "-i", path(&input), "-o", path(&output)]);
+            assert_eq!(refused.status.code(), Some(1), "{mode} {output:?}: {}", stderr(&refused));
+            assert!(stderr(&refused).contains("is the input file"), "{mode}: {}", stderr(&refused));
+            assert!(stderr(&refused).contains("--force"), "{mode}: {}", stderr(&refused));
+            assert_eq!(fs::read(&input).expect("input"), original, "{mode} {output:?}: input untouched");
+            assert_eq!(entries(dir.path()), ["hard.xaif", "in.xaif", "soft.xaif"], "{mode}: nothing left");
+        }
+    }
+    let forced = run(&["tangent", path(&input), "-o", path(&input), "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(fs::read(&input).expect("input"), expected_tangent());
+}

@@ -314,9 +314,13 @@ pub struct TransformArgs {
     #[arg(value_name = "INPUT", required_unless_present = "input")]
     pub(crate) input_file: Option<PathBuf>,
     /// Output file; `-` or none: standard output. A regular file is replaced (by a rename,
-    /// keeping its mode) only when the run succeeds; devices and pipes are written as they are
+    /// keeping its mode) only when the run succeeds; devices and pipes are written as they are.
+    /// The input file itself is refused unless --force
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<Destination>,
+    /// Let -o replace the input file
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Inlinable intrinsics catalogue (default: the catalogue built into the binary)
     #[arg(short = 'c', value_name = "FILE")]
     pub(crate) catalogue: Option<PathBuf>,

@@ -315,6 +315,10 @@ fn transform_in(
     for note in args.no_effect_notes(mode).into_iter().chain(notes) {
         session.note(&note);
     }
+    if let Some(refusal) = replaces_input(args) {
+        session.error("cli", &refusal);
+        return Ok(Err(Reported(1)));
+    }
     let mut output = Output::create(&args.output())?;
     let stats = stats.map(Output::create).transpose()?;
     let catalogue = match catalogue(args, session)? {
@@ -375,6 +379,25 @@ fn transform_in(
     }
     output::commit_all(outputs)?;
     Ok(Ok(()))
+}
+
+/// The refusal when `-o` names the input file (the same file after following links, or a hard
+/// link to it) and `--force` is not given: the input would be replaced by its transformation.
+fn replaces_input(args: &TransformArgs) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let (Destination::Path(output), false) = (args.output(), args.force) else { return None };
+    let input = args.input();
+    if input.as_os_str() == "-" {
+        return None;
+    }
+    let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(&output)) else { return None };
+    (a.dev() == b.dev() && a.ino() == b.ino()).then(|| {
+        format!(
+            "xaifbooster: -o {} is the input file {}: refusing to replace it (--force to do so)",
+            output.display(),
+            input.display()
+        )
+    })
 }
 
 /// Names given to -p that match no variable are most likely typos: say so.
