@@ -879,3 +879,29 @@ fn output_naming_the_input_is_refused_unless_forced() {
     assert!(forced.status.success(), "{}", stderr(&forced));
     assert_eq!(fs::read(&input).expect("input"), expected_tangent());
 }
+
+/// Transforming an output of a transformation again warns, naming the file and what shows it;
+/// `-q` silences the warning, and a front end's file gets none.
+#[test]
+fn an_already_transformed_input_warns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tangent = dir.path().join("tangent.xaif");
+    fs::write(&tangent, expected_tangent()).expect("write");
+    let adjoint = dir.path().join("adjoint.xaif");
+    let made = run(&["adjoint", &example(), "-o", path(&adjoint)]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let clean = run(&["tangent", &example()]);
+    assert!(!stderr(&clean).contains("already transformed"), "{}", stderr(&clean));
+    for (file, found) in [(&tangent, "DerivativePropagator elements"), (&adjoint, "ReplacementList elements")] {
+        for mode in ["tangent", "adjoint"] {
+            let again = run(&[mode, path(file)]);
+            assert!(again.status.success(), "{mode}: {}", stderr(&again));
+            let warning = stderr(&again);
+            let line = warning.lines().find(|l| l.contains("already transformed")).expect("a warning");
+            assert!(line.starts_with(&format!("{}: warning:", path(file))), "{line}");
+            assert!(line.contains(found) && line.contains("OpenAD_ temporaries"), "{line}");
+            let quiet = run(&[mode, "-q", path(file)]);
+            assert!(quiet.status.success() && quiet.stderr.is_empty(), "{mode}: {}", stderr(&quiet));
+        }
+    }
+}

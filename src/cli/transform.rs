@@ -326,6 +326,12 @@ fn transform_in(
         Err(reported) => return Ok(Err(reported)),
     };
     let (input, file) = read_input(args.input())?;
+    if mode != Mode::Identity {
+        if let Some(found) = transformed_marks(&input) {
+            session
+                .warning("read", &format!("{file}: warning: the input looks already transformed: it contains {found}"));
+        }
+    }
     let options = driver::Options {
         catalogue: &catalogue,
         strict: args.strict,
@@ -398,6 +404,29 @@ fn replaces_input(args: &TransformArgs) -> Option<String> {
             input.display()
         )
     })
+}
+
+/// What in an input shows that it is already an output of a transformation: ReplacementList or
+/// DerivativePropagator elements, symbols named with the `OpenAD_` prefix of our temporaries.
+fn transformed_marks(input: &[u8]) -> Option<String> {
+    let element = |name: &str| {
+        memchr::memmem::find_iter(input, name.as_bytes()).any(|at| {
+            let before = at.checked_sub(1).map(|i| input[i]);
+            let after = input.get(at + name.len()).copied();
+            matches!(before, Some(b'<' | b':')) && matches!(after, Some(b' ' | b'>' | b'/' | b'\t' | b'\n' | b'\r'))
+        })
+    };
+    let mut found = Vec::new();
+    if element("ReplacementList") {
+        found.push("ReplacementList elements");
+    }
+    if element("DerivativePropagator") {
+        found.push("DerivativePropagator elements");
+    }
+    if memchr::memmem::find(input, b"symbol_id=\"OpenAD_").is_some() {
+        found.push("OpenAD_ temporaries");
+    }
+    (!found.is_empty()).then(|| found.join(", "))
 }
 
 /// Names given to -p that match no variable are most likely typos: say so.
