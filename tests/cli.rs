@@ -852,6 +852,25 @@ fn a_side_output_that_fails_leaves_no_main_output() {
     }
 }
 
+/// Runs the binary with `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = xaifbooster()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("binary ends");
+    writer.join().expect("writer");
+    output
+}
+
 /// `-o` naming the input file (the same path, another spelling of it, a symbolic or a hard
 /// link) is refused with exit 1 and the input left as it was; `--force` allows it.
 #[test]
@@ -903,5 +922,30 @@ fn an_already_transformed_input_warns() {
             let quiet = run(&[mode, "-q", path(file)]);
             assert!(quiet.status.success() && quiet.stderr.is_empty(), "{mode}: {}", stderr(&quiet));
         }
+    }
+}
+
+/// With no input named, the transforming modes read standard input when it is not a terminal
+/// (a filter); with a terminal there, a usage error instead of waiting for typed XAIF.
+#[test]
+fn no_input_named_reads_standard_input() {
+    let input = fs::read(example()).expect("example");
+    let piped = run_with_stdin(&["tangent"], &input);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert_eq!(piped.stdout, expected_tangent());
+    let identity = run_with_stdin(&["identity", "-q"], &input);
+    assert!(identity.status.success(), "{}", stderr(&identity));
+    assert!(!identity.stdout.is_empty());
+    // A terminal on standard input, through script(1) where it is installed.
+    if Path::new("/usr/bin/script").exists() {
+        let command = format!("{} tangent", env!("CARGO_BIN_EXE_xaifbooster"));
+        let terminal = Command::new("/usr/bin/script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("script runs");
+        let text = String::from_utf8_lossy(&terminal.stdout).into_owned();
+        assert_eq!(terminal.status.code(), Some(2), "{text}");
+        assert!(text.contains("no input file"), "{text}");
     }
 }

@@ -310,8 +310,8 @@ pub struct TransformArgs {
     /// Input XAIF file; `-` reads standard input
     #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with = "input_file")]
     pub(crate) input: Option<PathBuf>,
-    /// The input file, given without -i
-    #[arg(value_name = "INPUT", required_unless_present = "input")]
+    /// The input file, given without -i; with neither, standard input when it is not a terminal
+    #[arg(value_name = "INPUT")]
     pub(crate) input_file: Option<PathBuf>,
     /// Output file; `-` or none: standard output. A regular file is replaced (by a rename,
     /// keeping its mode) only when the run succeeds; devices and pipes are written as they are.

@@ -3,7 +3,7 @@
 //! the driver with its messages and debug log (a `Session`).
 
 use std::borrow::Cow;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Result;
@@ -171,9 +171,20 @@ impl Session {
 }
 
 impl TransformArgs {
+    /// The input: `-i`, the positional, or (with neither) standard input.
     fn input(&self) -> &Path {
-        // clap requires one of the two.
         self.input.as_deref().or(self.input_file.as_deref()).unwrap_or(Path::new("-"))
+    }
+
+    /// Usage error (exit 2) when no input is named and standard input is a terminal: reading
+    /// it would wait for typed XAIF.
+    fn require_input(&self, mode: Mode) {
+        if self.input.is_none() && self.input_file.is_none() && std::io::stdin().is_terminal() {
+            super::usage_error(
+                mode.name(),
+                "no input file: name one (INPUT or -i FILE), or pipe XAIF into standard input".to_owned(),
+            );
+        }
     }
 
     fn output(&self) -> Destination {
@@ -297,6 +308,7 @@ fn transform(
     notes: Vec<String>,
     stats: Option<&Destination>,
 ) -> Outcome {
+    args.require_input(mode);
     let mut session = Session::start(args)?;
     let outcome = transform_in(mode, args, config, notes, stats, &mut session);
     session.finish(outcome)
