@@ -949,3 +949,17 @@ fn no_input_named_reads_standard_input() {
         assert!(text.contains("no input file"), "{text}");
     }
 }
+
+/// `batch` whose inputs are all inside the (skipped) output directory says so, rather than "no
+/// input files".
+#[test]
+fn batch_says_the_inputs_are_inside_the_output_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    fs::create_dir(&out).expect("mkdir");
+    fs::copy(example(), out.join("a.xaif")).expect("copy");
+    let inside = run(&["batch", "identity", path(&out), "--out-dir", path(&out)]);
+    assert_eq!(inside.status.code(), Some(1), "{}", stderr(&inside));
+    assert!(stderr(&inside).contains("inside the output directory"), "{}", stderr(&inside));
+    assert!(stderr(&inside).contains("which is skipped"), "{}", stderr(&inside));
+}
