@@ -963,3 +963,11 @@ fn batch_says_the_inputs_are_inside_the_output_directory() {
     assert!(stderr(&inside).contains("inside the output directory"), "{}", stderr(&inside));
     assert!(stderr(&inside).contains("which is skipped"), "{}", stderr(&inside));
 }
+
+/// `dot --what expression` without `--statement` is a usage error that names the switch.
+#[test]
+fn dot_expression_requires_a_statement() {
+    let dot = run(&["dot", "--what", "expression", &example()]);
+    assert_eq!(dot.status.code(), Some(2), "{}", stderr(&dot));
+    assert!(stderr(&dot).contains("--statement is required with --what expression"), "{}", stderr(&dot));
+}
