@@ -971,3 +971,14 @@ fn dot_expression_requires_a_statement() {
     assert_eq!(dot.status.code(), Some(2), "{}", stderr(&dot));
     assert!(stderr(&dot).contains("--statement is required with --what expression"), "{}", stderr(&dot));
 }
+
+/// The batch summary gives sizes in units that fit them: a small corpus is not "0.0 MB".
+#[test]
+fn batch_summary_sizes_fit_their_units() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let batch = run(&["batch", "tangent", &example(), "--out-dir", path(&dir.path().join("b")), "-q"]);
+    assert!(batch.status.success(), "{}", stderr(&batch));
+    let summary = String::from_utf8_lossy(&batch.stdout).into_owned() + &stderr(&batch);
+    assert!(!summary.contains("0.0 MB"), "{summary}");
+    assert!(summary.contains(" KB read") && summary.contains(" KB written"), "{summary}");
+}
