@@ -982,3 +982,25 @@ fn batch_summary_sizes_fit_their_units() {
     assert!(!summary.contains("0.0 MB"), "{summary}");
     assert!(summary.contains(" KB read") && summary.contains(" KB written"), "{summary}");
 }
+
+/// Help wraps at the terminal's width (COLUMNS where standard output is no terminal, else 100
+/// columns), and the usage line shows no switch as required.
+#[test]
+fn help_wraps_and_its_usage_line_requires_nothing() {
+    for mode in ["identity", "tangent", "adjoint"] {
+        for (columns, widest) in [(Some("72"), 72), (None, 100)] {
+            let mut command = xaifbooster();
+            command.args([mode, "--help"]).env_remove("COLUMNS");
+            if let Some(columns) = columns {
+                command.env("COLUMNS", columns);
+            }
+            let help = command.output().expect("binary runs");
+            assert!(help.status.success(), "{}", stderr(&help));
+            let text = String::from_utf8_lossy(&help.stdout).into_owned();
+            let long = text.lines().find(|l| l.chars().count() > widest);
+            assert!(long.is_none(), "{mode} {columns:?}: {long:?}");
+            let usage = text.lines().find(|l| l.starts_with("Usage:")).expect("a usage line");
+            assert_eq!(usage, format!("Usage: xaifbooster {mode} [OPTIONS] [INPUT]"));
+        }
+    }
+}
