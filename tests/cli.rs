@@ -851,3 +851,156 @@ fn a_side_output_that_fails_leaves_no_main_output() {
         fs::remove_file(&log).expect("removable");
     }
 }
+
+/// Runs the binary with `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = xaifbooster()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("binary ends");
+    writer.join().expect("writer");
+    output
+}
+
+/// `-o` naming the input file (the same path, another spelling of it, a symbolic or a hard
+/// link) is refused with exit 1 and the input left as it was; `--force` allows it.
+#[test]
+fn output_naming_the_input_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("in.xaif");
+    let original = fs::read(example()).expect("example");
+    fs::write(&input, &original).expect("write input");
+    std::os::unix::fs::symlink("in.xaif", dir.path().join("soft.xaif")).expect("symlink");
+    fs::hard_link(&input, dir.path().join("hard.xaif")).expect("hard link");
+    let other_spelling = dir.path().join(".").join("in.xaif");
+    for mode in ["identity", "tangent", "adjoint"] {
+        for output in
+            [input.clone(), other_spelling.clone(), dir.path().join("soft.xaif"), dir.path().join("hard.xaif")]
+        {
+            let refused = run(&[mode, "-i", path(&input), "-o", path(&output)]);
+            assert_eq!(refused.status.code(), Some(1), "{mode} {output:?}: {}", stderr(&refused));
+            assert!(stderr(&refused).contains("is the input file"), "{mode}: {}", stderr(&refused));
+            assert!(stderr(&refused).contains("--force"), "{mode}: {}", stderr(&refused));
+            assert_eq!(fs::read(&input).expect("input"), original, "{mode} {output:?}: input untouched");
+            assert_eq!(entries(dir.path()), ["hard.xaif", "in.xaif", "soft.xaif"], "{mode}: nothing left");
+        }
+    }
+    let forced = run(&["tangent", path(&input), "-o", path(&input), "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(fs::read(&input).expect("input"), expected_tangent());
+}
+
+/// Transforming an output of a transformation again warns, naming the file and what shows it;
+/// `-q` silences the warning, and a front end's file gets none.
+#[test]
+fn an_already_transformed_input_warns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tangent = dir.path().join("tangent.xaif");
+    fs::write(&tangent, expected_tangent()).expect("write");
+    let adjoint = dir.path().join("adjoint.xaif");
+    let made = run(&["adjoint", &example(), "-o", path(&adjoint)]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let clean = run(&["tangent", &example()]);
+    assert!(!stderr(&clean).contains("already transformed"), "{}", stderr(&clean));
+    for (file, found) in [(&tangent, "DerivativePropagator elements"), (&adjoint, "ReplacementList elements")] {
+        for mode in ["tangent", "adjoint"] {
+            let again = run(&[mode, path(file)]);
+            assert!(again.status.success(), "{mode}: {}", stderr(&again));
+            let warning = stderr(&again);
+            let line = warning.lines().find(|l| l.contains("already transformed")).expect("a warning");
+            assert!(line.starts_with(&format!("{}: warning:", path(file))), "{line}");
+            assert!(line.contains(found) && line.contains("OpenAD_ temporaries"), "{line}");
+            let quiet = run(&[mode, "-q", path(file)]);
+            assert!(quiet.status.success() && quiet.stderr.is_empty(), "{mode}: {}", stderr(&quiet));
+        }
+    }
+}
+
+/// With no input named, the transforming modes read standard input when it is not a terminal
+/// (a filter); with a terminal there, a usage error instead of waiting for typed XAIF.
+#[test]
+fn no_input_named_reads_standard_input() {
+    let input = fs::read(example()).expect("example");
+    let piped = run_with_stdin(&["tangent"], &input);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert_eq!(piped.stdout, expected_tangent());
+    let identity = run_with_stdin(&["identity", "-q"], &input);
+    assert!(identity.status.success(), "{}", stderr(&identity));
+    assert!(!identity.stdout.is_empty());
+    // A terminal on standard input, through script(1) where it is installed.
+    if Path::new("/usr/bin/script").exists() {
+        let command = format!("{} tangent", env!("CARGO_BIN_EXE_xaifbooster"));
+        let terminal = Command::new("/usr/bin/script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("script runs");
+        let text = String::from_utf8_lossy(&terminal.stdout).into_owned();
+        assert_eq!(terminal.status.code(), Some(2), "{text}");
+        assert!(text.contains("no input file"), "{text}");
+    }
+}
+
+/// `batch` whose inputs are all inside the (skipped) output directory says so, rather than "no
+/// input files".
+#[test]
+fn batch_says_the_inputs_are_inside_the_output_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    fs::create_dir(&out).expect("mkdir");
+    fs::copy(example(), out.join("a.xaif")).expect("copy");
+    let inside = run(&["batch", "identity", path(&out), "--out-dir", path(&out)]);
+    assert_eq!(inside.status.code(), Some(1), "{}", stderr(&inside));
+    assert!(stderr(&inside).contains("inside the output directory"), "{}", stderr(&inside));
+    assert!(stderr(&inside).contains("which is skipped"), "{}", stderr(&inside));
+}
+
+/// `dot --what expression` without `--statement` is a usage error that names the switch.
+#[test]
+fn dot_expression_requires_a_statement() {
+    let dot = run(&["dot", "--what", "expression", &example()]);
+    assert_eq!(dot.status.code(), Some(2), "{}", stderr(&dot));
+    assert!(stderr(&dot).contains("--statement is required with --what expression"), "{}", stderr(&dot));
+}
+
+/// The batch summary gives sizes in units that fit them: a small corpus is not "0.0 MB".
+#[test]
+fn batch_summary_sizes_fit_their_units() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let batch = run(&["batch", "tangent", &example(), "--out-dir", path(&dir.path().join("b")), "-q"]);
+    assert!(batch.status.success(), "{}", stderr(&batch));
+    let summary = String::from_utf8_lossy(&batch.stdout).into_owned() + &stderr(&batch);
+    assert!(!summary.contains("0.0 MB"), "{summary}");
+    assert!(summary.contains(" KB read") && summary.contains(" KB written"), "{summary}");
+}
+
+/// Help wraps at the terminal's width (COLUMNS where standard output is no terminal, else 100
+/// columns), and the usage line shows no switch as required.
+#[test]
+fn help_wraps_and_its_usage_line_requires_nothing() {
+    for mode in ["identity", "tangent", "adjoint"] {
+        for (columns, widest) in [(Some("72"), 72), (None, 100)] {
+            let mut command = xaifbooster();
+            command.args([mode, "--help"]).env_remove("COLUMNS");
+            if let Some(columns) = columns {
+                command.env("COLUMNS", columns);
+            }
+            let help = command.output().expect("binary runs");
+            assert!(help.status.success(), "{}", stderr(&help));
+            let text = String::from_utf8_lossy(&help.stdout).into_owned();
+            let long = text.lines().find(|l| l.chars().count() > widest);
+            assert!(long.is_none(), "{mode} {columns:?}: {long:?}");
+            let usage = text.lines().find(|l| l.starts_with("Usage:")).expect("a usage line");
+            assert_eq!(usage, format!("Usage: xaifbooster {mode} [OPTIONS] [INPUT]"));
+        }
+    }
+}

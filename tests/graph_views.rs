@@ -244,6 +244,6 @@ fn a_selection_that_matches_nothing_says_what_there_is() {
     assert_eq!(statement.status.code(), Some(1));
     assert!(text(&statement.stderr).contains("no statement with statement_id 'no-such-id'"));
     let missing = xaifbooster(&["dot", file, "--what", "expression"]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("--statement"), "{}", text(&missing.stderr));
 }

@@ -310,13 +310,17 @@ pub struct TransformArgs {
     /// Input XAIF file; `-` reads standard input
     #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with = "input_file")]
     pub(crate) input: Option<PathBuf>,
-    /// The input file, given without -i
-    #[arg(value_name = "INPUT", required_unless_present = "input")]
+    /// The input file, given without -i; with neither, standard input when it is not a terminal
+    #[arg(value_name = "INPUT")]
     pub(crate) input_file: Option<PathBuf>,
     /// Output file; `-` or none: standard output. A regular file is replaced (by a rename,
-    /// keeping its mode) only when the run succeeds; devices and pipes are written as they are
+    /// keeping its mode) only when the run succeeds; devices and pipes are written as they are.
+    /// The input file itself is refused unless --force
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<Destination>,
+    /// Let -o replace the input file
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Inlinable intrinsics catalogue (default: the catalogue built into the binary)
     #[arg(short = 'c', value_name = "FILE")]
     pub(crate) catalogue: Option<PathBuf>,

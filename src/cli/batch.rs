@@ -104,6 +104,11 @@ pub enum BatchError {
     },
     #[error("no input files (directories are searched for {patterns})")]
     NoInputs { patterns: String },
+    #[error(
+        "no input files: those found ({patterns}) are inside the output directory {}, which is skipped",
+        out_dir.display()
+    )]
+    InsideOutDir { patterns: String, out_dir: PathBuf },
     #[error("{} and {} would both be written to {}", first.display(), second.display(), output.display())]
     SameOutput { first: PathBuf, second: PathBuf, output: PathBuf },
     #[error("the output directory {} is not a directory", path.display())]
@@ -145,7 +150,18 @@ pub fn collect(sources: &Sources, mode: Mode, out_dir: &Path) -> Result<Vec<Job>
         })
         .collect();
     if found.is_empty() {
-        return Err(BatchError::NoInputs { patterns: patterns.join(" ") });
+        let joined = patterns.join(" ");
+        // Say so when the skipped output directory is what held the inputs.
+        if skip.is_some() {
+            let mut inside = Vec::new();
+            for path in sources.paths.iter().filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_dir())) {
+                walk(path, &patterns, None, &mut inside)?;
+            }
+            if !inside.is_empty() {
+                return Err(BatchError::InsideOutDir { patterns: joined, out_dir: out_dir.to_path_buf() });
+            }
+        }
+        return Err(BatchError::NoInputs { patterns: joined });
     }
     let mut jobs: Vec<Job> = found
         .into_iter()

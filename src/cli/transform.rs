@@ -3,7 +3,7 @@
 //! the driver with its messages and debug log (a `Session`).
 
 use std::borrow::Cow;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Result;
@@ -171,9 +171,20 @@ impl Session {
 }
 
 impl TransformArgs {
+    /// The input: `-i`, the positional, or (with neither) standard input.
     fn input(&self) -> &Path {
-        // clap requires one of the two.
         self.input.as_deref().or(self.input_file.as_deref()).unwrap_or(Path::new("-"))
+    }
+
+    /// Usage error (exit 2) when no input is named and standard input is a terminal: reading
+    /// it would wait for typed XAIF.
+    fn require_input(&self, mode: Mode) {
+        if self.input.is_none() && self.input_file.is_none() && std::io::stdin().is_terminal() {
+            super::usage_error(
+                mode.name(),
+                "no input file: name one (INPUT or -i FILE), or pipe XAIF into standard input".to_owned(),
+            );
+        }
     }
 
     fn output(&self) -> Destination {
@@ -297,6 +308,7 @@ fn transform(
     notes: Vec<String>,
     stats: Option<&Destination>,
 ) -> Outcome {
+    args.require_input(mode);
     let mut session = Session::start(args)?;
     let outcome = transform_in(mode, args, config, notes, stats, &mut session);
     session.finish(outcome)
@@ -315,6 +327,10 @@ fn transform_in(
     for note in args.no_effect_notes(mode).into_iter().chain(notes) {
         session.note(&note);
     }
+    if let Some(refusal) = replaces_input(args) {
+        session.error("cli", &refusal);
+        return Ok(Err(Reported(1)));
+    }
     let mut output = Output::create(&args.output())?;
     let stats = stats.map(Output::create).transpose()?;
     let catalogue = match catalogue(args, session)? {
@@ -322,6 +338,12 @@ fn transform_in(
         Err(reported) => return Ok(Err(reported)),
     };
     let (input, file) = read_input(args.input())?;
+    if mode != Mode::Identity {
+        if let Some(found) = transformed_marks(&input) {
+            session
+                .warning("read", &format!("{file}: warning: the input looks already transformed: it contains {found}"));
+        }
+    }
     let options = driver::Options {
         catalogue: &catalogue,
         strict: args.strict,
@@ -375,6 +397,48 @@ fn transform_in(
     }
     output::commit_all(outputs)?;
     Ok(Ok(()))
+}
+
+/// The refusal when `-o` names the input file (the same file after following links, or a hard
+/// link to it) and `--force` is not given: the input would be replaced by its transformation.
+fn replaces_input(args: &TransformArgs) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let (Destination::Path(output), false) = (args.output(), args.force) else { return None };
+    let input = args.input();
+    if input.as_os_str() == "-" {
+        return None;
+    }
+    let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(&output)) else { return None };
+    (a.dev() == b.dev() && a.ino() == b.ino()).then(|| {
+        format!(
+            "xaifbooster: -o {} is the input file {}: refusing to replace it (--force to do so)",
+            output.display(),
+            input.display()
+        )
+    })
+}
+
+/// What in an input shows that it is already an output of a transformation: ReplacementList or
+/// DerivativePropagator elements, symbols named with the `OpenAD_` prefix of our temporaries.
+fn transformed_marks(input: &[u8]) -> Option<String> {
+    let element = |name: &str| {
+        memchr::memmem::find_iter(input, name.as_bytes()).any(|at| {
+            let before = at.checked_sub(1).map(|i| input[i]);
+            let after = input.get(at + name.len()).copied();
+            matches!(before, Some(b'<' | b':')) && matches!(after, Some(b' ' | b'>' | b'/' | b'\t' | b'\n' | b'\r'))
+        })
+    };
+    let mut found = Vec::new();
+    if element("ReplacementList") {
+        found.push("ReplacementList elements");
+    }
+    if element("DerivativePropagator") {
+        found.push("DerivativePropagator elements");
+    }
+    if memchr::memmem::find(input, b"symbol_id=\"OpenAD_").is_some() {
+        found.push("OpenAD_ temporaries");
+    }
+    (!found.is_empty()).then(|| found.join(", "))
 }
 
 /// Names given to -p that match no variable are most likely typos: say so.

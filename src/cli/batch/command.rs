@@ -188,6 +188,15 @@ pub fn run(args: &BatchArgs) -> Outcome {
     Ok(if report.failed() { Err(Reported(1)) } else { Ok(()) })
 }
 
+/// A size as people read it: bytes, KB or MB (decimal units), whichever keeps it short.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", bytes as f64 / 1e3),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}
+
 /// One screen: totals, the verifier's verdicts, and the first failures with their errors.
 fn print_batch_summary(report: &BatchReport, total_inputs: usize) {
     const SHOWN: usize = 10;
@@ -196,15 +205,15 @@ fn print_batch_summary(report: &BatchReport, total_inputs: usize) {
     let shard =
         report.shard.map(|sh| format!(" (shard {}/{} of {total_inputs})", sh.index, sh.count)).unwrap_or_default();
     text.push_str(&format!(
-        "batch {}: {} files{shard}, {} ok, {} failed in {:.2} s on {} threads; {:.1} MB read, {:.1} MB written\n",
+        "batch {}: {} files{shard}, {} ok, {} failed in {:.2} s on {} threads; {} read, {} written\n",
         serde_json::to_value(report.mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
         s.files,
         s.ok,
         s.failed,
         s.elapsed_ms / 1e3,
         report.jobs,
-        s.input_bytes as f64 / 1e6,
-        s.output_bytes as f64 / 1e6,
+        size(s.input_bytes),
+        size(s.output_bytes),
     ));
     if let Some(verdicts) = &s.verified {
         let parts: Vec<String> = verdicts.iter().map(|(word, n)| format!("{n} {word}")).collect();

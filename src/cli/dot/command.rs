@@ -12,6 +12,9 @@ use crate::xaif::intrinsics::Catalogue;
 use crate::xaif::{self, ReadOptions};
 
 pub fn run(args: &DotArgs) -> Outcome {
+    if args.what == DotWhat::Expression && args.statement.is_none() {
+        crate::cli::usage_error("dot", "--statement is required with --what expression".to_owned());
+    }
     let output = Output::create(&args.output.clone().unwrap_or(Destination::Stdout))?;
     let (input, name) = read_input(&args.file)?;
     let catalogue = Catalogue::builtin();
@@ -48,12 +51,8 @@ pub fn run(args: &DotArgs) -> Outcome {
             }
         }
         DotWhat::Expression => {
-            let Some(statement) = &args.statement else {
-                return failed(dot::DotError::NoStatement {
-                    id: String::new(),
-                    place: " (give --statement ID)".into(),
-                });
-            };
+            // Checked before reading the input (a usage error).
+            let Some(statement) = &args.statement else { unreachable!("--statement checked first") };
             match dot::expression_graph(&call_graph, routine, statement) {
                 Ok(text) => text,
                 Err(error) => return failed(error),
