@@ -178,6 +178,7 @@ impl DriverArgs {
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },
             max_memory: self.max_memory,
+            step_limit: self.max_steps,
             ..DriverConfig::default()
         }
     }
