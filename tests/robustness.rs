@@ -411,6 +411,24 @@ fn max_steps_below_what_a_program_needs_stops_it_named() {
 }
 
 #[test]
+fn a_run_time_error_in_an_adjoint_is_located_in_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let transpose = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/interp/transpose.xaif");
+    std::fs::copy(transpose, dir.path().join("transpose.xaif")).expect("copy");
+    let adjoint = xaifbooster(dir.path(), &["adjoint", "transpose.xaif", "-o", "transpose_adm.xaif"], LIMIT);
+    assert_eq!(adjoint.code, Some(0), "{}", adjoint.stderr);
+    // 400 bytes hold the arguments but not the local array B.
+    for file in ["transpose.xaif", "transpose_adm.xaif"] {
+        let run = xaifbooster(dir.path(), &["run", file, "--max-memory", "400", "-q"], LIMIT);
+        assert_eq!(run.code, Some(1), "{file}: {}", run.stdout);
+        let finding = run.stderr.lines().find(|l| l.contains("array B: memory limit of 400 bytes exceeded"));
+        assert!(finding.is_some_and(|l| is_located(l, file)), "{file}: {}", run.stderr);
+    }
+    let run = xaifbooster(dir.path(), &["run", "transpose_adm.xaif", "--max-memory", "400", "-q"], LIMIT);
+    assert!(run.stderr.contains(": ReplacementList: array B: memory limit"), "{}", run.stderr);
+}
+
+#[test]
 fn strict_reading_refuses_what_lenient_reading_renames() {
     let dir = cases_dir();
     for (name, expected) in [

@@ -145,6 +145,7 @@ pub struct Machine<'p> {
 #[derive(Copy, Clone)]
 pub(crate) struct Spot<'p> {
     pub routine: usize,
+    /// `None` in a routine whose code is a replacement list, before a placeholder runs.
     pub graph: Option<&'p Graph>,
     pub node: usize,
     pub statement: Option<usize>,
@@ -370,10 +371,12 @@ impl<'p> Machine<'p> {
                 super::memory::format_bytes(self.config.stack_budget)
             )));
         }
-        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry.
-        if let Body::Cfg(graph) = &code.body {
-            self.spot = Some(Spot { routine, graph: Some(graph), node: graph.entry as usize, statement: None });
-        }
+        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry,
+        // or at the replacement list of a transformed routine.
+        self.spot = Some(match &code.body {
+            Body::Cfg(graph) => Spot { routine, graph: Some(graph), node: graph.entry as usize, statement: None },
+            _ => Spot { routine, graph: None, node: 0, statement: None },
+        });
         let mark = self.mem.top();
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
         for &(position, formal) in &code.formals {
