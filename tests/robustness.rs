@@ -333,6 +333,101 @@ fn the_memory_limit_can_be_set() {
     assert_eq!(bad.status.code(), Some(2), "a bad size is a usage error");
 }
 
+/// `testdata/interp/constructs.xaif` in a fresh directory, and a copy whose inner loop (the
+/// ForLoop at vertex '4' of `sub`, line 66) adds 0 to its counter: it never ends.
+fn loops_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let constructs = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/interp/constructs.xaif");
+    let text = std::fs::read_to_string(constructs).expect("constructs.xaif");
+    let update = text.find(r#"statement_id="s3b""#).expect("the inner loop's update");
+    let one = update + text[update..].find(r#"value="1""#).expect("its constant");
+    let endless = format!("{}value=\"0\"{}", &text[..one], &text[one + r#"value="1""#.len()..]);
+    std::fs::write(dir.path().join("constructs.xaif"), text).expect("write");
+    std::fs::write(dir.path().join("endless.xaif"), endless).expect("write");
+    dir
+}
+
+/// The located finding of a run stopped by the step limit in the loop at vertex '4' of `sub`.
+fn assert_loop_stopped(outcome: &Outcome, file: &str, line_column: &str, steps: u64) {
+    assert_eq!(outcome.code, Some(1), "{file}: ran: {}", outcome.stdout);
+    let (at, wanted) = (
+        format!("{file}:{line_column}: ForLoop: "),
+        format!(
+            "the loop at vertex '4' of routine sub did not end within the step limit: stopped after {steps} steps \
+             (--max-steps)"
+        ),
+    );
+    assert!(
+        outcome.stderr.lines().any(|l| l.starts_with(&at) && l.contains(&wanted)),
+        "wanted {at}…{wanted}\nstderr: {}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_loop_that_never_ends_stops_at_the_step_limit_named() {
+    let dir = loops_dir();
+    let default = xaifbooster::interp::exec::DEFAULT_MAX_STEPS;
+    let endless = xaifbooster(dir.path(), &["run", "endless.xaif"], LIMIT);
+    assert_loop_stopped(&endless, "endless.xaif", "66:1", default);
+    // verify stops in the original alike.
+    let tangent = xaifbooster(dir.path(), &["tangent", "endless.xaif", "-o", "endless_tlm.xaif"], LIMIT);
+    assert_eq!(tangent.code, Some(0), "{}", tangent.stderr);
+    let args = ["verify", "--original", "endless.xaif", "--transformed", "endless_tlm.xaif", "--mode", "tangent"];
+    assert_loop_stopped(&xaifbooster(dir.path(), &args, LIMIT), "endless.xaif", "66:1", default);
+    // In an adjoint the loop is located in the transformed file, under either template.
+    let adjoint = xaifbooster(dir.path(), &["adjoint", "endless.xaif", "-o", "endless_adm.xaif"], LIMIT);
+    assert_eq!(adjoint.code, Some(0), "{}", adjoint.stderr);
+    for template in ["joint", "split"] {
+        let run = xaifbooster(dir.path(), &["run", "endless_adm.xaif", "--template", template], LIMIT);
+        assert_eq!(run.code, Some(1), "{template}: {}", run.stdout);
+        let finding = run.stderr.lines().find(|l| l.contains("did not end")).unwrap_or_default();
+        assert!(is_located(finding, "endless_adm.xaif"), "{template}: {}", run.stderr);
+        assert!(finding.contains(&format!("stopped after {default} steps")), "{template}: {finding}");
+    }
+}
+
+#[test]
+fn max_steps_below_what_a_program_needs_stops_it_named() {
+    let dir = loops_dir();
+    let run = xaifbooster(dir.path(), &["run", "constructs.xaif", "--max-steps", "20"], LIMIT);
+    assert_loop_stopped(&run, "constructs.xaif", "66:1", 20);
+    let enough = xaifbooster(dir.path(), &["run", "constructs.xaif", "--max-steps", "100000"], LIMIT);
+    assert_eq!(enough.code, Some(0), "{}", enough.stderr);
+    let tangent = xaifbooster(dir.path(), &["tangent", "constructs.xaif", "-o", "constructs_tlm.xaif"], LIMIT);
+    assert_eq!(tangent.code, Some(0), "{}", tangent.stderr);
+    let verify = |steps: &str| {
+        let args = ["verify", "--original", "constructs.xaif", "--transformed", "constructs_tlm.xaif"];
+        xaifbooster(dir.path(), &[&args[..], &["--mode", "tangent", "--max-steps", steps]].concat(), LIMIT)
+    };
+    assert_loop_stopped(&verify("20"), "constructs.xaif", "66:1", 20);
+    assert_eq!(verify("100000").code, Some(0));
+    let bad = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
+        .current_dir(dir.path())
+        .args(["run", "constructs.xaif", "--max-steps", "many"])
+        .output()
+        .expect("runs");
+    assert_eq!(bad.status.code(), Some(2), "a bad count is a usage error");
+}
+
+#[test]
+fn a_run_time_error_in_an_adjoint_is_located_in_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let transpose = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/interp/transpose.xaif");
+    std::fs::copy(transpose, dir.path().join("transpose.xaif")).expect("copy");
+    let adjoint = xaifbooster(dir.path(), &["adjoint", "transpose.xaif", "-o", "transpose_adm.xaif"], LIMIT);
+    assert_eq!(adjoint.code, Some(0), "{}", adjoint.stderr);
+    // 400 bytes hold the arguments but not the local array B.
+    for file in ["transpose.xaif", "transpose_adm.xaif"] {
+        let run = xaifbooster(dir.path(), &["run", file, "--max-memory", "400", "-q"], LIMIT);
+        assert_eq!(run.code, Some(1), "{file}: {}", run.stdout);
+        let finding = run.stderr.lines().find(|l| l.contains("array B: memory limit of 400 bytes exceeded"));
+        assert!(finding.is_some_and(|l| is_located(l, file)), "{file}: {}", run.stderr);
+    }
+    let run = xaifbooster(dir.path(), &["run", "transpose_adm.xaif", "--max-memory", "400", "-q"], LIMIT);
+    assert!(run.stderr.contains(": ReplacementList: array B: memory limit"), "{}", run.stderr);
+}
+
 #[test]
 fn strict_reading_refuses_what_lenient_reading_renames() {
     let dir = cases_dir();

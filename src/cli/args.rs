@@ -267,6 +267,10 @@ pub(crate) struct DriverArgs {
     /// The most memory variables and tapes of one run may take: bytes, or with a unit K, M, G, T
     #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = crate::interp::memory::parse_memory_size)]
     pub(crate) max_memory: usize,
+    /// The most statements and control flow steps one run of the top routine may take: a loop
+    /// that does not end stops there, named
+    #[arg(long, value_name = "N", default_value_t = crate::interp::exec::DEFAULT_MAX_STEPS)]
+    pub(crate) max_steps: u64,
     /// No notes or warnings on standard error (the inferred driver, zero Jacobians)
     #[arg(short = 'q', long)]
     pub(crate) quiet: bool,
@@ -520,6 +524,9 @@ pub struct BatchArgs {
     /// Relative tolerance of the verifier
     #[arg(long, default_value_t = 1e-5)]
     pub(crate) rtol: f64,
+    /// The most statements and control flow steps one run of the verifier may take
+    #[arg(long, value_name = "N", default_value_t = crate::interp::exec::DEFAULT_MAX_STEPS)]
+    pub(crate) max_steps: u64,
     /// Only the K-th of N slices of the inputs (sorted by path, every N-th from the K-th): for
     /// job arrays and machines sharing a corpus
     #[arg(long, value_name = "K/N")]

@@ -299,6 +299,8 @@ pub struct Settings<'c> {
 pub struct VerifySettings {
     pub template: Template,
     pub rtol: f64,
+    /// The executor's step limit for one run.
+    pub max_steps: u64,
 }
 
 /// What happened to one input.
@@ -596,7 +598,7 @@ fn verify_output(
 ) -> VerifyOutcome {
     let mode = if mode == Mode::Adjoint { verify::Mode::Adjoint } else { verify::Mode::Tangent };
     let config = VerifyConfig {
-        driver: DriverConfig { template: settings.template, ..DriverConfig::default() },
+        driver: DriverConfig { template: settings.template, step_limit: settings.max_steps, ..DriverConfig::default() },
         mode,
         rtol: settings.rtol,
     };

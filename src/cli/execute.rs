@@ -178,7 +178,7 @@ impl DriverArgs {
             m: self.m,
             template: if self.template == "split" { Template::Split } else { Template::Joint },
             max_memory: self.max_memory,
-            ..DriverConfig::default()
+            step_limit: self.max_steps,
         }
     }
 }

@@ -56,11 +56,18 @@ pub struct ExecConfig {
     pub stack_budget: usize,
 }
 
+/// The default step limit. The largest run in the test corpus (one call of the top routine of
+/// an original, tangent or joint/split adjoint program, as `verify` makes them) takes 2,626
+/// steps (gcmBit1's adjoint); a small loop runs about 12 million steps a second, so a loop that
+/// never ends stops in about a second, and programs thousands of times longer than the
+/// corpus's still run.
+pub const DEFAULT_MAX_STEPS: u64 = 10_000_000;
+
 impl Default for ExecConfig {
     fn default() -> Self {
         ExecConfig {
             template: Template::Joint,
-            step_limit: 200_000_000,
+            step_limit: DEFAULT_MAX_STEPS,
             max_memory: super::memory::DEFAULT_MAX_MEMORY,
             stack_budget: 6 << 20,
         }
@@ -138,7 +145,8 @@ pub struct Machine<'p> {
 #[derive(Copy, Clone)]
 pub(crate) struct Spot<'p> {
     pub routine: usize,
-    pub graph: &'p Graph,
+    /// `None` in a routine whose code is a replacement list, before a placeholder runs.
+    pub graph: Option<&'p Graph>,
     pub node: usize,
     pub statement: Option<usize>,
 }
@@ -220,10 +228,10 @@ impl<'p> Machine<'p> {
     /// Where execution is, or stopped.
     pub fn location(&self) -> Option<super::Location> {
         let spot = self.spot?;
-        let statement = spot.statement.and_then(|k| spot.graph.statement_ids.get(spot.node)?.get(k));
+        let statement = spot.statement.zip(spot.graph).and_then(|(k, g)| g.statement_ids.get(spot.node)?.get(k));
         Some(super::Location {
             routine: self.prog.routines[spot.routine].name.clone(),
-            vertex: spot.graph.vertex_ids.get(spot.node).cloned(),
+            vertex: spot.graph.and_then(|g| g.vertex_ids.get(spot.node)).cloned(),
             statement: statement.filter(|id| !id.is_empty()).cloned(),
             symbol: None,
         })
@@ -336,7 +344,10 @@ impl<'p> Machine<'p> {
     pub(crate) fn tick(&mut self) -> Result<(), ExecError> {
         self.steps += 1;
         if self.steps > self.config.step_limit {
-            return Err(ExecError::Runtime(format!("step limit of {} exceeded", self.config.step_limit)));
+            return Err(ExecError::Runtime(format!(
+                "stopped after {} steps, the step limit (--max-steps)",
+                self.config.step_limit
+            )));
         }
         Ok(())
     }
@@ -360,10 +371,12 @@ impl<'p> Machine<'p> {
                 super::memory::format_bytes(self.config.stack_budget)
             )));
         }
-        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry.
-        if let Body::Cfg(graph) = &code.body {
-            self.spot = Some(Spot { routine, graph, node: graph.entry as usize, statement: None });
-        }
+        // Until its code runs, a failure (binding arguments, allocating locals) is at its Entry,
+        // or at the replacement list of a transformed routine.
+        self.spot = Some(match &code.body {
+            Body::Cfg(graph) => Spot { routine, graph: Some(graph), node: graph.entry as usize, statement: None },
+            _ => Spot { routine, graph: None, node: 0, statement: None },
+        });
         let mark = self.mem.top();
         let mut slots: Vec<Option<Binding>> = vec![None; code.locals.len()];
         for &(position, formal) in &code.formals {
@@ -476,21 +489,57 @@ impl<'p> Machine<'p> {
     }
 
     pub(crate) fn run_graph(&mut self, g: &'p Graph) -> Result<(), ExecError> {
+        let mut last_loop = None;
+        let result = self.walk_graph(g, &mut last_loop);
+        match result {
+            // Out of steps, and no inner graph named a loop: the loop whose back edge this
+            // graph took last is the one that did not end.
+            Err(error) if self.steps > self.config.step_limit && error.location().is_none() => match last_loop {
+                Some(header) => {
+                    let routine = self.prog.routines[self.current_routine()].name.clone();
+                    let vertex = g.vertex_ids.get(header).cloned().unwrap_or_default();
+                    Err(ExecError::Located {
+                        error: Box::new(ExecError::Runtime(format!(
+                            "the loop at vertex '{vertex}' of routine {routine} did not end within the step limit: \
+                             stopped after {} steps (--max-steps)",
+                            self.config.step_limit
+                        ))),
+                        at: Box::new(super::Location { routine, vertex: Some(vertex), statement: None, symbol: None }),
+                    })
+                }
+                None => Err(error),
+            },
+            other => other,
+        }
+    }
+
+    /// Walks `g` from its entry to its exit; `last_loop` is the last loop header (or target of
+    /// an edge backwards) reached.
+    fn walk_graph(&mut self, g: &'p Graph, last_loop: &mut Option<usize>) -> Result<(), ExecError> {
         let mut at = g.entry as usize;
         let mut from_end_loop = false;
         let routine = self.current_routine();
         loop {
-            self.spot = Some(Spot { routine, graph: g, node: at, statement: None });
+            self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: None });
             self.tick()?;
             let node = &g.nodes[at];
             let back_edge = std::mem::take(&mut from_end_loop);
             at = match node {
-                Node::Entry { next } | Node::Jump { next } => *next as usize,
+                Node::Entry { next } | Node::Jump { next } => {
+                    if *next as usize <= at {
+                        *last_loop = Some(*next as usize);
+                    }
+                    *next as usize
+                }
                 Node::Exit => return Ok(()),
                 Node::Block { stmts, next } => {
                     for (k, stmt) in stmts.iter().enumerate() {
-                        self.spot = Some(Spot { routine, graph: g, node: at, statement: Some(k) });
+                        self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: Some(k) });
                         self.exec(stmt)?;
+                    }
+                    // A block with an edge to itself (or back to an earlier vertex) loops.
+                    if *next as usize <= at {
+                        *last_loop = Some(*next as usize);
                     }
                     *next as usize
                 }
@@ -532,6 +581,7 @@ impl<'p> Machine<'p> {
                 }
                 Node::EndLoop { header } => {
                     from_end_loop = true;
+                    *last_loop = Some(*header as usize);
                     *header as usize
                 }
                 Node::Bad(why) => return Err(ExecError::Runtime(why.clone())),

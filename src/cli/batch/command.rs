@@ -128,6 +128,7 @@ pub fn run(args: &BatchArgs) -> Outcome {
         verify: args.verify.then(|| VerifySettings {
             template: if args.template == "split" { Template::Split } else { Template::Joint },
             rtol: args.rtol,
+            max_steps: args.max_steps,
         }),
     };
 
