@@ -201,8 +201,9 @@ pub fn run(
         }
         Err(StreamError::Io(error)) if straight => return Err(Failure::Write(error)),
         Err(StreamError::Io(error)) => return Err(Failure::Spill(error)),
-        // The checks stop the run only with an error among their findings, returned above.
-        Err(StreamError::Invalid) => unreachable!("validation stopped the run without an error"),
+        // The checks stop the run only with an error among their findings, returned above;
+        // should they ever stop it without one, the run still fails rather than write.
+        Err(StreamError::Invalid) => return Err(Failure::Invalid(findings)),
     };
     drop(spill);
     let mut run = whole_tree(mode, input, file, output, options, findings)?;
