@@ -807,8 +807,7 @@ fn a_small_input_streams_to_the_whole_trees_bytes() {
                     "xaif_output.xsd"
                 }
             };
-            let expected =
-                xaif::write(&cg, &WriteOptions { schema_location: schema_location.into() });
+            let expected = xaif::write(&cg, &WriteOptions { schema_location: schema_location.into() });
             let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_xaifbooster"));
             command.args([mode, "-q", path(&input), "-d", path(&log)]);
             let forced = !config.passive.is_empty();

@@ -12,8 +12,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir).expect("readable").map(|e| e.expect("entry").file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("readable")
+        .map(|e| e.expect("entry").file_name().into_string().unwrap())
+        .collect();
     names.sort();
     names
 }

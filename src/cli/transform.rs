@@ -338,11 +338,10 @@ fn transform_in(
         Err(reported) => return Ok(Err(reported)),
     };
     let (input, file) = read_input(args.input())?;
-    if mode != Mode::Identity {
-        if let Some(found) = transformed_marks(&input) {
-            session
-                .warning("read", &format!("{file}: warning: the input looks already transformed: it contains {found}"));
-        }
+    if mode != Mode::Identity
+        && let Some(found) = transformed_marks(&input)
+    {
+        session.warning("read", &format!("{file}: warning: the input looks already transformed: it contains {found}"));
     }
     let options = driver::Options {
         catalogue: &catalogue,

@@ -154,8 +154,7 @@ pub fn run(
         if beside {
             let progress = Progress::default();
             std::thread::scope(|scope| {
-                let checking =
-                    scope.spawn(|| validate_without_reader_progressively(input, file, &checks, &progress));
+                let checking = scope.spawn(|| validate_without_reader_progressively(input, file, &checks, &progress));
                 let streamed = stream(mode, input, file, body, options, Some(&progress), true);
                 let findings = checking.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (findings, streamed)

@@ -144,6 +144,7 @@ pub fn tangent(
 /// reverses every routine and keeps only which formals its reverse sweep reads where they
 /// stand, so three passes in all. A failing transformation needs the whole document (its
 /// report names the statement the whole-tree path names).
+#[allow(clippy::too_many_arguments)]
 pub fn adjoint(
     input: &[u8],
     file: &str,
@@ -373,7 +374,12 @@ enum Handed {
 /// The reader runs a few routines ahead (a bounded channel). When the driver fails it drops
 /// its end of the channel, so the reader's next hand-over fails and reading stops, as it does
 /// when a sequential driver says stop.
-fn read_pipelined(driver: &mut Driver, input: &[u8], file: &str, options: &ReadOptions) -> Result<ReadOutput, ReadError> {
+fn read_pipelined(
+    driver: &mut Driver,
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+) -> Result<ReadOutput, ReadError> {
     // With workers, the reader reads the next routines while they transform the ones before.
     let per_worker = driver.routines_per_worker;
     let ahead = if driver.workers > 0 { parallel::Workers::window(driver.workers, per_worker) } else { 4 };

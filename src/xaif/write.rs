@@ -55,12 +55,8 @@ pub fn write_head(cg: &CallGraph, options: &WriteOptions, out: &mut Vec<u8>) {
 /// [`write_head`] into `sink`, a buffer's worth at a time: after a transformation the symbol
 /// tables alone are about as long as the input, and need not be whole in memory.
 pub fn write_head_to(cg: &CallGraph, options: &WriteOptions, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let mut w = Writer {
-        cg,
-        out: Vec::with_capacity(DRAIN_AT * 2),
-        depth: 1,
-        drain: Some(Drain { sink, error: None }),
-    };
+    let mut w =
+        Writer { cg, out: Vec::with_capacity(DRAIN_AT * 2), depth: 1, drain: Some(Drain { sink, error: None }) };
     w.head(options);
     w.drain_now();
     match w.drain {

@@ -369,19 +369,18 @@ impl Worker {
         let temporaries = &mut self.temporaries;
         let Adjoint { facts, tangent, formal_uses, config: adjoint } = mode;
         let result: Result<(), PipelineError> = (|| {
-                let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
-                let size_hint = cg.size_hint;
-                let Some(own_head) = adjoint_head(cg, temporaries, &mut self.by_symbol, config, id, &mut report)?
-                else {
-                    return Ok(());
-                };
-                finished.head = Some(own_head);
-                let original = adjoint_tangent(cg, catalogue, temporaries, &mut self.plans, tangent, id, &mut report)?;
-                let mut apart = ReverseApart { recording, formal_uses, config: adjoint };
-                finished.reversed = apart.reverse(cg, temporaries, id, original, &mut finished.stats)?;
-                cg.size_hint = size_hint;
-                Ok(())
-            })();
+            let recording = self.recording.get_or_insert_with(|| facts.copy_facts());
+            let size_hint = cg.size_hint;
+            let Some(own_head) = adjoint_head(cg, temporaries, &mut self.by_symbol, config, id, &mut report)? else {
+                return Ok(());
+            };
+            finished.head = Some(own_head);
+            let original = adjoint_tangent(cg, catalogue, temporaries, &mut self.plans, tangent, id, &mut report)?;
+            let mut apart = ReverseApart { recording, formal_uses, config: adjoint };
+            finished.reversed = apart.reverse(cg, temporaries, id, original, &mut finished.stats)?;
+            cg.size_hint = size_hint;
+            Ok(())
+        })();
         let routine = std::mem::replace(&mut cg.routines[id], head.clone());
         let names = cg.names.batch_since(names_from);
         let deferred = self.temporaries.take_deferred();

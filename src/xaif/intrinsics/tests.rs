@@ -574,7 +574,8 @@ fn argument_counts_and_indices_are_bounded() {
     );
     // An ExplicitJacobian's dep and indep name arguments too.
     for attribute in ["dep", "indep"] {
-        let entry = format!("<n:Partial dep=\"1\" indep=\"1\" partial=\"3\"/>")
+        let entry = "<n:Partial dep=\"1\" indep=\"1\" partial=\"3\"/>"
+            .to_owned()
             .replace(&format!(" {attribute}=\"1\""), &format!(" {attribute}=\"4294967296\""));
         assert_eq!(
             noninlinable_error_of(&format!(
