@@ -113,6 +113,26 @@ fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// What `target` makes of `input`, a panic caught as a violation with its message.
+fn checked(target: Target, input: &[u8]) -> Result<Outcome, String> {
+    catch_unwind(AssertUnwindSafe(|| check(target, input))).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        Err(format!("panic: {message}"))
+    })
+}
+
+/// Keeps an input that broke the contract as `dir/name`, for triage; its path.
+fn kept(dir: &Path, name: &str, input: &[u8]) -> PathBuf {
+    let _ = std::fs::create_dir_all(dir);
+    let path = dir.join(name);
+    let _ = std::fs::write(&path, input);
+    path
+}
+
 #[test]
 fn mutants_of_the_seeds_keep_the_robustness_contract() {
     let count: usize = std::env::var("XAIF_MUTATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(20_000);
@@ -134,28 +154,13 @@ fn mutants_of_the_seeds_keep_the_robustness_contract() {
         let mutant = mutate(&mut rng, seed_bytes);
         for (k, target) in Target::ALL.into_iter().enumerate() {
             executions += 1;
-            let result = catch_unwind(AssertUnwindSafe(|| check(target, &mutant)));
-            let violation = match result {
-                Ok(Ok(Outcome::Accepted)) => {
-                    accepted[k] += 1;
-                    None
+            match checked(target, &mutant) {
+                Ok(Outcome::Accepted) => accepted[k] += 1,
+                Ok(Outcome::Refused) => {}
+                Err(violation) => {
+                    let path = kept(&findings_dir, &format!("mutant-{n}-{target:?}.xaif"), &mutant);
+                    findings.push(format!("{target:?} on a mutant of {name} ({}): {violation}", path.display()));
                 }
-                Ok(Ok(Outcome::Refused)) => None,
-                Ok(Err(violation)) => Some(violation),
-                Err(panic) => Some(format!(
-                    "panic: {}",
-                    panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                        .unwrap_or_default()
-                )),
-            };
-            if let Some(violation) = violation {
-                let _ = std::fs::create_dir_all(&findings_dir);
-                let path = findings_dir.join(format!("mutant-{n}-{target:?}.xaif"));
-                let _ = std::fs::write(&path, &mutant);
-                findings.push(format!("{target:?} on a mutant of {name} ({}): {violation}", path.display()));
             }
         }
     }
@@ -192,27 +197,13 @@ fn mutants_of_the_catalogues_keep_the_contract() {
     for n in 0..count {
         let (name, seed_bytes) = &seeds[rng.below(seeds.len())];
         let mutant = mutate(&mut rng, seed_bytes);
-        let violation = match catch_unwind(AssertUnwindSafe(|| check(Target::Catalogue, &mutant))) {
-            Ok(Ok(Outcome::Accepted)) => {
-                accepted += 1;
-                None
+        match checked(Target::Catalogue, &mutant) {
+            Ok(Outcome::Accepted) => accepted += 1,
+            Ok(Outcome::Refused) => {}
+            Err(violation) => {
+                let path = kept(&findings_dir, &format!("catalogue-mutant-{n}.xaif"), &mutant);
+                findings.push(format!("a mutant of {name} ({}): {violation}", path.display()));
             }
-            Ok(Ok(Outcome::Refused)) => None,
-            Ok(Err(violation)) => Some(violation),
-            Err(panic) => Some(format!(
-                "panic: {}",
-                panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default()
-            )),
-        };
-        if let Some(violation) = violation {
-            let _ = std::fs::create_dir_all(&findings_dir);
-            let path = findings_dir.join(format!("catalogue-mutant-{n}.xaif"));
-            let _ = std::fs::write(&path, &mutant);
-            findings.push(format!("a mutant of {name} ({}): {violation}", path.display()));
         }
     }
     std::panic::set_hook(hook);
@@ -236,9 +227,8 @@ fn fuzz_regressions_keep_the_contract() {
     for file in files {
         let bytes = std::fs::read(&file).expect("regression file");
         for target in Target::ALL {
-            let result = catch_unwind(AssertUnwindSafe(|| check(target, &bytes)));
-            if !matches!(result, Ok(Ok(_))) {
-                broken.push(format!("{} ({target:?}): {result:?}", file.display()));
+            if let Err(violation) = checked(target, &bytes) {
+                broken.push(format!("{} ({target:?}): {violation}", file.display()));
             }
         }
     }

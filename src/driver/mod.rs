@@ -205,9 +205,7 @@ pub fn run(
         Err(StreamError::Invalid) => return Err(Failure::Invalid(findings)),
     };
     drop(spill);
-    let mut run = whole_tree(mode, input, file, output, options, findings)?;
-    run.whole_tree = Some(why);
-    Ok(run)
+    whole_tree(mode, input, file, output, options, findings, why)
 }
 
 fn has_error(findings: &[Diagnostic]) -> bool {
@@ -242,8 +240,8 @@ fn write_options(options: &Options) -> WriteOptions {
     WriteOptions { schema_location: options.schema_location.clone() }
 }
 
-/// The whole-tree path: read the document whole, run the mode's passes over every routine,
-/// write it. `findings` are the checks' (no error among them).
+/// The whole-tree path, taken for the reason `why`: read the document whole, run the mode's
+/// passes over every routine, write it. `findings` are the checks' (no error among them).
 fn whole_tree(
     mode: Mode,
     input: &[u8],
@@ -251,6 +249,7 @@ fn whole_tree(
     output: &mut dyn Write,
     options: &Options,
     findings: Vec<Diagnostic>,
+    why: &'static str,
 ) -> Result<Run, Failure> {
     let mut timings = Vec::new();
     let started = Instant::now();
@@ -278,7 +277,7 @@ fn whole_tree(
     let started = Instant::now();
     write_whole(&mut call_graph, &write_options(options), output)?;
     timings.push(("write", started.elapsed()));
-    Ok(Run { report, warnings, whole_tree: None, timings })
+    Ok(Run { report, warnings, whole_tree: Some(why), timings })
 }
 
 /// Writes a whole call graph, each routine's graphs freed once written: the output text (the

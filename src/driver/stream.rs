@@ -97,9 +97,8 @@ pub fn identity(
     if !config.passive.is_empty() {
         return Err(StreamError::WholeTree(FORCED_PASSIVATION));
     }
-    // As every mode, identity does not wait for the checks running beside it
-    // (`concurrency.gate`) but at the end: the caller keeps what it writes only once they
-    // have passed.
+    // Identity is not stopped by the checks running beside it (it takes no gate): the caller
+    // keeps what it writes only once they have passed.
     let mut driver = Driver::new(None, config, Temporaries::default(), None, Output::new(body), None);
     driver.head_first = Some(HeadFirst { options: write.clone(), written: false });
     let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
