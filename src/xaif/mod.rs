@@ -1,6 +1,7 @@
 //! The XML boundary: everything that knows XAIF is XML lives here.
 
 pub mod check;
+pub mod crowded;
 pub mod diagnostic;
 pub mod intrinsics;
 mod lexer;

@@ -222,7 +222,11 @@ fn check_whole(
     let input = text.as_bytes();
     let doc = match tree::parse(text) {
         Ok(doc) => doc,
-        Err(error) => {
+        Err(tree::ParseError::Crowded(crowded)) => {
+            let (line, column) = super::diagnostic::line_column(input, crowded.offset);
+            return Err(finding(Severity::Error, file, line, column, crowded.element, crowded.message()));
+        }
+        Err(tree::ParseError::Xml(error)) => {
             let (line, column) = xml_error_position(&error, input);
             let message = match error {
                 roxmltree::Error::DtdDetected => "DOCTYPE declarations are refused (no entity expansion)".to_owned(),

@@ -74,6 +74,14 @@ fn parse_document<'input>(input: &'input [u8], file: &str) -> Result<roxmltree::
         let (line, column) = crate::xaif::diagnostic::line_column(input, e.valid_up_to());
         document_error(file, line, column, "the input is not valid UTF-8".into())
     })?;
+    // roxmltree's time grows with the square of one element's attributes: too many are
+    // refused before it runs.
+    if let Some(crowded) = crate::xaif::crowded::first_crowded_element(text) {
+        let (line, column) = crate::xaif::diagnostic::line_column(input, crowded.offset);
+        let mut error = document_error(file, line, column, crowded.message());
+        error.0.element = crowded.element.into();
+        return Err(error);
+    }
     let options = roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() };
     roxmltree::Document::parse_with_options(text, options).map_err(|e| {
         let position = e.pos();

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use super::{Elem, Lower, MapKeys, ReadError, Result};
 use crate::bytes::same_length_eq;
 use crate::ir::*;
+use crate::xaif::crowded::{Crowded, MAX_ATTRIBUTES, attribute_count};
 
 /// Bytes that end an attribute name: `=` or white space.
 static KEY_STOP: [bool; 256] = byte_set(b"= \t\r\n");
@@ -48,6 +49,7 @@ impl<'a> Lower<'a> {
         let bytes = text.as_bytes();
         let mut at = 0;
         let mut expected = 0;
+        let mut count = 0;
         let malformed =
             |this: &Self, what: &str| this.error(elem.offset, elem.name, format!("malformed attribute: {what}"));
         loop {
@@ -56,6 +58,12 @@ impl<'a> Lower<'a> {
             }
             if at == bytes.len() {
                 break;
+            }
+            count += 1;
+            if count > MAX_ATTRIBUTES {
+                // Past the bound the checks refuse too; counted, not compared pairwise.
+                let crowded = Crowded { offset: elem.offset, element: elem.name, count: attribute_count(bytes) };
+                return Err(self.error(elem.offset, elem.name, crowded.message()));
             }
             let key_start = at;
             // Front ends write the attributes in the order `known` lists them: the key

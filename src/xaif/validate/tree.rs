@@ -19,6 +19,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use super::super::crowded::{Crowded, MAX_ATTRIBUTES, first_crowded_element};
 use super::super::lexer::{first_non_blank, is_blank, tag_end};
 
 const NONE: u32 = u32::MAX;
@@ -73,12 +74,26 @@ struct AttributeData<'i> {
     value: Cow<'i, str>,
 }
 
-/// `text`'s tree: by the scan where it can, else roxmltree's, converted.
-pub(super) fn parse(text: &str) -> Result<Tree<'_>, roxmltree::Error> {
+/// Why a text has no tree.
+#[derive(Debug)]
+pub(super) enum ParseError<'i> {
+    /// roxmltree refused it.
+    Xml(roxmltree::Error),
+    /// An element has more attributes than any XAIF element may (roxmltree's time would grow
+    /// with the square of their number).
+    Crowded(Crowded<'i>),
+}
+
+/// `text`'s tree: by the scan where it can, else roxmltree's, converted. The scan takes no
+/// element with more than `MAX_ATTRIBUTES` attributes, and neither does roxmltree here.
+pub(super) fn parse(text: &str) -> Result<Tree<'_>, ParseError<'_>> {
     if let Some(tree) = scan(text) {
         return Ok(tree);
     }
-    let doc = roxmltree::Document::parse_with_options(text, roxmltree_options())?;
+    if let Some(crowded) = first_crowded_element(text) {
+        return Err(ParseError::Crowded(crowded));
+    }
+    let doc = roxmltree::Document::parse_with_options(text, roxmltree_options()).map_err(ParseError::Xml)?;
     Ok(Tree::from_document(&doc))
 }
 
@@ -403,9 +418,6 @@ pub(super) fn scan(text: &str) -> Option<Tree<'_>> {
 /// limits on them the scan does not count.
 const MAX_DECLARATIONS: usize = 64;
 
-/// The most attributes of one element the scan takes; more go to roxmltree.
-const MAX_ATTRIBUTES: usize = 64;
-
 struct Scan<'i> {
     text: &'i str,
     bytes: &'i [u8],
@@ -692,7 +704,8 @@ impl<'i> Scan<'i> {
             if at == bytes.len() {
                 break;
             }
-            if blanks == 0 || self.pending.len() >= MAX_ATTRIBUTES {
+            // Past the bound (namespace declarations counted), `parse` refuses the element.
+            if blanks == 0 || self.bindings.len() - scope + self.pending.len() >= MAX_ATTRIBUTES {
                 return None;
             }
             let (length, colon) = qualified_name(&bytes[at..])?;
