@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Parser;
 
 use xaifbooster::cli::args::{Cli, Command};
-use xaifbooster::cli::{Reported, analyze, batch, dot, execute, manual, transform, validate};
+use xaifbooster::cli::{Reported, analyze, batch, dot, drivers, execute, manual, transform, validate};
 use xaifbooster::output::OutputError;
 
 /// The exit status of a run whose reader went away (`| head`): what a shell reports for a
@@ -20,7 +20,8 @@ fn main() -> std::process::ExitCode {
 /// Runs the command line's command; its exit status.
 fn run() -> u8 {
     xaifbooster::cli::interrupt::install();
-    let cli = Cli::parse();
+    // Called as OpenAD's oadDriver, the driver's directory names the subcommand.
+    let cli = Cli::parse_from(drivers::command_line(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Identity(args) => transform::identity(&args),
         Command::Validate(args) => validate::run(&args),
@@ -33,6 +34,7 @@ fn run() -> u8 {
         Command::Completions(args) => manual::completions(&args),
         Command::Man => manual::man(),
         Command::Dot(args) => dot::command::run(&args),
+        Command::InstallDrivers(args) => drivers::install(&args),
     };
     match result {
         Ok(Ok(())) => 0,

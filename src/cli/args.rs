@@ -64,6 +64,19 @@ pub enum Command {
     /// adjoint output), a statement's expression graph, or the linearized computational graphs
     /// of the tangent pass before and after elimination, with the elimination order
     Dot(DotArgs),
+    /// Stand in for OpenAD's drivers: link this binary as oadDriver into the identity, tangent
+    /// and adjoint driver directories below DIR ($XAIFBOOSTERROOT); called through such a
+    /// link, it runs that driver's mode with the original's switches
+    InstallDrivers(InstallDriversArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InstallDriversArgs {
+    /// OpenAD's $XAIFBOOSTERROOT: the links go to DIR/xaifBooster/system/driver/oadDriver and
+    /// DIR/xaifBooster/algorithms/BasicBlockPreaccumulation{,Reverse}/driver/oadDriver. A file
+    /// already there that is not such a link is left alone, and nothing is installed
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -19,6 +19,7 @@ pub mod analyze;
 pub mod args;
 pub mod batch;
 pub mod dot;
+pub mod drivers;
 pub mod execute;
 pub mod interrupt;
 pub mod log;
