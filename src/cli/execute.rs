@@ -27,10 +27,12 @@ pub fn run(args: &RunArgs) -> Outcome {
         Err(reported) => return Ok(Err(reported)),
     };
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     let outcome = Driver::new(&program, &config).and_then(|driver| {
         let x = driver.default_x();
-        let transformed = program.routines.iter().any(|r| matches!(r.body, Body::Template(_)))
-            || args.file.to_string_lossy().contains("tlm");
+        // What the file holds decides, never its name: an untransformed program's derivatives
+        // would be zeros that say nothing about it.
+        let transformed = program.has_derivative_code();
         let plain = driver.run(&x, Sweep::Plain)?;
         let mut text = format!("{}: {} inputs, {} outputs\n", driver.entry_name(), driver.n, driver.m);
         for (i, v) in plain.y.iter().enumerate() {
@@ -52,12 +54,19 @@ pub fn run(args: &RunArgs) -> Outcome {
                     text.push_str(&format!("dy({})/dx({}) = {:.16e}\n", i + 1, k + 1, j[i * driver.n + k]));
                 }
             }
+        } else {
+            notes.push(format!(
+                "{} has no derivative code (no derivative propagators or replacement lists): only its outputs \
+                 are printed; transform it with `xaifbooster tangent` or `adjoint` for derivatives",
+                args.file.display()
+            ));
         }
         Ok(text)
     });
     match outcome {
         Ok(text) => {
             args.driver.warn(&warnings);
+            args.driver.note(&notes);
             print_stdout(text)?;
             Ok(Ok(()))
         }
@@ -161,6 +170,15 @@ impl DriverArgs {
             let mut stderr = std::io::stderr().lock();
             for warning in warnings {
                 let _ = writeln!(stderr, "xaifbooster: warning: {warning}");
+            }
+        }
+    }
+
+    fn note(&self, notes: &[String]) {
+        if !self.quiet {
+            let mut stderr = std::io::stderr().lock();
+            for note in notes {
+                let _ = writeln!(stderr, "xaifbooster: note: {note}");
             }
         }
     }

@@ -21,7 +21,20 @@ pub fn man() -> Outcome {
     let mut command = Cli::command();
     // Builds the subcommands' deferred arguments (see `Command`).
     command.build();
-    clap_mangen::Man::new(command.clone()).render(&mut roff)?;
+    // The main page's sections one by one: clap_mangen's own list of subcommands names a page
+    // for each (`xaifbooster-tangent(1)`), and there are none; here each is a section below.
+    let main = clap_mangen::Man::new(command.clone());
+    main.render_title(&mut roff)?;
+    main.render_name_section(&mut roff)?;
+    main.render_synopsis_section(&mut roff)?;
+    main.render_description_section(&mut roff)?;
+    main.render_options_section(&mut roff)?;
+    writeln!(roff, ".SH SUBCOMMANDS\nEach has a section of its own below, with its synopsis and switches.")?;
+    for sub in command.get_subcommands().filter(|sub| sub.get_name() != "help") {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        writeln!(roff, ".TP\n\\fBxaifbooster {}\\fR\n{}", sub.get_name(), roff_escape(&about))?;
+    }
+    main.render_version_section(&mut roff)?;
     // Each subcommand's synopsis and switches follow the main page, so one page documents
     // every switch.
     for sub in command.get_subcommands().filter(|sub| sub.get_name() != "help") {

@@ -67,6 +67,53 @@ pub struct Program {
     pub passive_stores_left_out: usize,
 }
 
+/// The runtime routines that set or propagate derivatives, by the names the engines give them
+/// (besides the tangent runtime's shape-suffixed ones, `runtime::tangent_routine`).
+const DERIVATIVE_ROUTINES: &[&str] = &[
+    "ZeroDeriv",
+    "zeroderiv",
+    "zero_deriv",
+    "IncDeriv",
+    "incderiv",
+    "inc_deriv",
+    "CondIncZeroDeriv",
+    "condinczeroderiv",
+    "DecDeriv",
+    "decderiv",
+    "dec_deriv",
+    "SetDeriv",
+    "setderiv",
+    "SetNegDeriv",
+    "set_neg_deriv",
+    "Saxpy",
+    "Sax",
+    "saxpy",
+    "sax",
+];
+
+impl Program {
+    /// Whether the program computes derivatives: an adjoint's replacement lists, or a
+    /// derivative propagator or derivative routine anywhere. Without any, a tangent-linear or
+    /// adjoint run of it could only report zeros that say nothing about the program.
+    pub fn has_derivative_code(&self) -> bool {
+        self.routines.iter().any(|routine| match &routine.body {
+            Body::External => false,
+            Body::Template(_) => true,
+            Body::Cfg(graph) => graph.nodes.iter().any(|node| match node {
+                Node::Block { stmts, .. } => stmts.iter().any(|stmt| match stmt {
+                    Stmt::Prop(_) => true,
+                    Stmt::Inline(inline) => {
+                        let name = inline.name.as_str();
+                        DERIVATIVE_ROUTINES.contains(&name) || super::runtime::tangent_routine(name).is_some()
+                    }
+                    Stmt::Assign(_) | Stmt::Call(_) => false,
+                }),
+                _ => false,
+            }),
+        })
+    }
+}
+
 #[derive(Debug)]
 pub struct RoutineCode {
     pub name: String,

@@ -443,7 +443,7 @@ fn underflow(what: &str) -> ExecError {
 
 /// The routine of OpenAD's tangent runtime a call names, its shape suffix (`_s0_s1…`) removed:
 /// `setderiv`, `set_neg_deriv`, `inc_deriv`, `dec_deriv`, `zero_deriv`, `sax` or `saxpy`.
-fn tangent_routine(name: &str) -> Option<&'static str> {
+pub(crate) fn tangent_routine(name: &str) -> Option<&'static str> {
     let mut base = name;
     while let Some((head, shape)) = base.rsplit_once("_s")
         && !shape.is_empty()

@@ -241,3 +241,18 @@ fn print_batch_summary(report: &BatchReport, total_inputs: usize) {
     }
     let _ = std::io::stderr().write_all(text.as_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn a_size_that_is_not_zero_never_reads_as_zero() {
+        for bytes in [1, 999, 1_000, 1_049, 999_999, 1_000_000, 1_049_999, u64::MAX] {
+            let shown = size(bytes);
+            let number: f64 = shown.split(' ').next().and_then(|n| n.parse().ok()).expect("a number first");
+            assert!(number > 0.0, "{bytes} bytes shown as {shown}");
+        }
+        assert_eq!(size(0), "0 bytes");
+    }
+}
