@@ -97,3 +97,83 @@ fn empty_and_garbage_catalogues_are_refused_with_their_location() {
         refused(option, "\n\u{0}\u{1}garbage", 2, 1, "document", "malformed XML: unknown token at 2:1");
     }
 }
+
+/// The built-in catalogue with user-defined functions added at its end, each `(name, calls)`:
+/// `name(x)` is the sum of the named functions applied to x (x itself for none). Returns the
+/// text and the line of each added function's element (column 3).
+fn with_functions(functions: &[(String, Vec<String>)]) -> (String, Vec<usize>) {
+    let end = BUILTIN.rfind("</xaifii:InlinableIntrinsicDefinitions>").expect("the root's end");
+    let mut text = BUILTIN[..end].to_owned();
+    let mut lines = Vec::new();
+    for (name, calls) in functions {
+        lines.push(text.matches('\n').count() + 1);
+        let mut body = String::new();
+        match calls.as_slice() {
+            [] => body.push_str("<xaifii:ArgumentReference vertex_id=\"1\" argument=\"1\"/>"),
+            [only] => body.push_str(&format!(
+                "<xaif:Intrinsic vertex_id=\"1\" name=\"{only}\"/><xaifii:ArgumentReference vertex_id=\"2\" argument=\"1\"/>\
+                 <xaif:ExpressionEdge edge_id=\"1\" source=\"2\" target=\"1\" position=\"1\"/>"
+            )),
+            [a, b] => body.push_str(&format!(
+                "<xaif:Intrinsic vertex_id=\"1\" name=\"add_scal_scal\"/>\
+                 <xaif:Intrinsic vertex_id=\"2\" name=\"{a}\"/><xaif:Intrinsic vertex_id=\"3\" name=\"{b}\"/>\
+                 <xaifii:ArgumentReference vertex_id=\"4\" argument=\"1\"/>\
+                 <xaif:ExpressionEdge edge_id=\"1\" source=\"2\" target=\"1\" position=\"1\"/>\
+                 <xaif:ExpressionEdge edge_id=\"2\" source=\"3\" target=\"1\" position=\"2\"/>\
+                 <xaif:ExpressionEdge edge_id=\"3\" source=\"4\" target=\"2\" position=\"1\"/>\
+                 <xaif:ExpressionEdge edge_id=\"4\" source=\"4\" target=\"3\" position=\"1\"/>"
+            )),
+            _ => unreachable!("at most two calls"),
+        }
+        text.push_str(&format!(
+            "  <xaifii:InlinableIntrinsic name=\"{name}\" nr_arguments=\"1\">\n    <xaifii:Function type=\"user_defined\">{body}</xaifii:Function>\n    \
+             <xaifii:Partial partial_id=\"1\" partial_type=\"linear_one\"><xaif:Constant type=\"integer\" value=\"1\"/></xaifii:Partial>\n  </xaifii:InlinableIntrinsic>\n"
+        ));
+    }
+    text.push_str(&BUILTIN[end..]);
+    (text, lines)
+}
+
+fn calls(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+#[test]
+fn functions_defined_through_themselves_are_refused_with_their_location() {
+    let (text, lines) = with_functions(&[("f".into(), calls(&["g"])), ("g".into(), calls(&["f"]))]);
+    refused("-c", &text, lines[0], 3, "InlinableIntrinsic", "function 'f' is defined through itself (f -> g -> f)");
+    let (text, lines) = with_functions(&[("h".into(), calls(&["h", "h"]))]);
+    refused("-c", &text, lines[0], 3, "InlinableIntrinsic", "function 'h' is defined through itself (h -> h)");
+}
+
+#[test]
+fn functions_whose_unfolded_work_is_too_large_are_refused_with_their_location() {
+    // f0 calls f1 twice, f1 f2 twice, …: f(n) applies no intrinsic, and k levels above it a
+    // function applies 3 (an add and two calls) plus twice the next: 3 * 2^k - 3 in all.
+    let n = 30;
+    let mut functions: Vec<(String, Vec<String>)> =
+        (0..n).map(|i| (format!("f{i}"), vec![format!("f{}", i + 1), format!("f{}", i + 1)])).collect();
+    functions.push((format!("f{n}"), Vec::new()));
+    let (text, lines) = with_functions(&functions);
+    // The first function past the bound, walking up from the last: 3 * 2^k - 3 > 1,000,000.
+    let k = (0..).find(|k| 3u64 * (1 << k) - 3 > 1_000_000).expect("a k");
+    let message = format!(
+        "evaluating function 'f{}' takes {} intrinsic evaluations, the functions it calls unfolded, more than 1000000",
+        n - k,
+        3u64 * (1 << k) - 3
+    );
+    refused("-c", &text, lines[n - k], 3, "InlinableIntrinsic", &message);
+    // A few levels of the same are accepted, and the tangent runs with the catalogue.
+    let (text, _) = with_functions(&functions[n - 3..]);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(dir.path().join("small.xaif"), text).expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
+        .args(["tangent", "-c"])
+        .arg(dir.path().join("small.xaif"))
+        .arg(example())
+        .arg("-o")
+        .arg(dir.path().join("out.xaif"))
+        .output()
+        .expect("runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}

@@ -211,7 +211,111 @@ pub(super) fn inlinable(input: &[u8], file: &str) -> Result<Vec<IntrinsicDefinit
             Some(_) => {}
         }
     }
+    let nodes: Vec<Node> = elements(root).collect();
+    check_function_work(&at, &nodes, &definitions)?;
     Ok(definitions)
+}
+
+/// The most intrinsic evaluations one evaluation of a user-defined function may take, the
+/// functions it calls unfolded. Each expression is bounded by [`MAX_EXPRESSION_NODES`], but
+/// functions calling each other multiply: sixty functions each calling the next twice would
+/// take 2^60 evaluations. The built-in catalogue defines no function through another.
+pub(crate) const MAX_FUNCTION_WORK: u64 = 1_000_000;
+
+/// Refuses user-defined functions defined through themselves (directly or through others) and
+/// those whose evaluation, the functions they call unfolded, exceeds [`MAX_FUNCTION_WORK`],
+/// located at the intrinsic. `nodes` are the definitions' elements, in the same order. The
+/// walk is iterative: a chain of many functions must not exhaust the stack here either.
+fn check_function_work(
+    at: &Locator,
+    nodes: &[Node],
+    definitions: &[IntrinsicDefinition],
+) -> Result<(), CatalogueError> {
+    fn expression_of(d: &IntrinsicDefinition) -> Option<&PartialExpr> {
+        match &d.function {
+            FunctionDefinition::UserDefined { expression: Some(expression), .. } => Some(expression),
+            _ => None,
+        }
+    }
+    let index: FxHashMap<&str, usize> = definitions
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| expression_of(d).is_some())
+        .map(|(i, d)| (d.name.as_ref(), i))
+        .collect();
+    // Per function: the intrinsics its expression applies, and the user-defined ones among
+    // them (once per application).
+    let mut own = vec![0u64; definitions.len()];
+    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); definitions.len()];
+    for (&_, &i) in &index {
+        let mut pending = vec![expression_of(&definitions[i]).expect("indexed functions have one")];
+        while let Some(expression) = pending.pop() {
+            if let PartialExpr::Intrinsic { name, arguments } = expression {
+                own[i] += 1;
+                callees[i].extend(index.get(name.as_ref()).copied());
+                pending.extend(arguments.iter());
+            }
+        }
+    }
+    #[derive(Clone, Copy)]
+    enum Visit {
+        New,
+        Open,
+        Done(u64),
+    }
+    let mut visit = vec![Visit::New; definitions.len()];
+    let mut starts: Vec<usize> = index.values().copied().collect();
+    starts.sort_unstable();
+    for start in starts {
+        if !matches!(visit[start], Visit::New) {
+            continue;
+        }
+        visit[start] = Visit::Open;
+        let mut stack = vec![(start, 0usize)];
+        while let Some((function, next)) = stack.last_mut() {
+            let function = *function;
+            if let Some(&callee) = callees[function].get(*next) {
+                *next += 1;
+                match visit[callee] {
+                    Visit::New => {
+                        visit[callee] = Visit::Open;
+                        stack.push((callee, 0));
+                    }
+                    Visit::Open => {
+                        let from = stack.iter().position(|(f, _)| *f == callee).unwrap_or(0);
+                        let cycle: Vec<&str> = stack[from..]
+                            .iter()
+                            .map(|(f, _)| definitions[*f].name.as_ref())
+                            .chain([definitions[callee].name.as_ref()])
+                            .collect();
+                        let message = format!(
+                            "function '{}' is defined through itself ({})",
+                            definitions[callee].name,
+                            cycle.join(" -> ")
+                        );
+                        return Err(at.error(nodes[callee], message));
+                    }
+                    Visit::Done(_) => {}
+                }
+                continue;
+            }
+            let work = callees[function].iter().fold(own[function], |sum, &callee| match visit[callee] {
+                Visit::Done(work) => sum.saturating_add(work),
+                _ => sum,
+            });
+            if work > MAX_FUNCTION_WORK {
+                let message = format!(
+                    "evaluating function '{}' takes {work} intrinsic evaluations, the functions it calls unfolded, \
+                     more than {MAX_FUNCTION_WORK}",
+                    definitions[function].name
+                );
+                return Err(at.error(nodes[function], message));
+            }
+            visit[function] = Visit::Done(work);
+            stack.pop();
+        }
+    }
+    Ok(())
 }
 
 fn inlinable_definition<'a, 'input>(
