@@ -1,6 +1,7 @@
 //! Messages that say the real cause (issue 63): `run` of a file without derivative code says
 //! so instead of printing zero derivatives as if they were the program's, whatever the file
-//! is called; and the manual names no page that does not exist.
+//! is called; `-v` says which intrinsics catalogue a run uses; and the manual names no page
+//! that does not exist.
 
 mod common;
 
@@ -62,4 +63,26 @@ fn the_manual_names_no_page_that_does_not_exist() {
         let section = format!(".SH \"{}\"", name.to_uppercase());
         assert!(roff.lines().any(|l| l == section), "{name} is listed but has no section {section}");
     }
+}
+
+#[test]
+fn verbose_validation_names_the_catalogue_in_use_and_changes_no_output() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let input = common::shared_dir().join("corpus/ConsFold/tlm.in.xaif");
+    let reference = common::shared_dir().join("xaif/intrinsics/inlinable_intrinsics.xaif");
+    let (input, reference) = (input.to_str().expect("path"), reference.to_str().expect("path"));
+    let out = |name: &str| dir.path().join(name).to_str().expect("path").to_owned();
+    let builtin = xaifbooster(&["tangent", "-v", input, "-o", &out("v.xaif")]);
+    assert!(builtin.status.success(), "{}", text(&builtin.stderr));
+    let stderr = text(&builtin.stderr);
+    assert!(stderr.contains("note: inlinable intrinsics catalogue: the built-in one (no -c)"), "{stderr}");
+    assert!(stderr.contains("outputs can differ with and without -c"), "{stderr}");
+    let given = xaifbooster(&["tangent", "-v", "-c", reference, input, "-o", &out("c.xaif")]);
+    assert!(given.status.success(), "{}", text(&given.stderr));
+    assert!(text(&given.stderr).contains(&format!("note: inlinable intrinsics catalogue: {reference} (-c)")));
+    // Without -v, no note; the output is the same bytes either way.
+    let quiet = xaifbooster(&["tangent", input, "-o", &out("plain.xaif")]);
+    assert!(!text(&quiet.stderr).contains("catalogue"), "{}", text(&quiet.stderr));
+    let read = |name: &str| std::fs::read(out(name)).expect("output");
+    assert_eq!(read("v.xaif"), read("plain.xaif"));
 }

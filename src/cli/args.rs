@@ -348,7 +348,8 @@ pub struct TransformArgs {
     #[arg(short = 's', value_name = "DIR")]
     pub(crate) schema_dir: Option<String>,
     /// Validate the input against the schema, as the original's -v. Every run does: each
-    /// finding is reported; what the original tolerated is a warning
+    /// finding is reported; what the original tolerated is a warning. Also names the
+    /// inlinable intrinsics catalogue in use, and why outputs may differ without -c
     #[arg(short = 'v')]
     pub(crate) validate: bool,
     /// Strict input checking: refuse what older front ends wrote and the reference toolchain

@@ -274,9 +274,26 @@ impl PreaccumulationSwitches {
     }
 }
 
+/// Which inlinable intrinsics catalogue a run uses, said at `-v`: the built-in one and the
+/// reference toolchain's `inlinable_intrinsics.xaif` write some partials differently, so the
+/// same input can give different (equally correct) code with and without `-c`.
+fn catalogue_note(given: Option<&std::path::Path>) -> String {
+    match given {
+        Some(path) => format!("inlinable intrinsics catalogue: {} (-c)", path.display()),
+        None => "inlinable intrinsics catalogue: the built-in one (no -c). OpenAD passes its reference \
+                 inlinable_intrinsics.xaif with -c, which writes some partials differently (exp, sqrt, tan and \
+                 tanh through the intrinsic's result, integer constants, d(a/b)/db and d log10(x)/dx in other \
+                 forms): outputs can differ with and without -c, and both are correct"
+            .to_owned(),
+    }
+}
+
 /// The intrinsics catalogue of a run: `-c` (and `-N`) or the embedded one, borrowed (a copy of
 /// it was 2% of a small corpus file's tangent).
 fn catalogue(args: &TransformArgs, session: &mut Session) -> Result<Result<Cow<'static, Catalogue>, Reported>> {
+    if args.validate {
+        session.note(&catalogue_note(args.catalogue.as_deref()));
+    }
     let mut catalogue = match &args.catalogue {
         Some(path) => Cow::Owned({
             let (bytes, name) = read_input(path)?;
