@@ -763,6 +763,9 @@ pub struct VerifyReport {
     pub warnings: Vec<String>,
     /// Where the program that failed stopped, if one did.
     pub failure: Option<(Side, super::Location)>,
+    /// The test point, when the verifier chose one other than the default (see
+    /// [`super::guess`]): which, and why.
+    pub test_point: Option<String>,
 }
 
 /// Which of the two programs compared.
@@ -789,6 +792,7 @@ impl VerifyReport {
             operations: Default::default(),
             warnings: Vec::new(),
             failure: None,
+            test_point: None,
         }
     }
 
@@ -817,7 +821,10 @@ impl VerifyReport {
             }
             Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
         };
-        format!("verify: {} {detail}", self.status.word())
+        match &self.test_point {
+            Some(point) => format!("verify: {} {detail}, {point}", self.status.word()),
+            None => format!("verify: {} {detail}", self.status.word()),
+        }
     }
 
     /// The human-readable table and the final line.
@@ -923,6 +930,9 @@ impl VerifyReport {
                 "adjoint_sweep": self.operations.adjoint_sweep(),
                 "taping_sweep": self.operations.taping_sweep(),
             });
+        }
+        if let Some(point) = &self.test_point {
+            value["test_point"] = serde_json::json!(point);
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -1072,6 +1082,34 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
+    let x0 = orig.default_x();
+    let (mut report, outside) = compare_at(&orig, &trans, original, config, &x0);
+    // The default point may lie where the function is undefined (a singular matrix at an
+    // arithmetic progression, a pole): other points are tried before giving up, and the
+    // verdict says which point was used.
+    if outside && config.driver.x.is_none() {
+        for x in super::guess::fallback_points(orig.n) {
+            let (other, outside) = compare_at(&orig, &trans, original, config, &x);
+            if !outside {
+                let why = report.status.reason();
+                report = other;
+                report.test_point = Some(super::guess::describe_fallback(&x, &why));
+                break;
+            }
+        }
+    }
+    report
+}
+
+/// The comparison at one test point, and whether the point is outside the function's domain
+/// (the original or the derivatives are not finite there).
+fn compare_at(
+    orig: &Driver<'_>,
+    trans: &Driver<'_>,
+    original: &Program,
+    config: &VerifyConfig,
+    x0: &[f64],
+) -> (VerifyReport, bool) {
     let mut report = VerifyReport::unsupported("", config.mode);
     report.entry = orig.entry_name().to_owned();
     report.rtol = config.rtol;
@@ -1080,38 +1118,37 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             "argument sizes differ: original {}x{}, transformed {}x{}",
             orig.m, orig.n, trans.m, trans.n
         ));
-        return report;
+        return (report, false);
     }
     let (n, m) = (orig.n, orig.m);
     report.n = n;
     report.m = m;
-    let x0 = orig.default_x();
-    let base = match orig.run(&x0, Sweep::Plain) {
+    let base = match orig.run(x0, Sweep::Plain) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
-            return report;
+            return (report, false);
         }
     };
-    let JacobianRun { jacobian: ad, values, steps, tape, operations } = match jacobian(&trans, config.mode, &x0) {
+    let JacobianRun { jacobian: ad, values, steps, tape, operations } = match jacobian(trans, config.mode, x0) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
             report.status = classify_transformed(e);
-            return report;
+            return (report, false);
         }
     };
     report.steps = steps;
     report.tape = tape;
     report.operations = operations;
     report.values = base.y.iter().copied().zip(values.iter().copied()).collect();
-    let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
+    let fd = match finite_differences(orig, x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
-            return report;
+            return (report, false);
         }
     };
     debug_assert_eq!(fd.len(), n * m);
@@ -1123,6 +1160,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let bad = report.entries.iter().filter(|e| !e.ok).count();
     let non_finite = ad.iter().filter(|v| !v.is_finite()).count();
     let fd_non_finite = fd.iter().chain(&base.y).filter(|v| !v.is_finite()).count();
+    let outside = fd_non_finite > 0 || non_finite > 0;
     report.status = if fd_non_finite > 0 {
         Status::Unsupported(format!(
             "test point outside the domain: the original program yields {fd_non_finite} non-finite values or differences (give other inputs with --x)"
@@ -1142,7 +1180,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     // transformation, is what is probably wrong.
     let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();
     report.warnings = zero_jacobian_warnings(&both, n, m, &orig.input_labels(), original.passive_stores_left_out);
-    report
+    (report, outside)
 }
 
 impl Status {
