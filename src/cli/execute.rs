@@ -179,6 +179,8 @@ impl DriverArgs {
             template: if self.template == "split" { Template::Split } else { Template::Joint },
             max_memory: self.max_memory,
             step_limit: self.max_steps,
+            counts: Vec::new(),
+            guesses: Vec::new(),
         }
     }
 }

@@ -10,6 +10,9 @@
 
 use std::fmt::Write as _;
 
+use super::lower::Program;
+use super::verify::{ArgValue, Driver, DriverConfig, Sweep};
+
 /// How many values of a point a verdict lists before it elides the rest.
 const SHOWN_VALUES: usize = 8;
 
@@ -53,6 +56,92 @@ pub fn describe_fallback(x: &[f64], why_not_default: &str) -> String {
     let why = why_not_default.trim_end_matches(" (give other inputs with --x)");
     let _ = write!(out, " chosen by the verifier, since at x(i) = i/2: {why}");
     out
+}
+
+/// The values tried for integer arguments, in order. Integer arguments of a top routine are
+/// sizes, counts and indices: a value above one exercises loops and neighbouring elements,
+/// and a small one keeps the run short and inside the arrays the program declares.
+const INTEGER_CANDIDATES: [i64; 4] = [4, 3, 2, 1];
+
+/// The largest element count tried for an array declared without bounds.
+const MAX_COUNT: usize = 64;
+
+/// What the driver needs and the document does not say.
+#[derive(Clone, Debug, Default)]
+pub struct Unknowns {
+    /// `(position, name)` of each integer scalar argument without a given value.
+    pub integers: Vec<(u32, String)>,
+    /// `(position, name)` of each input or output vector declared without bounds.
+    pub arrays: Vec<(u32, String)>,
+}
+
+impl Unknowns {
+    pub fn is_empty(&self) -> bool {
+        self.integers.is_empty() && self.arrays.is_empty()
+    }
+}
+
+/// Completes `driver` with guesses for `unknowns` and returns them, worded for the verdict.
+///
+/// Every integer argument gets the same value, the first of [`INTEGER_CANDIDATES`] with which
+/// the original program runs at the default point; with it, every vector without bounds gets
+/// the same element count, the smallest (up to [`MAX_COUNT`]) with which it runs: the least
+/// the program indexes. A run that stops at a construct the executor does not support settles the guess
+/// too, so the verdict names that construct rather than the guess.
+pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unknowns) -> Result<Vec<String>, String> {
+    let values: &[i64] = if unknowns.integers.is_empty() { &[0] } else { &INTEGER_CANDIDATES };
+    let counts = if unknowns.arrays.is_empty() { 0..=0 } else { 1..=MAX_COUNT };
+    let mut last_failure = String::new();
+    for &value in values {
+        for count in counts.clone() {
+            let mut trial = driver.clone();
+            for (position, _) in &unknowns.integers {
+                trial.fixed_args.push((*position, ArgValue::Int(value)));
+            }
+            trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
+            let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
+            match outcome {
+                Err(e) if !e.is_unsupported() => last_failure = e.reason(),
+                Err(_) => {
+                    *driver = trial;
+                    let mut notes = describe(unknowns, value, count);
+                    notes.push(
+                        "unchecked guesses: the original program stops at a construct the executor does not support"
+                            .to_owned(),
+                    );
+                    return Ok(notes);
+                }
+                Ok(_) => {
+                    *driver = trial;
+                    return Ok(describe(unknowns, value, count));
+                }
+            }
+        }
+    }
+    Err(format!("the original program fails with every value tried ({last_failure})"))
+}
+
+/// The verdict's notes on the guesses made.
+fn describe(unknowns: &Unknowns, value: i64, count: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !unknowns.integers.is_empty() {
+        let names: Vec<String> =
+            unknowns.integers.iter().map(|(p, name)| format!("{name} (argument {p}) = {value}")).collect();
+        let tried: Vec<String> = INTEGER_CANDIDATES.iter().map(i64::to_string).collect();
+        notes.push(format!(
+            "{} guessed: the first of {} given to every integer argument with which the original program runs",
+            names.join(", "),
+            tried.join(", ")
+        ));
+    }
+    let arrays: Vec<&str> = unknowns.arrays.iter().map(|(_, name)| name.as_str()).collect();
+    if !arrays.is_empty() {
+        notes.push(format!(
+            "{count} elements of {} guessed: the fewest with which the original program runs",
+            arrays.join(" and ")
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -48,6 +48,12 @@ pub struct DriverConfig {
     pub step_limit: u64,
     /// The most bytes variables and tapes may take in one run.
     pub max_memory: usize,
+    /// Element counts of arguments declared without bounds, by position: what
+    /// [`super::guess::complete_driver`] found; before `n` and `m`.
+    pub counts: Vec<(u32, usize)>,
+    /// What [`infer_driver`] guessed (values of integer arguments, element counts) and why;
+    /// the verdict repeats it.
+    pub guesses: Vec<String>,
 }
 
 impl Default for DriverConfig {
@@ -65,6 +71,8 @@ impl Default for DriverConfig {
             template: Template::Joint,
             step_limit: ExecConfig::default().step_limit,
             max_memory: ExecConfig::default().max_memory,
+            counts: Vec::new(),
+            guesses: Vec::new(),
         }
     }
 }
@@ -298,8 +306,11 @@ impl std::fmt::Display for InferredDriver {
 /// dependent, of intent `inout` both — unless the front end's side-effect lists show that the
 /// routine (with its callees) never modifies it (an independent only) or never reads it (a
 /// dependent only). A routine without active formals is driven through the active globals its
-/// side-effect lists name. Integer formals (sizes, counts) must be given with `--arg`; other
-/// passive formals are zero unless given. The error names what is missing.
+/// side-effect lists name. Integer formals (sizes, counts) not given with `--arg`, and the
+/// element count of an input or output array declared without bounds, are guessed by running
+/// the original ([`super::guess::complete_driver`]) and the guesses recorded in
+/// [`DriverConfig::guesses`]; other passive formals are zero unless given. The error names
+/// what is missing.
 pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConfig, InferredDriver), String> {
     let entry = find_entry(prog, config.entry.as_deref()).map_err(|e| e.reason())?;
     let routine = &prog.routines[entry];
@@ -353,16 +364,6 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
             )),
         }
     }
-    if !missing.is_empty() {
-        let names: Vec<String> = missing.iter().map(|(p, name)| format!("{name} (argument {p})")).collect();
-        let flags: Vec<String> = missing.iter().map(|(p, _)| format!("--arg {p}=VALUE")).collect();
-        return Err(format!(
-            "{} takes integer arguments the driver cannot guess: {}; give their values with {}",
-            routine.name,
-            names.join(", "),
-            flags.join(" ")
-        ));
-    }
     if driver.input_args.is_empty() && driver.output_args.is_empty() {
         // No active formals: module or common-block variables carry the values.
         let global = |sym: &crate::ir::SymbolId| {
@@ -391,6 +392,49 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
             if inferred.independents.is_empty() { "inputs" } else { "outputs" }
         ));
     }
+    // Sizes the document does not give: the single input or output array declared without
+    // bounds takes an element count the verifier looks for.
+    // Sizes the document does not give: the input and output vectors declared without bounds
+    // that `--n`/`--m` do not size take an element count the verifier looks for.
+    let sized_by_n = driver.input_args.len() == 1 && (config.n.is_some() || config.x.is_some());
+    let sized_by_m = driver.output_args.len() == 1 && config.m.is_some();
+    let arrays = formals
+        .iter()
+        .filter(|&&(p, sym)| {
+            let info = &prog.syms[sym.into_raw().into_u32() as usize];
+            let (is_in, is_out) = (driver.input_args.contains(&p), driver.output_args.contains(&p));
+            info.bounds.is_none()
+                && info.rank == 1
+                && (is_in || is_out)
+                && !(is_in && sized_by_n)
+                && !(is_out && sized_by_m)
+                && !config.counts.iter().any(|(q, _)| *q == p)
+        })
+        .map(|&(p, sym)| (p, prog.syms[sym.into_raw().into_u32() as usize].name.clone()))
+        .collect();
+    let unknowns = super::guess::Unknowns { integers: missing, arrays };
+    if !unknowns.is_empty() {
+        let guessed = super::guess::complete_driver(prog, &mut driver, &unknowns).map_err(|why| {
+            let names: Vec<String> =
+                unknowns.integers.iter().map(|(p, name)| format!("{name} (argument {p})")).collect();
+            let flags: Vec<String> = unknowns.integers.iter().map(|(p, _)| format!("--arg {p}=VALUE")).collect();
+            if names.is_empty() {
+                format!(
+                    "{} has arrays without a declared shape: {why}; give the element counts with --n/--m",
+                    routine.name
+                )
+            } else {
+                format!(
+                    "{} takes integer arguments the driver cannot guess: {} ({why}); give their values with {}",
+                    routine.name,
+                    names.join(", "),
+                    flags.join(" ")
+                )
+            }
+        })?;
+        inferred.fixed.extend(guessed.iter().cloned());
+        driver.guesses.extend(guessed);
+    }
     let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let mut flags = Vec::new();
     if config.entry.is_some() {
@@ -408,7 +452,7 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
     if !driver.output_globals.is_empty() {
         flags.push(format!("--output-globals {}", driver.output_globals.join(",")));
     }
-    for (p, v) in &config.fixed_args {
+    for (p, v) in &driver.fixed_args {
         flags.push(format!("--arg {p}={}", show_value(*v)));
     }
     inferred.flags = flags;
@@ -451,7 +495,10 @@ impl<'p> Driver<'p> {
             let info = &prog.syms[sym.into_raw().into_u32() as usize];
             let is_in = config.input_args.contains(&position);
             let is_out = config.output_args.contains(&position);
-            let wanted = if is_in && single_in {
+            let counted = config.counts.iter().find(|(p, _)| *p == position).map(|(_, c)| *c);
+            let wanted = if counted.is_some() {
+                counted
+            } else if is_in && single_in {
                 config.n.or(config.x.as_ref().map(|x| x.len()))
             } else if is_out && single_out {
                 config.m
@@ -763,9 +810,10 @@ pub struct VerifyReport {
     pub warnings: Vec<String>,
     /// Where the program that failed stopped, if one did.
     pub failure: Option<(Side, super::Location)>,
-    /// The test point, when the verifier chose one other than the default (see
-    /// [`super::guess`]): which, and why.
-    pub test_point: Option<String>,
+    /// What the verifier chose that the document does not say (see [`super::guess`]): a test
+    /// point other than the default, values of integer arguments, element counts; each with
+    /// why, so that the verdict can be judged and repeated.
+    pub choices: Vec<String>,
 }
 
 /// Which of the two programs compared.
@@ -792,7 +840,7 @@ impl VerifyReport {
             operations: Default::default(),
             warnings: Vec::new(),
             failure: None,
-            test_point: None,
+            choices: Vec::new(),
         }
     }
 
@@ -821,10 +869,11 @@ impl VerifyReport {
             }
             Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
         };
-        match &self.test_point {
-            Some(point) => format!("verify: {} {detail}, {point}", self.status.word()),
-            None => format!("verify: {} {detail}", self.status.word()),
+        let mut line = format!("verify: {} {detail}", self.status.word());
+        for choice in &self.choices {
+            let _ = write!(line, "; {choice}");
         }
+        line
     }
 
     /// The human-readable table and the final line.
@@ -931,8 +980,8 @@ impl VerifyReport {
                 "taping_sweep": self.operations.taping_sweep(),
             });
         }
-        if let Some(point) = &self.test_point {
-            value["test_point"] = serde_json::json!(point);
+        if !self.choices.is_empty() {
+            value["choices"] = serde_json::json!(self.choices);
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -1093,11 +1142,12 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             if !outside {
                 let why = report.status.reason();
                 report = other;
-                report.test_point = Some(super::guess::describe_fallback(&x, &why));
+                report.choices.push(super::guess::describe_fallback(&x, &why));
                 break;
             }
         }
     }
+    report.choices.splice(0..0, config.driver.guesses.iter().cloned());
     report
 }
 
