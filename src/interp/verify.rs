@@ -321,6 +321,8 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
     let mut inferred = InferredDriver { entry: routine.name.clone(), ..InferredDriver::default() };
     let mut driver = DriverConfig { input_args: Vec::new(), output_args: Vec::new(), ..config.clone() };
     let mut missing = Vec::new();
+    // Arguments the side-effect lists alone kept from being outputs (inputs): `(position, name)`.
+    let (mut unlisted_out, mut unlisted_in) = (Vec::new(), Vec::new());
     for &(position, sym) in &formals {
         let info = &prog.syms[sym.into_raw().into_u32() as usize];
         let given = config.fixed_args.iter().find(|(p, _)| *p == position).map(|(_, v)| *v);
@@ -336,8 +338,14 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
                 let read = contains(&interface.read, sym);
                 let modified = contains(&interface.modified, sym);
                 match (read, modified) {
-                    (Some(true), Some(false)) | (Some(false), Some(false)) => is_out = false,
-                    (Some(false), Some(true)) => is_in = false,
+                    (Some(true), Some(false)) | (Some(false), Some(false)) => {
+                        is_out = false;
+                        unlisted_out.push((position, shown.clone()));
+                    }
+                    (Some(false), Some(true)) => {
+                        is_in = false;
+                        unlisted_in.push((position, shown.clone()));
+                    }
                     _ => {}
                 }
             }
@@ -364,6 +372,26 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
             )),
         }
     }
+    // Side-effect lists that leave a routine with active formals no output (or no input)
+    // contradict its code, which has something to differentiate (the front end's lists miss
+    // what a callee modifies): the intents decide then.
+    let mut from_intents = Vec::new();
+    for (unlisted, args, shown, what) in [
+        (&unlisted_out, &mut driver.output_args, &mut inferred.dependents, "dependents"),
+        (&unlisted_in, &mut driver.input_args, &mut inferred.independents, "independents"),
+    ] {
+        if args.is_empty() && !unlisted.is_empty() {
+            args.extend(unlisted.iter().map(|(p, _)| *p));
+            shown.extend(unlisted.iter().map(|(_, name)| name.clone()));
+            let names: Vec<&str> = unlisted.iter().map(|(_, name)| name.as_str()).collect();
+            from_intents.push(format!(
+                "{what} {} taken from their intent inout: the side-effect lists of {} name none",
+                names.join(", "),
+                routine.name
+            ));
+        }
+    }
+    driver.guesses.extend(from_intents);
     if driver.input_args.is_empty() && driver.output_args.is_empty() {
         // No active formals: module or common-block variables carry the values.
         let global = |sym: &crate::ir::SymbolId| {
