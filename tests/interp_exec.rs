@@ -198,3 +198,11 @@ proptest! {
         }
     }
 }
+
+/// A substring reads as the front end writes it, a 0-based offset and a length:
+/// `S(offset 1, length 2)` of 'abcd' is 'bc', which picks the branch `y = 2x` (before, the
+/// executor refused substrings; read as `S(1:2)` or as `[1, 2)` it would pick `y = 3x`).
+#[test]
+fn substring_reads_offset_and_length() {
+    assert_eq!(run(&testdata("substring.xaif"), &[5.0]), vec![10.0]);
+}

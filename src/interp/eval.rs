@@ -5,7 +5,7 @@
 use super::ExecError;
 use super::exec::{Machine, Place};
 use super::intrinsics::{self, ArrayIntrinsic};
-use super::lower::{Expr, Ref};
+use super::lower::{Expr, Ref, Sub};
 use super::memory::Value;
 use crate::ir::BooleanOp;
 
@@ -41,6 +41,9 @@ impl Machine<'_> {
     }
 
     fn load(&self, r: &Ref, k: Option<usize>) -> Result<Value, ExecError> {
+        if let Some(text) = self.substring(r)? {
+            return Ok(Value::Str(text.into()));
+        }
         let slot = match self.place(r)? {
             Place::Scalar(slot) => slot,
             Place::Array(b) => match k {
@@ -62,6 +65,52 @@ impl Machine<'_> {
             },
         };
         Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
+    }
+
+    /// The value of a substring reference `a(offset:length)` of a scalar string, read as the
+    /// front end writes it (from WHIRL, whose character sections count from 0 and give their
+    /// length): the characters `offset + 1 ..= offset + length` in Fortran's numbering. `None`
+    /// when `r` is no substring. Only reads: a store into a substring stays unsupported.
+    fn substring(&self, r: &Ref) -> Result<Option<String>, ExecError> {
+        let info = &self.prog.syms[r.sym as usize];
+        let [Sub::Section { lower, upper, stride }] = r.subs.as_slice() else { return Ok(None) };
+        if r.deriv
+            || r.unsupported.is_some()
+            || !matches!(info.ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char)
+        {
+            return Ok(None);
+        }
+        let b = self.binding(r.sym)?;
+        if !b.dims.is_empty() {
+            return Ok(None);
+        }
+        let whole = match self.mem.get(b.base)? {
+            Value::Str(text) => text.clone(),
+            other => {
+                return Err(ExecError::Runtime(format!("string {} holds a {}", info.name, other.type_name())));
+            }
+        };
+        let chars: Vec<char> = whole.chars().collect();
+        let bound = |e: &Option<Expr>, default: i64| match e {
+            Some(e) => self.eval(e, None)?.as_i64(),
+            None => Ok(default),
+        };
+        if bound(stride, 1)? != 1 {
+            return Err(ExecError::Unsupported(format!("substring of {} with a stride", info.name)));
+        }
+        let offset = bound(lower, 0)?;
+        let length = bound(upper, chars.len() as i64 - offset)?;
+        let end = offset.checked_add(length.max(0));
+        match end {
+            Some(end) if offset >= 0 && end <= chars.len() as i64 => {
+                Ok(Some(chars[offset as usize..end as usize].iter().collect()))
+            }
+            _ => Err(ExecError::Runtime(format!(
+                "substring of {} from offset {offset} of length {length} outside its {} characters",
+                info.name,
+                chars.len()
+            ))),
+        }
     }
 
     /// `k`: the element an array expression asks for (element-valued intrinsics only).
