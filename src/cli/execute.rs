@@ -180,6 +180,7 @@ impl DriverArgs {
             max_memory: self.max_memory,
             step_limit: self.max_steps,
             counts: Vec::new(),
+            local_extent: None,
             guesses: Vec::new(),
         }
     }

@@ -54,6 +54,10 @@ pub struct ExecConfig {
     /// expressions: deep recursion is an error before the thread's stack (8 MiB for a main
     /// thread) runs out.
     pub stack_budget: usize,
+    /// The extent, in every dimension, of a local array declared without bounds whose first
+    /// store finds it without storage: the front end drops `allocate` (a passive call) from the
+    /// XAIF, so a verifier that guesses the size gives it here. `None` refuses such arrays.
+    pub unshaped_extent: Option<usize>,
 }
 
 /// The default step limit. The largest run in the test corpus (one call of the top routine of
@@ -70,6 +74,7 @@ impl Default for ExecConfig {
             step_limit: DEFAULT_MAX_STEPS,
             max_memory: super::memory::DEFAULT_MAX_MEMORY,
             stack_budget: 6 << 20,
+            unshaped_extent: None,
         }
     }
 }
@@ -678,13 +683,26 @@ impl<'p> Machine<'p> {
             Err(unshaped @ ExecError::Unsupported(_)) if self.unshaped_local(r.sym) => unshaped,
             other => return other,
         };
-        if r.subs.len() != self.prog.syms[r.sym as usize].rank {
-            return Err(unshaped);
+        let rank = self.prog.syms[r.sym as usize].rank;
+        let bounds = match (self.section_bounds(r, rank)?, self.config.unshaped_extent) {
+            (Some(bounds), _) => bounds,
+            (None, Some(extent)) => vec![(1, extent as i64); rank],
+            (None, None) => return Err(unshaped),
+        };
+        self.allocate_local(r.sym, &bounds)?;
+        self.place(r)
+    }
+
+    /// The bounds `(1, u)` of a reference `z(1:u, …)` to every dimension of an array of rank
+    /// `rank` with stride 1; `None` for any other reference.
+    fn section_bounds(&self, r: &Ref, rank: usize) -> Result<Option<Vec<(i64, i64)>>, ExecError> {
+        if r.subs.len() != rank {
+            return Ok(None);
         }
         let mut bounds = Vec::with_capacity(r.subs.len());
         for sub in &r.subs {
             let super::lower::Sub::Section { lower: Some(lower), upper: Some(upper), stride } = sub else {
-                return Err(unshaped);
+                return Ok(None);
             };
             let lower = self.eval(lower, None)?.as_i64()?;
             let upper = self.eval(upper, None)?.as_i64()?;
@@ -693,12 +711,11 @@ impl<'p> Machine<'p> {
                 None => 1,
             };
             if lower != 1 || stride != 1 || upper < 0 {
-                return Err(unshaped);
+                return Ok(None);
             }
             bounds.push((lower, upper));
         }
-        self.allocate_local(r.sym, &bounds)?;
-        self.place(r)
+        Ok(Some(bounds))
     }
 
     /// A local array declared without bounds that has no storage yet.

@@ -63,8 +63,11 @@ pub fn describe_fallback(x: &[f64], why_not_default: &str) -> String {
 /// and a small one keeps the run short and inside the arrays the program declares.
 const INTEGER_CANDIDATES: [i64; 4] = [4, 3, 2, 1];
 
-/// The largest element count tried for an array declared without bounds.
+/// The largest element count tried for an array argument declared without bounds.
 const MAX_COUNT: usize = 64;
+
+/// The largest extent tried for a local array whose allocation the XAIF leaves out.
+const MAX_EXTENT: usize = 16;
 
 /// What the driver needs and the document does not say.
 #[derive(Clone, Debug, Default)]
@@ -73,56 +76,94 @@ pub struct Unknowns {
     pub integers: Vec<(u32, String)>,
     /// `(position, name)` of each input or output vector declared without bounds.
     pub arrays: Vec<(u32, String)>,
+    /// Local arrays declared without bounds (allocatable or automatic): the front end drops
+    /// `allocate`, a passive call, so their size may be nowhere in the document.
+    pub locals: Vec<String>,
 }
 
 impl Unknowns {
     pub fn is_empty(&self) -> bool {
-        self.integers.is_empty() && self.arrays.is_empty()
+        self.integers.is_empty() && self.arrays.is_empty() && self.locals.is_empty()
     }
+}
+
+/// The local arrays of `prog` declared without bounds, formals (which take their actual's
+/// shape) excepted.
+pub fn unshaped_locals(prog: &Program) -> Vec<String> {
+    let formals: std::collections::HashSet<_> =
+        prog.routines.iter().flat_map(|r| r.formals.iter().map(|&(_, sym)| sym.into_raw().into_u32())).collect();
+    prog.syms
+        .iter()
+        .enumerate()
+        .filter(|(k, info)| {
+            info.rank > 0
+                && info.bounds.is_none()
+                && matches!(info.storage, super::lower::Storage::Local { .. })
+                && !formals.contains(&(*k as u32))
+        })
+        .map(|(_, info)| info.name.clone())
+        .collect()
 }
 
 /// Completes `driver` with guesses for `unknowns` and returns them, worded for the verdict.
 ///
 /// Every integer argument gets the same value, the first of [`INTEGER_CANDIDATES`] with which
-/// the original program runs at the default point; with it, every vector without bounds gets
-/// the same element count, the smallest (up to [`MAX_COUNT`]) with which it runs: the least
-/// the program indexes. A run that stops at a construct the executor does not support settles the guess
-/// too, so the verdict names that construct rather than the guess.
+/// the original program runs at the default point; with it, every vector argument without
+/// bounds gets the same element count, the smallest (up to [`MAX_COUNT`]) with which it runs:
+/// the least the program indexes. Local arrays without bounds get an extent only if the
+/// program cannot run without one, again the smallest that runs (up to [`MAX_EXTENT`]). If
+/// no guess runs but one stops at a construct the executor does not support, that guess is
+/// kept, so that the verdict names the construct rather than the guess.
 pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unknowns) -> Result<Vec<String>, String> {
     let values: &[i64] = if unknowns.integers.is_empty() { &[0] } else { &INTEGER_CANDIDATES };
     let counts = if unknowns.arrays.is_empty() { 0..=0 } else { 1..=MAX_COUNT };
+    let extents: Vec<Option<usize>> = if unknowns.locals.is_empty() {
+        vec![None]
+    } else {
+        std::iter::once(None).chain((1..=MAX_EXTENT).map(Some)).collect()
+    };
     let mut last_failure = String::new();
+    let mut stopped: Option<(DriverConfig, Vec<String>)> = None;
     for &value in values {
         for count in counts.clone() {
-            let mut trial = driver.clone();
-            for (position, _) in &unknowns.integers {
-                trial.fixed_args.push((*position, ArgValue::Int(value)));
-            }
-            trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
-            let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
-            match outcome {
-                Err(e) if !e.is_unsupported() => last_failure = e.reason(),
-                Err(_) => {
-                    *driver = trial;
-                    let mut notes = describe(unknowns, value, count);
-                    notes.push(
-                        "unchecked guesses: the original program stops at a construct the executor does not support"
-                            .to_owned(),
-                    );
-                    return Ok(notes);
+            for &extent in &extents {
+                let mut trial = driver.clone();
+                for (position, _) in &unknowns.integers {
+                    trial.fixed_args.push((*position, ArgValue::Int(value)));
                 }
-                Ok(_) => {
-                    *driver = trial;
-                    return Ok(describe(unknowns, value, count));
+                trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
+                trial.local_extent = extent;
+                let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
+                match outcome {
+                    Ok(_) => {
+                        *driver = trial;
+                        return Ok(describe(unknowns, value, count, extent));
+                    }
+                    Err(e) if e.is_unsupported() => {
+                        if stopped.is_none() {
+                            let mut notes = describe(unknowns, value, count, extent);
+                            if !notes.is_empty() {
+                                notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
+                            }
+                            stopped = Some((trial, notes));
+                        }
+                    }
+                    Err(e) => last_failure = e.reason(),
                 }
             }
         }
     }
-    Err(format!("the original program fails with every value tried ({last_failure})"))
+    match stopped {
+        Some((trial, notes)) => {
+            *driver = trial;
+            Ok(notes)
+        }
+        None => Err(format!("the original program fails with every value tried ({last_failure})")),
+    }
 }
 
 /// The verdict's notes on the guesses made.
-fn describe(unknowns: &Unknowns, value: i64, count: usize) -> Vec<String> {
+fn describe(unknowns: &Unknowns, value: i64, count: usize, extent: Option<usize>) -> Vec<String> {
     let mut notes = Vec::new();
     if !unknowns.integers.is_empty() {
         let names: Vec<String> =
@@ -139,6 +180,12 @@ fn describe(unknowns: &Unknowns, value: i64, count: usize) -> Vec<String> {
         notes.push(format!(
             "{count} elements of {} guessed: the fewest with which the original program runs",
             arrays.join(" and ")
+        ));
+    }
+    if let Some(extent) = extent {
+        notes.push(format!(
+            "extent {extent} in every dimension of the local arrays declared without bounds ({}) guessed: the XAIF leaves their allocation out, and it is the least with which the original program runs",
+            unknowns.locals.join(", ")
         ));
     }
     notes

@@ -51,6 +51,9 @@ pub struct DriverConfig {
     /// Element counts of arguments declared without bounds, by position: what
     /// [`super::guess::complete_driver`] found; before `n` and `m`.
     pub counts: Vec<(u32, usize)>,
+    /// The extent of local arrays declared without bounds whose allocation the XAIF leaves
+    /// out ([`ExecConfig::unshaped_extent`]), when guessed.
+    pub local_extent: Option<usize>,
     /// What [`infer_driver`] guessed (values of integer arguments, element counts) and why;
     /// the verdict repeats it.
     pub guesses: Vec<String>,
@@ -72,6 +75,7 @@ impl Default for DriverConfig {
             step_limit: ExecConfig::default().step_limit,
             max_memory: ExecConfig::default().max_memory,
             counts: Vec::new(),
+            local_extent: None,
             guesses: Vec::new(),
         }
     }
@@ -440,7 +444,7 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
         })
         .map(|&(p, sym)| (p, prog.syms[sym.into_raw().into_u32() as usize].name.clone()))
         .collect();
-    let unknowns = super::guess::Unknowns { integers: missing, arrays };
+    let unknowns = super::guess::Unknowns { integers: missing, arrays, locals: super::guess::unshaped_locals(prog) };
     if !unknowns.is_empty() {
         let guessed = super::guess::complete_driver(prog, &mut driver, &unknowns).map_err(|why| {
             let names: Vec<String> =
@@ -698,6 +702,7 @@ impl<'p> Driver<'p> {
             template: self.config.template,
             step_limit: self.config.step_limit,
             max_memory: self.config.max_memory,
+            unshaped_extent: self.config.local_extent,
             ..ExecConfig::default()
         };
         let mut machine = Machine::new(self.prog, config)?;
