@@ -206,3 +206,21 @@ proptest! {
 fn substring_reads_offset_and_length() {
     assert_eq!(run(&testdata("substring.xaif"), &[5.0]), vec![10.0]);
 }
+
+/// A global passed as an actual argument and changed by its own name during the call has no
+/// one meaning in Fortran (copy-in/copy-out gives y = x, association y = 2x): the executor
+/// refuses it, naming the global and the dummy, instead of running it by reference (before,
+/// it gave y = 2x, and the tangent code, which copies converted actuals in and out, then
+/// looked wrong: argumentConversion_6).
+#[test]
+fn a_global_changed_by_name_while_associated_is_refused() {
+    let prog = program(&testdata("aliased_global.xaif"));
+    let driver = Driver::new(&prog, &DriverConfig { x: Some(vec![5.0]), ..DriverConfig::default() }).expect("driver");
+    let error = driver.run(&[5.0], Sweep::Plain).expect_err("non-conforming program");
+    assert!(error.is_unsupported(), "{error}");
+    let why = error.to_string();
+    assert!(
+        why.contains("non-conforming program: global G is modified by its own name while it is associated with dummy argument A of foo"),
+        "{why}"
+    );
+}

@@ -144,6 +144,12 @@ pub struct Machine<'p> {
     /// operations counted per placeholder (`Cell`s: expressions are evaluated through `&self`).
     placeholder: usize,
     operations: [std::cell::Cell<u64>; 14],
+    /// Global variables passed as actual arguments to the activations on the stack: `(the
+    /// global's symbol, the callee, the dummy's position)`. Fortran forbids changing such a
+    /// variable other than through the dummy while the call lasts (F2018 15.5.2.13), so a
+    /// compiler may copy it in and out, and so does transformed code (TypeChange's
+    /// conversions): a program that does so has no one meaning to differentiate.
+    associated_globals: Vec<(u32, usize, u32)>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -193,6 +199,7 @@ impl<'p> Machine<'p> {
             stack_base: None,
             placeholder: 0,
             operations: Default::default(),
+            associated_globals: Vec::new(),
         })
     }
 
@@ -602,9 +609,15 @@ impl<'p> Machine<'p> {
                 let callee = call.callee.clone().map_err(ExecError::Unsupported)?;
                 let mark = self.mem.top();
                 let mut actuals = Vec::with_capacity(call.args.len());
+                let associated = self.associated_globals.len();
                 for (position, arg) in &call.args {
                     let binding = match arg {
-                        Arg::Ref(r) => self.place(r)?.binding(),
+                        Arg::Ref(r) => {
+                            if !r.deriv && matches!(self.prog.syms[r.sym as usize].storage, Storage::Global { .. }) {
+                                self.associated_globals.push((r.sym, callee, *position));
+                            }
+                            self.place(r)?.binding()
+                        }
                         Arg::Const(v) => {
                             let tapes = self.tape_bytes();
                             Binding::scalar(self.mem.alloc(1, v.clone(), tapes)?)
@@ -613,6 +626,7 @@ impl<'p> Machine<'p> {
                     actuals.push((*position, binding));
                 }
                 let result = self.call(callee, &actuals);
+                self.associated_globals.truncate(associated);
                 self.mem.release(mark);
                 result
             }
@@ -627,6 +641,9 @@ impl<'p> Machine<'p> {
     }
 
     pub(crate) fn assign(&mut self, a: &super::lower::Assign) -> Result<(), ExecError> {
+        if !self.associated_globals.is_empty() && !a.lhs.deriv {
+            self.refuse_store_to_associated(a.lhs.sym)?;
+        }
         let place = match self.shaping_place(&a.lhs) {
             Ok(place) => place,
             // A whole-array assignment to a local array declared without a shape: Fortran
@@ -718,13 +735,32 @@ impl<'p> Machine<'p> {
         Ok(Some(bounds))
     }
 
-    /// A local array declared without bounds that has no storage yet.
+    /// The error for a store to `sym` by its own name while it is associated with a dummy
+    /// argument of an activation on the stack (see `associated_globals`).
+    fn refuse_store_to_associated(&self, sym: u32) -> Result<(), ExecError> {
+        let Some(&(_, callee, position)) = self.associated_globals.iter().find(|(g, _, _)| *g == sym) else {
+            return Ok(());
+        };
+        let code = &self.prog.routines[callee];
+        let dummy = code.formals.iter().find(|(p, _)| *p == position).map_or_else(
+            || format!("argument {position}"),
+            |&(_, f)| self.prog.syms[f.into_raw().into_u32() as usize].name.clone(),
+        );
+        Err(ExecError::Unsupported(format!(
+            "non-conforming program: global {} is modified by its own name while it is associated with dummy argument {dummy} of {}, which Fortran forbids (a compiler, like the transformed code, may copy the argument in and out)",
+            self.prog.syms[sym as usize].name, code.name
+        )))
+    }
+
+    /// A local array declared without bounds that has no storage yet; with a guessed
+    /// [`ExecConfig::unshaped_extent`], a module's array too.
     fn unshaped_local(&self, sym: u32) -> bool {
         let info = &self.prog.syms[sym as usize];
-        info.rank > 0
-            && info.bounds.is_none()
-            && matches!(info.storage, Storage::Local { .. })
-            && self.binding(sym).is_err()
+        let storage = match info.storage {
+            Storage::Local { .. } => true,
+            Storage::Global { .. } => self.config.unshaped_extent.is_some(),
+        };
+        info.rank > 0 && info.bounds.is_none() && storage && self.binding(sym).is_err()
     }
 
     /// The routine of the innermost activation (whose checkpoint stacks a runtime call uses).

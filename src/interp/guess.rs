@@ -76,7 +76,7 @@ pub struct Unknowns {
     pub integers: Vec<(u32, String)>,
     /// `(position, name)` of each input or output vector declared without bounds.
     pub arrays: Vec<(u32, String)>,
-    /// Local arrays declared without bounds (allocatable or automatic): the front end drops
+    /// Local and module arrays declared without bounds (allocatable or automatic): the front end drops
     /// `allocate`, a passive call, so their size may be nowhere in the document.
     pub locals: Vec<String>,
 }
@@ -87,20 +87,15 @@ impl Unknowns {
     }
 }
 
-/// The local arrays of `prog` declared without bounds, formals (which take their actual's
-/// shape) excepted.
+/// The local and module arrays of `prog` declared without bounds, formals (which take their
+/// actual's shape) excepted.
 pub fn unshaped_locals(prog: &Program) -> Vec<String> {
     let formals: std::collections::HashSet<_> =
         prog.routines.iter().flat_map(|r| r.formals.iter().map(|&(_, sym)| sym.into_raw().into_u32())).collect();
     prog.syms
         .iter()
         .enumerate()
-        .filter(|(k, info)| {
-            info.rank > 0
-                && info.bounds.is_none()
-                && matches!(info.storage, super::lower::Storage::Local { .. })
-                && !formals.contains(&(*k as u32))
-        })
+        .filter(|(k, info)| info.rank > 0 && info.bounds.is_none() && !formals.contains(&(*k as u32)))
         .map(|(_, info)| info.name.clone())
         .collect()
 }
@@ -123,7 +118,7 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
         std::iter::once(None).chain((1..=MAX_EXTENT).map(Some)).collect()
     };
     let mut last_failure = String::new();
-    let mut stopped: Option<(DriverConfig, Vec<String>)> = None;
+    let mut stopped: Option<(DriverConfig, Vec<String>, bool)> = None;
     for &value in values {
         for count in counts.clone() {
             for &extent in &extents {
@@ -140,12 +135,15 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
                         return Ok(describe(unknowns, value, count, extent));
                     }
                     Err(e) if e.is_unsupported() => {
-                        if stopped.is_none() {
+                        // A stop at an array the guess left unsized says less than a stop
+                        // past it: the later construct is what the verdict should name.
+                        let unsized_array = e.reason().contains("without a declared shape");
+                        if stopped.as_ref().is_none_or(|(_, _, earlier)| *earlier && !unsized_array) {
                             let mut notes = describe(unknowns, value, count, extent);
                             if !notes.is_empty() {
                                 notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
                             }
-                            stopped = Some((trial, notes));
+                            stopped = Some((trial, notes, unsized_array));
                         }
                     }
                     Err(e) => last_failure = e.reason(),
@@ -154,7 +152,7 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
         }
     }
     match stopped {
-        Some((trial, notes)) => {
+        Some((trial, notes, _)) => {
             *driver = trial;
             Ok(notes)
         }
@@ -184,7 +182,7 @@ fn describe(unknowns: &Unknowns, value: i64, count: usize, extent: Option<usize>
     }
     if let Some(extent) = extent {
         notes.push(format!(
-            "extent {extent} in every dimension of the local arrays declared without bounds ({}) guessed: the XAIF leaves their allocation out, and it is the least with which the original program runs",
+            "extent {extent} in every dimension of the arrays declared without bounds ({}) guessed: the XAIF leaves their allocation out, and it is the least with which the original program runs",
             unknowns.locals.join(", ")
         ));
     }
