@@ -224,3 +224,11 @@ fn a_global_changed_by_name_while_associated_is_refused() {
         "{why}"
     );
 }
+
+/// An array element passed to an array dummy declared without bounds passes the rest of its
+/// array (sequence association): foo(X(2)) sets its A(2), which is X(3). Before, the executor
+/// refused the call as an assumed-shape argument of another rank (argumentShapeMismatch1).
+#[test]
+fn an_element_passed_to_an_array_dummy_passes_the_rest_of_its_array() {
+    assert_eq!(run(&testdata("sequence_association.xaif"), &[1.0, 2.0, 3.0]), vec![1.0, 2.0, 9.0]);
+}

@@ -616,7 +616,12 @@ impl<'p> Machine<'p> {
                             if !r.deriv && matches!(self.prog.syms[r.sym as usize].storage, Storage::Global { .. }) {
                                 self.associated_globals.push((r.sym, callee, *position));
                             }
-                            self.place(r)?.binding()
+                            match self.place(r)? {
+                                Place::Scalar(slot) if !r.subs.is_empty() && self.dummy_rank(callee, *position) > 0 => {
+                                    self.rest_of_array(r.sym, slot)?
+                                }
+                                place => place.binding(),
+                            }
                         }
                         Arg::Const(v) => {
                             let tapes = self.tape_bytes();
@@ -733,6 +738,28 @@ impl<'p> Machine<'p> {
             bounds.push((lower, upper));
         }
         Ok(Some(bounds))
+    }
+
+    /// The rank of `callee`'s dummy argument at `position` (0 if it has none there).
+    fn dummy_rank(&self, callee: usize, position: u32) -> usize {
+        self.prog.routines[callee]
+            .formals
+            .iter()
+            .find(|(p, _)| *p == position)
+            .map_or(0, |&(_, f)| self.prog.syms[f.into_raw().into_u32() as usize].rank)
+    }
+
+    /// An array element passed to an array dummy: by sequence association (Fortran 2018
+    /// 15.5.2.11) the dummy's elements are the actual's from that element to the end of its
+    /// array, a vector here, of which the dummy's declared shape (if the document has it)
+    /// takes what it needs. A non-contiguous array passes the element alone.
+    fn rest_of_array(&self, sym: u32, slot: usize) -> Result<Binding, ExecError> {
+        let array = self.binding(sym)?;
+        if !array.is_contiguous() || slot < array.base || slot >= array.base + array.len() {
+            return Ok(Binding::scalar(slot));
+        }
+        let rest = (array.base + array.len() - slot) as i64;
+        Ok(Binding::contiguous(slot, &[(1, rest)]))
     }
 
     /// The error for a store to `sym` by its own name while it is associated with a dummy
