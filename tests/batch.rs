@@ -417,7 +417,7 @@ fn the_whole_corpus_verifies_and_every_other_verdict_names_its_cause() {
         "passive stores out as Markers",
         "which has no control flow graph",
         "has no active real inputs",
-        "intrinsic transfer",
+        "passes real values through integers with transfer",
         "non-conforming program",
         "without a declared shape",
         // A derived type: the XAIF names it opaque and describes no components.

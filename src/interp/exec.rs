@@ -150,6 +150,10 @@ pub struct Machine<'p> {
     /// compiler may copy it in and out, and so does transformed code (TypeChange's
     /// conversions): a program that does so has no one meaning to differentiate.
     associated_globals: Vec<(u32, usize, u32)>,
+    /// Whether `transfer` has put a real's bits into an integer: a dependence no derivative
+    /// follows (AD tools treat integers as passive), so derivative code and finite
+    /// differences of such a program may rightly disagree.
+    pub(crate) reals_through_integers: std::cell::Cell<bool>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -200,6 +204,7 @@ impl<'p> Machine<'p> {
             placeholder: 0,
             operations: Default::default(),
             associated_globals: Vec::new(),
+            reals_through_integers: std::cell::Cell::new(false),
         })
     }
 
