@@ -156,6 +156,9 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
             *driver = trial;
             Ok(notes)
         }
+        // Sizes of local arrays alone are no reason to refuse the driver: the verdict names
+        // what the original program runs into without them.
+        None if unknowns.integers.is_empty() && unknowns.arrays.is_empty() => Ok(Vec::new()),
         None => Err(format!("the original program fails with every value tried ({last_failure})")),
     }
 }
