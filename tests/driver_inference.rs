@@ -143,19 +143,28 @@ fn globals_are_inferred_when_no_formal_is_active() {
     assert!(stdout.contains("verify: OK 1x2"), "{stdout}");
 }
 
+/// Integer arguments (here the grid's sizes) and the vectors whose bounds depend on them are
+/// guessed by running the original; the verdict names the values and why.
 #[test]
-fn integer_arguments_must_be_given() {
+fn integer_arguments_and_unbounded_vectors_are_guessed_and_named() {
     let output = verify_tangent("dfdcfj_MemOps", &[]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = text(&output.stderr);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("verify: OK 16x16 jacobian"), "{stdout}");
     assert!(
-        stderr.contains(
-            "head__24 takes integer arguments the driver cannot guess: NX_1 (argument 1), NY_2 (argument 2); \
-give their values with --arg 1=VALUE --arg 2=VALUE"
+        stdout.contains(
+            "; NX_1 (argument 1) = 4, NY_2 (argument 2) = 4 guessed: the first of 4, 3, 2, 1 given to every \
+integer argument with which the original program runs; 16 elements of X_5 and FVEC_6 guessed: the fewest with \
+which the original program runs"
         ),
-        "{stderr}"
+        "{stdout}"
     );
-    assert!(output.stdout.is_empty());
+    assert!(stderr.contains("NX_1 (argument 1) = 4"), "{stderr}");
+    // What the user gives is not guessed.
+    let output = verify_tangent("dfdcfj_MemOps", &["--arg", "1=3", "--arg", "2=2", "--n", "6", "--m", "6"]);
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("verify: OK 6x6 jacobian"), "{stdout}");
+    assert!(!stdout.contains("guessed"), "{stdout}");
 }
 
 #[test]

@@ -198,3 +198,37 @@ proptest! {
         }
     }
 }
+
+/// A substring reads as the front end writes it, a 0-based offset and a length:
+/// `S(offset 1, length 2)` of 'abcd' is 'bc', which picks the branch `y = 2x` (before, the
+/// executor refused substrings; read as `S(1:2)` or as `[1, 2)` it would pick `y = 3x`).
+#[test]
+fn substring_reads_offset_and_length() {
+    assert_eq!(run(&testdata("substring.xaif"), &[5.0]), vec![10.0]);
+}
+
+/// A global passed as an actual argument and changed by its own name during the call has no
+/// one meaning in Fortran (copy-in/copy-out gives y = x, association y = 2x): the executor
+/// refuses it, naming the global and the dummy, instead of running it by reference (before,
+/// it gave y = 2x, and the tangent code, which copies converted actuals in and out, then
+/// looked wrong: argumentConversion_6).
+#[test]
+fn a_global_changed_by_name_while_associated_is_refused() {
+    let prog = program(&testdata("aliased_global.xaif"));
+    let driver = Driver::new(&prog, &DriverConfig { x: Some(vec![5.0]), ..DriverConfig::default() }).expect("driver");
+    let error = driver.run(&[5.0], Sweep::Plain).expect_err("non-conforming program");
+    assert!(error.is_unsupported(), "{error}");
+    let why = error.to_string();
+    assert!(
+        why.contains("non-conforming program: global G is modified by its own name while it is associated with dummy argument A of foo"),
+        "{why}"
+    );
+}
+
+/// An array element passed to an array dummy declared without bounds passes the rest of its
+/// array (sequence association): foo(X(2)) sets its A(2), which is X(3). Before, the executor
+/// refused the call as an assumed-shape argument of another rank (argumentShapeMismatch1).
+#[test]
+fn an_element_passed_to_an_array_dummy_passes_the_rest_of_its_array() {
+    assert_eq!(run(&testdata("sequence_association.xaif"), &[1.0, 2.0, 3.0]), vec![1.0, 2.0, 9.0]);
+}

@@ -197,6 +197,9 @@ impl DriverArgs {
             template: if self.template == "split" { Template::Split } else { Template::Joint },
             max_memory: self.max_memory,
             step_limit: self.max_steps,
+            counts: Vec::new(),
+            local_extent: None,
+            guesses: Vec::new(),
         }
     }
 }

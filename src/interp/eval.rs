@@ -5,7 +5,7 @@
 use super::ExecError;
 use super::exec::{Machine, Place};
 use super::intrinsics::{self, ArrayIntrinsic};
-use super::lower::{Expr, Ref};
+use super::lower::{Expr, Ref, Sub};
 use super::memory::Value;
 use crate::ir::BooleanOp;
 
@@ -36,11 +36,20 @@ impl Machine<'_> {
             }
             Expr::Array(op, r, rest) => self.array_intrinsic(*op, r, rest, k),
             Expr::Bool(op, args) => self.boolean(*op, args, k),
+            Expr::Transfer { source, from, to } => {
+                if from.real && !to.real {
+                    self.reals_through_integers.set(true);
+                }
+                transfer(self.eval(source, k)?, *from, *to)
+            }
             Expr::Unsupported(why) => Err(ExecError::Unsupported(why.clone())),
         }
     }
 
     fn load(&self, r: &Ref, k: Option<usize>) -> Result<Value, ExecError> {
+        if let Some(text) = self.substring(r)? {
+            return Ok(Value::Str(text.into()));
+        }
         let slot = match self.place(r)? {
             Place::Scalar(slot) => slot,
             Place::Array(b) => match k {
@@ -62,6 +71,52 @@ impl Machine<'_> {
             },
         };
         Ok(if r.deriv { Value::Real(self.mem.deriv(slot)?) } else { self.mem.get(slot)?.clone() })
+    }
+
+    /// The value of a substring reference `a(offset:length)` of a scalar string, read as the
+    /// front end writes it (from WHIRL, whose character sections count from 0 and give their
+    /// length): the characters `offset + 1 ..= offset + length` in Fortran's numbering. `None`
+    /// when `r` is no substring. Only reads: a store into a substring stays unsupported.
+    fn substring(&self, r: &Ref) -> Result<Option<String>, ExecError> {
+        let info = &self.prog.syms[r.sym as usize];
+        let [Sub::Section { lower, upper, stride }] = r.subs.as_slice() else { return Ok(None) };
+        if r.deriv
+            || r.unsupported.is_some()
+            || !matches!(info.ty, crate::ir::SymbolType::String | crate::ir::SymbolType::Char)
+        {
+            return Ok(None);
+        }
+        let b = self.binding(r.sym)?;
+        if !b.dims.is_empty() {
+            return Ok(None);
+        }
+        let whole = match self.mem.get(b.base)? {
+            Value::Str(text) => text.clone(),
+            other => {
+                return Err(ExecError::Runtime(format!("string {} holds a {}", info.name, other.type_name())));
+            }
+        };
+        let chars: Vec<char> = whole.chars().collect();
+        let bound = |e: &Option<Expr>, default: i64| match e {
+            Some(e) => self.eval(e, None)?.as_i64(),
+            None => Ok(default),
+        };
+        if bound(stride, 1)? != 1 {
+            return Err(ExecError::Unsupported(format!("substring of {} with a stride", info.name)));
+        }
+        let offset = bound(lower, 0)?;
+        let length = bound(upper, chars.len() as i64 - offset)?;
+        let end = offset.checked_add(length.max(0));
+        match end {
+            Some(end) if offset >= 0 && end <= chars.len() as i64 => {
+                Ok(Some(chars[offset as usize..end as usize].iter().collect()))
+            }
+            _ => Err(ExecError::Runtime(format!(
+                "substring of {} from offset {offset} of length {length} outside its {} characters",
+                info.name,
+                chars.len()
+            ))),
+        }
     }
 
     /// `k`: the element an array expression asks for (element-valued intrinsics only).
@@ -251,5 +306,53 @@ impl Machine<'_> {
             BooleanOp::Xor => operand(0)?.as_bool()? != operand(1)?.as_bool()?,
             BooleanOp::Not => !operand(0)?.as_bool()?,
         }))
+    }
+}
+
+/// `transfer` of a scalar: the bytes of `value` stored as `from` (little-endian, as on every
+/// machine OpenAD runs on), read as `to`. A result longer than the source has a processor
+/// dependent remainder (Fortran 2018 16.9.193); here it is zero, as on a fresh machine.
+fn transfer(value: Value, from: super::lower::Repr, to: super::lower::Repr) -> Result<Value, ExecError> {
+    let mut bytes = [0u8; 8];
+    match (from.real, from.bytes) {
+        (true, 8) => bytes = value.as_f64()?.to_le_bytes(),
+        (true, 4) => bytes[..4].copy_from_slice(&(value.as_f64()? as f32).to_le_bytes()),
+        (false, n) => bytes[..n].copy_from_slice(&value.as_i64()?.to_le_bytes()[..n]),
+        (true, n) => return Err(ExecError::Unsupported(format!("transfer from a real of {n} bytes"))),
+    }
+    let mut taken = [0u8; 8];
+    taken[..to.bytes].copy_from_slice(&bytes[..to.bytes]);
+    Ok(match (to.real, to.bytes) {
+        (true, 8) => Value::Real(f64::from_le_bytes(taken)),
+        (true, 4) => Value::Real(f64::from(f32::from_le_bytes(taken[..4].try_into().expect("four bytes")))),
+        (false, n) => {
+            // Sign-extend the integer of `n` bytes.
+            let shift = 64 - 8 * n as u32;
+            Value::Int((i64::from_le_bytes(taken) << shift) >> shift)
+        }
+        (true, n) => return Err(ExecError::Unsupported(format!("transfer to a real of {n} bytes"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::Repr;
+    use super::*;
+
+    const F8: Repr = Repr { real: true, bytes: 8 };
+    const I8: Repr = Repr { real: false, bytes: 8 };
+    const I4: Repr = Repr { real: false, bytes: 4 };
+
+    #[test]
+    fn transfer_moves_bits_between_kinds() {
+        // Through an integer of the same size and back: the value itself.
+        let bits = transfer(Value::Real(1.5), F8, I8).expect("to I8");
+        assert_eq!(bits, Value::Int(1.5f64.to_bits() as i64));
+        assert_eq!(transfer(bits, I8, F8).expect("back"), Value::Real(1.5));
+        // Into a shorter integer: the low four bytes, sign-extended.
+        let low = transfer(Value::Real(f64::from_bits(0x4000_0000_8000_0001)), F8, I4).expect("to I4");
+        assert_eq!(low, Value::Int(i64::from(0x8000_0001u32 as i32)));
+        // Into a longer real: the source's bytes, then zeros.
+        assert_eq!(transfer(Value::Int(1), I4, F8).expect("to F8"), Value::Real(f64::from_bits(1)));
     }
 }

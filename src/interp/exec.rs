@@ -54,6 +54,10 @@ pub struct ExecConfig {
     /// expressions: deep recursion is an error before the thread's stack (8 MiB for a main
     /// thread) runs out.
     pub stack_budget: usize,
+    /// The extent, in every dimension, of a local array declared without bounds whose first
+    /// store finds it without storage: the front end drops `allocate` (a passive call) from the
+    /// XAIF, so a verifier that guesses the size gives it here. `None` refuses such arrays.
+    pub unshaped_extent: Option<usize>,
 }
 
 /// The default step limit. The largest run in the test corpus (one call of the top routine of
@@ -70,6 +74,7 @@ impl Default for ExecConfig {
             step_limit: DEFAULT_MAX_STEPS,
             max_memory: super::memory::DEFAULT_MAX_MEMORY,
             stack_budget: 6 << 20,
+            unshaped_extent: None,
         }
     }
 }
@@ -139,6 +144,16 @@ pub struct Machine<'p> {
     /// operations counted per placeholder (`Cell`s: expressions are evaluated through `&self`).
     placeholder: usize,
     operations: [std::cell::Cell<u64>; 14],
+    /// Global variables passed as actual arguments to the activations on the stack: `(the
+    /// global's symbol, the callee, the dummy's position)`. Fortran forbids changing such a
+    /// variable other than through the dummy while the call lasts (F2018 15.5.2.13), so a
+    /// compiler may copy it in and out, and so does transformed code (TypeChange's
+    /// conversions): a program that does so has no one meaning to differentiate.
+    associated_globals: Vec<(u32, usize, u32)>,
+    /// Whether `transfer` has put a real's bits into an integer: a dependence no derivative
+    /// follows (AD tools treat integers as passive), so derivative code and finite
+    /// differences of such a program may rightly disagree.
+    pub(crate) reals_through_integers: std::cell::Cell<bool>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -188,6 +203,8 @@ impl<'p> Machine<'p> {
             stack_base: None,
             placeholder: 0,
             operations: Default::default(),
+            associated_globals: Vec::new(),
+            reals_through_integers: std::cell::Cell::new(false),
         })
     }
 
@@ -597,9 +614,20 @@ impl<'p> Machine<'p> {
                 let callee = call.callee.clone().map_err(ExecError::Unsupported)?;
                 let mark = self.mem.top();
                 let mut actuals = Vec::with_capacity(call.args.len());
+                let associated = self.associated_globals.len();
                 for (position, arg) in &call.args {
                     let binding = match arg {
-                        Arg::Ref(r) => self.place(r)?.binding(),
+                        Arg::Ref(r) => {
+                            if !r.deriv && matches!(self.prog.syms[r.sym as usize].storage, Storage::Global { .. }) {
+                                self.associated_globals.push((r.sym, callee, *position));
+                            }
+                            match self.place(r)? {
+                                Place::Scalar(slot) if !r.subs.is_empty() && self.dummy_rank(callee, *position) > 0 => {
+                                    self.rest_of_array(r.sym, slot)?
+                                }
+                                place => place.binding(),
+                            }
+                        }
                         Arg::Const(v) => {
                             let tapes = self.tape_bytes();
                             Binding::scalar(self.mem.alloc(1, v.clone(), tapes)?)
@@ -608,6 +636,7 @@ impl<'p> Machine<'p> {
                     actuals.push((*position, binding));
                 }
                 let result = self.call(callee, &actuals);
+                self.associated_globals.truncate(associated);
                 self.mem.release(mark);
                 result
             }
@@ -622,6 +651,9 @@ impl<'p> Machine<'p> {
     }
 
     pub(crate) fn assign(&mut self, a: &super::lower::Assign) -> Result<(), ExecError> {
+        if !self.associated_globals.is_empty() && !a.lhs.deriv {
+            self.refuse_store_to_associated(a.lhs.sym)?;
+        }
         let place = match self.shaping_place(&a.lhs) {
             Ok(place) => place,
             // A whole-array assignment to a local array declared without a shape: Fortran
@@ -678,13 +710,26 @@ impl<'p> Machine<'p> {
             Err(unshaped @ ExecError::Unsupported(_)) if self.unshaped_local(r.sym) => unshaped,
             other => return other,
         };
-        if r.subs.len() != self.prog.syms[r.sym as usize].rank {
-            return Err(unshaped);
+        let rank = self.prog.syms[r.sym as usize].rank;
+        let bounds = match (self.section_bounds(r, rank)?, self.config.unshaped_extent) {
+            (Some(bounds), _) => bounds,
+            (None, Some(extent)) => vec![(1, extent as i64); rank],
+            (None, None) => return Err(unshaped),
+        };
+        self.allocate_local(r.sym, &bounds)?;
+        self.place(r)
+    }
+
+    /// The bounds `(1, u)` of a reference `z(1:u, …)` to every dimension of an array of rank
+    /// `rank` with stride 1; `None` for any other reference.
+    fn section_bounds(&self, r: &Ref, rank: usize) -> Result<Option<Vec<(i64, i64)>>, ExecError> {
+        if r.subs.len() != rank {
+            return Ok(None);
         }
         let mut bounds = Vec::with_capacity(r.subs.len());
         for sub in &r.subs {
             let super::lower::Sub::Section { lower: Some(lower), upper: Some(upper), stride } = sub else {
-                return Err(unshaped);
+                return Ok(None);
             };
             let lower = self.eval(lower, None)?.as_i64()?;
             let upper = self.eval(upper, None)?.as_i64()?;
@@ -693,21 +738,61 @@ impl<'p> Machine<'p> {
                 None => 1,
             };
             if lower != 1 || stride != 1 || upper < 0 {
-                return Err(unshaped);
+                return Ok(None);
             }
             bounds.push((lower, upper));
         }
-        self.allocate_local(r.sym, &bounds)?;
-        self.place(r)
+        Ok(Some(bounds))
     }
 
-    /// A local array declared without bounds that has no storage yet.
+    /// The rank of `callee`'s dummy argument at `position` (0 if it has none there).
+    fn dummy_rank(&self, callee: usize, position: u32) -> usize {
+        self.prog.routines[callee]
+            .formals
+            .iter()
+            .find(|(p, _)| *p == position)
+            .map_or(0, |&(_, f)| self.prog.syms[f.into_raw().into_u32() as usize].rank)
+    }
+
+    /// An array element passed to an array dummy: by sequence association (Fortran 2018
+    /// 15.5.2.11) the dummy's elements are the actual's from that element to the end of its
+    /// array, a vector here, of which the dummy's declared shape (if the document has it)
+    /// takes what it needs. A non-contiguous array passes the element alone.
+    fn rest_of_array(&self, sym: u32, slot: usize) -> Result<Binding, ExecError> {
+        let array = self.binding(sym)?;
+        if !array.is_contiguous() || slot < array.base || slot >= array.base + array.len() {
+            return Ok(Binding::scalar(slot));
+        }
+        let rest = (array.base + array.len() - slot) as i64;
+        Ok(Binding::contiguous(slot, &[(1, rest)]))
+    }
+
+    /// The error for a store to `sym` by its own name while it is associated with a dummy
+    /// argument of an activation on the stack (see `associated_globals`).
+    fn refuse_store_to_associated(&self, sym: u32) -> Result<(), ExecError> {
+        let Some(&(_, callee, position)) = self.associated_globals.iter().find(|(g, _, _)| *g == sym) else {
+            return Ok(());
+        };
+        let code = &self.prog.routines[callee];
+        let dummy = code.formals.iter().find(|(p, _)| *p == position).map_or_else(
+            || format!("argument {position}"),
+            |&(_, f)| self.prog.syms[f.into_raw().into_u32() as usize].name.clone(),
+        );
+        Err(ExecError::Unsupported(format!(
+            "non-conforming program: global {} is modified by its own name while it is associated with dummy argument {dummy} of {}, which Fortran forbids (a compiler, like the transformed code, may copy the argument in and out)",
+            self.prog.syms[sym as usize].name, code.name
+        )))
+    }
+
+    /// A local array declared without bounds that has no storage yet; with a guessed
+    /// [`ExecConfig::unshaped_extent`], a module's array too.
     fn unshaped_local(&self, sym: u32) -> bool {
         let info = &self.prog.syms[sym as usize];
-        info.rank > 0
-            && info.bounds.is_none()
-            && matches!(info.storage, Storage::Local { .. })
-            && self.binding(sym).is_err()
+        let storage = match info.storage {
+            Storage::Local { .. } => true,
+            Storage::Global { .. } => self.config.unshaped_extent.is_some(),
+        };
+        info.rank > 0 && info.bounds.is_none() && storage && self.binding(sym).is_err()
     }
 
     /// The routine of the innermost activation (whose checkpoint stacks a runtime call uses).

@@ -268,7 +268,35 @@ pub enum Expr {
     Elemental(Elemental, Vec<Expr>),
     Array(ArrayIntrinsic, Box<Ref>, Vec<Expr>),
     Bool(BooleanOp, Vec<Expr>),
+    /// `transfer(source, mold)`: the bits of `source`, as its kind stores them, read as the
+    /// mold's kind.
+    Transfer {
+        source: Box<Expr>,
+        from: Repr,
+        to: Repr,
+    },
     Unsupported(String),
+}
+
+/// How a scalar of a kind is stored, for `transfer`: a real or an integer of so many bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repr {
+    pub real: bool,
+    pub bytes: usize,
+}
+
+impl Repr {
+    /// The representation the front end's `feType` names (`F8`, `F4`, `I4`, `I8`, `U8`, …).
+    fn from_fe_type(fe_type: &str) -> Option<Repr> {
+        let (kind, bytes) = fe_type.split_at_checked(1)?;
+        let bytes: usize = bytes.parse().ok()?;
+        let real = match kind {
+            "F" => true,
+            "I" | "U" => false,
+            _ => return None,
+        };
+        matches!(bytes, 1 | 2 | 4 | 8).then_some(Repr { real, bytes })
+    }
 }
 
 impl Program {
@@ -750,9 +778,33 @@ impl Lowerer<'_> {
                 continue;
             }
             let args = if takes_operands { done.split_off(done.len() - operands.len()) } else { Vec::new() };
-            done.push(self.vertex(&e.vertices[at], args));
+            let is_transfer = matches!(&e.vertices[at], ExprVertex::Intrinsic(i) if self.cg.name(i.name) == "transfer");
+            done.push(if is_transfer { self.transfer(e, operands, args) } else { self.vertex(&e.vertices[at], args) });
         }
         done.pop().expect("the root's tree")
+    }
+
+    /// `transfer(source, mold)` of scalars, the kinds read from the operands' `feType`s (of
+    /// their symbols, or of constants).
+    fn transfer(&self, e: &ir::Expression, operands: &[(i64, ExprVertexId)], mut args: Vec<Expr>) -> Expr {
+        let repr = |at: ExprVertexId| {
+            let fe_type = match &e.vertices[at] {
+                ExprVertex::Variable(v) => self.cg.symbols[v.base_symbol()?].fe_type,
+                ExprVertex::Constant(c) => c.fe_type,
+                _ => return None,
+            };
+            Repr::from_fe_type(self.cg.name(fe_type))
+        };
+        match (operands, args.len()) {
+            ([(_, source), (_, mold)], 2) => match (repr(*source), repr(*mold)) {
+                (Some(from), Some(to)) => {
+                    args.truncate(1);
+                    Expr::Transfer { source: Box::new(args.remove(0)), from, to }
+                }
+                _ => Expr::Unsupported("transfer of an operand whose kind the document does not give".into()),
+            },
+            _ => Expr::Unsupported("transfer with other than a source and a mold".into()),
+        }
     }
 
     /// One vertex, its operands' trees given.

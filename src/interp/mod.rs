@@ -11,6 +11,7 @@
 
 pub mod eval;
 pub mod exec;
+pub mod guess;
 pub mod intrinsics;
 pub mod lower;
 pub mod memory;

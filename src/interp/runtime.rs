@@ -362,10 +362,19 @@ impl Machine<'_> {
         let info = &self.prog.syms[sym as usize];
         let init =
             info.initial_value().ok_or_else(|| ExecError::Unsupported(format!("allocation of {}", info.name)))?;
-        let super::lower::Storage::Local { routine, slot } = info.storage else {
-            return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
-        };
         let tapes = self.tape_bytes();
+        let (routine, slot) = match info.storage {
+            super::lower::Storage::Local { routine, slot } => (routine, slot),
+            // A module's allocatable array, given a guessed extent (see `ExecConfig`).
+            super::lower::Storage::Global { slot } if self.config.unshaped_extent.is_some() => {
+                let binding = super::exec::allocate(&mut self.mem, bounds, init, tapes, &info.name)?;
+                self.globals[slot as usize] = Some(binding);
+                return Ok(());
+            }
+            super::lower::Storage::Global { .. } => {
+                return Err(ExecError::Unsupported(format!("allocation of global {}", info.name)));
+            }
+        };
         let binding = super::exec::allocate(&mut self.mem, bounds, init, tapes, &info.name)?;
         let frame = self
             .frames

@@ -48,6 +48,15 @@ pub struct DriverConfig {
     pub step_limit: u64,
     /// The most bytes variables and tapes may take in one run.
     pub max_memory: usize,
+    /// Element counts of arguments declared without bounds, by position: what
+    /// [`super::guess::complete_driver`] found; before `n` and `m`.
+    pub counts: Vec<(u32, usize)>,
+    /// The extent of local arrays declared without bounds whose allocation the XAIF leaves
+    /// out ([`ExecConfig::unshaped_extent`]), when guessed.
+    pub local_extent: Option<usize>,
+    /// What [`infer_driver`] guessed (values of integer arguments, element counts) and why;
+    /// the verdict repeats it.
+    pub guesses: Vec<String>,
 }
 
 impl Default for DriverConfig {
@@ -65,6 +74,9 @@ impl Default for DriverConfig {
             template: Template::Joint,
             step_limit: ExecConfig::default().step_limit,
             max_memory: ExecConfig::default().max_memory,
+            counts: Vec::new(),
+            local_extent: None,
+            guesses: Vec::new(),
         }
     }
 }
@@ -96,6 +108,8 @@ pub struct RunResult {
     pub tape: super::memory::TapeWords,
     /// Floating-point operations during the run, by placeholder.
     pub operations: super::memory::Operations,
+    /// Whether the run put a real's bits into an integer with `transfer`.
+    pub reals_through_integers: bool,
 }
 
 /// How derivative components are seeded and which sweep runs.
@@ -298,8 +312,11 @@ impl std::fmt::Display for InferredDriver {
 /// dependent, of intent `inout` both — unless the front end's side-effect lists show that the
 /// routine (with its callees) never modifies it (an independent only) or never reads it (a
 /// dependent only). A routine without active formals is driven through the active globals its
-/// side-effect lists name. Integer formals (sizes, counts) must be given with `--arg`; other
-/// passive formals are zero unless given. The error names what is missing.
+/// side-effect lists name. Integer formals (sizes, counts) not given with `--arg`, and the
+/// element count of an input or output array declared without bounds, are guessed by running
+/// the original ([`super::guess::complete_driver`]) and the guesses recorded in
+/// [`DriverConfig::guesses`]; other passive formals are zero unless given. The error names
+/// what is missing.
 pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConfig, InferredDriver), String> {
     let entry = find_entry(prog, config.entry.as_deref()).map_err(|e| e.reason())?;
     let routine = &prog.routines[entry];
@@ -310,6 +327,8 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
     let mut inferred = InferredDriver { entry: routine.name.clone(), ..InferredDriver::default() };
     let mut driver = DriverConfig { input_args: Vec::new(), output_args: Vec::new(), ..config.clone() };
     let mut missing = Vec::new();
+    // Arguments the side-effect lists alone kept from being outputs (inputs): `(position, name)`.
+    let (mut unlisted_out, mut unlisted_in) = (Vec::new(), Vec::new());
     for &(position, sym) in &formals {
         let info = &prog.syms[sym.into_raw().into_u32() as usize];
         let given = config.fixed_args.iter().find(|(p, _)| *p == position).map(|(_, v)| *v);
@@ -325,8 +344,14 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
                 let read = contains(&interface.read, sym);
                 let modified = contains(&interface.modified, sym);
                 match (read, modified) {
-                    (Some(true), Some(false)) | (Some(false), Some(false)) => is_out = false,
-                    (Some(false), Some(true)) => is_in = false,
+                    (Some(true), Some(false)) | (Some(false), Some(false)) => {
+                        is_out = false;
+                        unlisted_out.push((position, shown.clone()));
+                    }
+                    (Some(false), Some(true)) => {
+                        is_in = false;
+                        unlisted_in.push((position, shown.clone()));
+                    }
                     _ => {}
                 }
             }
@@ -353,16 +378,26 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
             )),
         }
     }
-    if !missing.is_empty() {
-        let names: Vec<String> = missing.iter().map(|(p, name)| format!("{name} (argument {p})")).collect();
-        let flags: Vec<String> = missing.iter().map(|(p, _)| format!("--arg {p}=VALUE")).collect();
-        return Err(format!(
-            "{} takes integer arguments the driver cannot guess: {}; give their values with {}",
-            routine.name,
-            names.join(", "),
-            flags.join(" ")
-        ));
+    // Side-effect lists that leave a routine with active formals no output (or no input)
+    // contradict its code, which has something to differentiate (the front end's lists miss
+    // what a callee modifies): the intents decide then.
+    let mut from_intents = Vec::new();
+    for (unlisted, args, shown, what) in [
+        (&unlisted_out, &mut driver.output_args, &mut inferred.dependents, "dependents"),
+        (&unlisted_in, &mut driver.input_args, &mut inferred.independents, "independents"),
+    ] {
+        if args.is_empty() && !unlisted.is_empty() {
+            args.extend(unlisted.iter().map(|(p, _)| *p));
+            shown.extend(unlisted.iter().map(|(_, name)| name.clone()));
+            let names: Vec<&str> = unlisted.iter().map(|(_, name)| name.as_str()).collect();
+            from_intents.push(format!(
+                "{what} {} taken from their intent inout: the side-effect lists of {} name none",
+                names.join(", "),
+                routine.name
+            ));
+        }
     }
+    driver.guesses.extend(from_intents);
     if driver.input_args.is_empty() && driver.output_args.is_empty() {
         // No active formals: module or common-block variables carry the values.
         let global = |sym: &crate::ir::SymbolId| {
@@ -391,6 +426,49 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
             if inferred.independents.is_empty() { "inputs" } else { "outputs" }
         ));
     }
+    // Sizes the document does not give: the single input or output array declared without
+    // bounds takes an element count the verifier looks for.
+    // Sizes the document does not give: the input and output vectors declared without bounds
+    // that `--n`/`--m` do not size take an element count the verifier looks for.
+    let sized_by_n = driver.input_args.len() == 1 && (config.n.is_some() || config.x.is_some());
+    let sized_by_m = driver.output_args.len() == 1 && config.m.is_some();
+    let arrays = formals
+        .iter()
+        .filter(|&&(p, sym)| {
+            let info = &prog.syms[sym.into_raw().into_u32() as usize];
+            let (is_in, is_out) = (driver.input_args.contains(&p), driver.output_args.contains(&p));
+            info.bounds.is_none()
+                && info.rank == 1
+                && (is_in || is_out)
+                && !(is_in && sized_by_n)
+                && !(is_out && sized_by_m)
+                && !config.counts.iter().any(|(q, _)| *q == p)
+        })
+        .map(|&(p, sym)| (p, prog.syms[sym.into_raw().into_u32() as usize].name.clone()))
+        .collect();
+    let unknowns = super::guess::Unknowns { integers: missing, arrays, locals: super::guess::unshaped_locals(prog) };
+    if !unknowns.is_empty() {
+        let guessed = super::guess::complete_driver(prog, &mut driver, &unknowns).map_err(|why| {
+            let names: Vec<String> =
+                unknowns.integers.iter().map(|(p, name)| format!("{name} (argument {p})")).collect();
+            let flags: Vec<String> = unknowns.integers.iter().map(|(p, _)| format!("--arg {p}=VALUE")).collect();
+            if names.is_empty() {
+                format!(
+                    "{} has arrays without a declared shape: {why}; give the element counts with --n/--m",
+                    routine.name
+                )
+            } else {
+                format!(
+                    "{} takes integer arguments the driver cannot guess: {} ({why}); give their values with {}",
+                    routine.name,
+                    names.join(", "),
+                    flags.join(" ")
+                )
+            }
+        })?;
+        inferred.fixed.extend(guessed.iter().cloned());
+        driver.guesses.extend(guessed);
+    }
     let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let mut flags = Vec::new();
     if config.entry.is_some() {
@@ -408,7 +486,7 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
     if !driver.output_globals.is_empty() {
         flags.push(format!("--output-globals {}", driver.output_globals.join(",")));
     }
-    for (p, v) in &config.fixed_args {
+    for (p, v) in &driver.fixed_args {
         flags.push(format!("--arg {p}={}", show_value(*v)));
     }
     inferred.flags = flags;
@@ -451,7 +529,10 @@ impl<'p> Driver<'p> {
             let info = &prog.syms[sym.into_raw().into_u32() as usize];
             let is_in = config.input_args.contains(&position);
             let is_out = config.output_args.contains(&position);
-            let wanted = if is_in && single_in {
+            let counted = config.counts.iter().find(|(p, _)| *p == position).map(|(_, c)| *c);
+            let wanted = if counted.is_some() {
+                counted
+            } else if is_in && single_in {
                 config.n.or(config.x.as_ref().map(|x| x.len()))
             } else if is_out && single_out {
                 config.m
@@ -623,6 +704,7 @@ impl<'p> Driver<'p> {
             template: self.config.template,
             step_limit: self.config.step_limit,
             max_memory: self.config.max_memory,
+            unshaped_extent: self.config.local_extent,
             ..ExecConfig::default()
         };
         let mut machine = Machine::new(self.prog, config)?;
@@ -699,6 +781,7 @@ impl<'p> Driver<'p> {
             steps: machine.steps,
             tape: machine.tape.pushed,
             operations: machine.operations(),
+            reals_through_integers: machine.reals_through_integers.get(),
         })
     }
 }
@@ -763,6 +846,10 @@ pub struct VerifyReport {
     pub warnings: Vec<String>,
     /// Where the program that failed stopped, if one did.
     pub failure: Option<(Side, super::Location)>,
+    /// What the verifier chose that the document does not say (see [`super::guess`]): a test
+    /// point other than the default, values of integer arguments, element counts; each with
+    /// why, so that the verdict can be judged and repeated.
+    pub choices: Vec<String>,
 }
 
 /// Which of the two programs compared.
@@ -789,6 +876,7 @@ impl VerifyReport {
             operations: Default::default(),
             warnings: Vec::new(),
             failure: None,
+            choices: Vec::new(),
         }
     }
 
@@ -817,7 +905,11 @@ impl VerifyReport {
             }
             Status::Mismatch(why) | Status::Unsupported(why) => why.clone(),
         };
-        format!("verify: {} {detail}", self.status.word())
+        let mut line = format!("verify: {} {detail}", self.status.word());
+        for choice in &self.choices {
+            let _ = write!(line, "; {choice}");
+        }
+        line
     }
 
     /// The human-readable table and the final line.
@@ -923,6 +1015,9 @@ impl VerifyReport {
                 "adjoint_sweep": self.operations.adjoint_sweep(),
                 "taping_sweep": self.operations.taping_sweep(),
             });
+        }
+        if !self.choices.is_empty() {
+            value["choices"] = serde_json::json!(self.choices);
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -1072,6 +1167,35 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
+    let x0 = orig.default_x();
+    let (mut report, outside) = compare_at(&orig, &trans, original, config, &x0);
+    // The default point may lie where the function is undefined (a singular matrix at an
+    // arithmetic progression, a pole): other points are tried before giving up, and the
+    // verdict says which point was used.
+    if outside && config.driver.x.is_none() {
+        for x in super::guess::fallback_points(orig.n) {
+            let (other, outside) = compare_at(&orig, &trans, original, config, &x);
+            if !outside {
+                let why = report.status.reason();
+                report = other;
+                report.choices.push(super::guess::describe_fallback(&x, &why));
+                break;
+            }
+        }
+    }
+    report.choices.splice(0..0, config.driver.guesses.iter().cloned());
+    report
+}
+
+/// The comparison at one test point, and whether the point is outside the function's domain
+/// (the original or the derivatives are not finite there).
+fn compare_at(
+    orig: &Driver<'_>,
+    trans: &Driver<'_>,
+    original: &Program,
+    config: &VerifyConfig,
+    x0: &[f64],
+) -> (VerifyReport, bool) {
     let mut report = VerifyReport::unsupported("", config.mode);
     report.entry = orig.entry_name().to_owned();
     report.rtol = config.rtol;
@@ -1080,38 +1204,37 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             "argument sizes differ: original {}x{}, transformed {}x{}",
             orig.m, orig.n, trans.m, trans.n
         ));
-        return report;
+        return (report, false);
     }
     let (n, m) = (orig.n, orig.m);
     report.n = n;
     report.m = m;
-    let x0 = orig.default_x();
-    let base = match orig.run(&x0, Sweep::Plain) {
+    let base = match orig.run(x0, Sweep::Plain) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
-            return report;
+            return (report, false);
         }
     };
-    let JacobianRun { jacobian: ad, values, steps, tape, operations } = match jacobian(&trans, config.mode, &x0) {
+    let JacobianRun { jacobian: ad, values, steps, tape, operations } = match jacobian(trans, config.mode, x0) {
         Ok(r) => r,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Transformed, at));
             report.status = classify_transformed(e);
-            return report;
+            return (report, false);
         }
     };
     report.steps = steps;
     report.tape = tape;
     report.operations = operations;
     report.values = base.y.iter().copied().zip(values.iter().copied()).collect();
-    let fd = match finite_differences(&orig, &x0, &ad, config.rtol, &mut report.entries) {
+    let fd = match finite_differences(orig, x0, &ad, config.rtol, &mut report.entries) {
         Ok(fd) => fd,
         Err(e) => {
             report.failure = e.location().cloned().map(|at| (Side::Original, at));
             report.status = classify_original(e, original);
-            return report;
+            return (report, false);
         }
     };
     debug_assert_eq!(fd.len(), n * m);
@@ -1123,6 +1246,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     let bad = report.entries.iter().filter(|e| !e.ok).count();
     let non_finite = ad.iter().filter(|v| !v.is_finite()).count();
     let fd_non_finite = fd.iter().chain(&base.y).filter(|v| !v.is_finite()).count();
+    let outside = fd_non_finite > 0 || non_finite > 0;
     report.status = if fd_non_finite > 0 {
         Status::Unsupported(format!(
             "test point outside the domain: the original program yields {fd_non_finite} non-finite values or differences (give other inputs with --x)"
@@ -1130,6 +1254,13 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     } else if non_finite > 0 {
         Status::Unsupported(format!(
             "test point outside the domain: {non_finite} derivatives are not finite (give other inputs with --x)"
+        ))
+    } else if bad > 0 && base.reals_through_integers {
+        // The document's own activity says no derivative flows through an integer; the
+        // original makes its outputs depend on inputs that way, which finite differences see.
+        Status::Unsupported(format!(
+            "{bad} of {} jacobian entries differ from finite differences because the original program passes real values through integers with transfer, a dependence no derivative follows (integers are passive to AD, in the reference toolchain too)",
+            n * m
         ))
     } else if bad > 0 {
         Status::Mismatch(format!("{bad} of {} jacobian entries differ from finite differences", n * m))
@@ -1142,7 +1273,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     // transformation, is what is probably wrong.
     let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();
     report.warnings = zero_jacobian_warnings(&both, n, m, &orig.input_labels(), original.passive_stores_left_out);
-    report
+    (report, outside)
 }
 
 impl Status {
