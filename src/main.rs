@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Parser;
 
 use xaifbooster::cli::args::{Cli, Command};
-use xaifbooster::cli::{Reported, analyze, batch, dot, execute, manual, transform, validate};
+use xaifbooster::cli::{Reported, analyze, batch, dot, execute, manual, trace_diff, transform, validate};
 use xaifbooster::output::OutputError;
 
 /// The exit status of a run whose reader went away (`| head`): what a shell reports for a
@@ -33,6 +33,7 @@ fn run() -> u8 {
         Command::Completions(args) => manual::completions(&args),
         Command::Man => manual::man(),
         Command::Dot(args) => dot::command::run(&args),
+        Command::TraceDiff(args) => trace_diff::run(&args),
     };
     match result {
         Ok(Ok(())) => 0,

@@ -16,6 +16,7 @@ pub mod lower;
 pub mod memory;
 pub mod runtime;
 pub mod testgen;
+pub mod tracing;
 pub mod verify;
 
 pub use exec::{ExecConfig, Machine, RevMode, Template};
