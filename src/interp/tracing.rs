@@ -17,7 +17,9 @@
 //!   `max`, `min`, …) in an assignment of a basic block, each operation with operands in the
 //!   order of the expression's vertices: `<Call name="abs_scal" line>`, an `<Arg>` for each
 //!   active variable of its operands, `</Call>`, before the assignment. Loop headers'
-//!   assignments are not traced.
+//!   assignments are not traced, nor assignments to an engine temporary (`temp="1"`): those
+//!   are what a transformation computes for itself (the tangent's partial of `abs` is a
+//!   `sign`), which the original program does not have.
 //! - **An argument** is `<Arg name>`, an `<Index val>` per subscript component of its array
 //!   reference (index, then bound and stride of a section, each one present), `</Arg>`. A
 //!   variable is active when its symbol is; values are taken before the statement runs.
@@ -190,6 +192,11 @@ impl Planner<'_> {
                 }
                 _ => StmtPlan::Nothing,
             },
+            // What the engine computes for itself (a tangent's partials, `sign` for `abs`)
+            // is not the original's: an assignment to an engine temporary is not traced.
+            Statement::Assignment(a) if a.lhs.base_symbol().is_some_and(|s| self.cg.symbols[s].temp) => {
+                StmtPlan::Nothing
+            }
             Statement::Assignment(a) => {
                 let e = &a.rhs;
                 let n = e.vertices.len();
