@@ -401,9 +401,9 @@ pub fn lower(cg: &CallGraph) -> Program {
             }
             // A traced routine runs its traced code (placeholder 2; 1 is the original code).
             Routine::ReplacementList(list) if cg.name(list.template_name) == super::tracing::TRACING_TEMPLATE => {
-                let traced = ["2", "1"].into_iter().find_map(|number| {
-                    list.replacements.iter().find(|r| cg.name(r.placeholder).trim() == number)
-                });
+                let traced = ["2", "1"]
+                    .into_iter()
+                    .find_map(|number| list.replacements.iter().find(|r| cg.name(r.placeholder).trim() == number));
                 let body = match traced {
                     Some(r) if !list.graph_of(r).vertices.is_empty() => Body::Cfg(lw.graph(list.graph_of(r))),
                     _ => Body::External,

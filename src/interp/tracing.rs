@@ -69,7 +69,10 @@ pub enum NodePlan {
     Loop(Box<LoopPlan>),
     Branch(Box<BranchPlan>),
     /// An `EndLoop` of a traced loop: arrivals from `counted_from` count iterations.
-    EndLoop { header: u32, counted_from: u32 },
+    EndLoop {
+        header: u32,
+        counted_from: u32,
+    },
     /// An `EndBranch` of a traced branch: the value to trace per predecessor.
     EndBranch(Vec<(u32, i64)>),
     /// A basic block: per statement (as lowered, markers left out).
@@ -269,7 +272,8 @@ impl Planner<'_> {
                     nodes[k] = NodePlan::Loop(Box::new(LoopPlan { line: f.line as i64, parts, back_from: Vec::new() }));
                 }
                 CfgVertexKind::PreLoop(c) => {
-                    let (args, array) = self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
+                    let (args, array) =
+                        self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
                     if args.is_empty() {
                         continue;
                     }
@@ -411,7 +415,8 @@ impl<'t> Tracer<'t> {
 
     pub(crate) fn count_iteration(&mut self, frame: usize, graph: &Graph, header: u32) {
         let graph = graph as *const Graph as usize;
-        if let Some(l) = self.loops.iter_mut().rev().find(|l| l.frame == frame && l.graph == graph && l.header == header)
+        if let Some(l) =
+            self.loops.iter_mut().rev().find(|l| l.frame == frame && l.graph == graph && l.header == header)
         {
             l.iterations += 1;
         }

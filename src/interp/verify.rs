@@ -1112,7 +1112,11 @@ pub fn verify_traced(
     config: &VerifyConfig,
     traces: Option<&dyn super::tracing::TraceRuns>,
 ) -> VerifyReport {
-    fn attach<'a>(driver: Driver<'a>, traces: Option<&'a dyn super::tracing::TraceRuns>, side: &'static str) -> Driver<'a> {
+    fn attach<'a>(
+        driver: Driver<'a>,
+        traces: Option<&'a dyn super::tracing::TraceRuns>,
+        side: &'static str,
+    ) -> Driver<'a> {
         match traces {
             Some(runs) => driver.traced(runs, side),
             None => driver,

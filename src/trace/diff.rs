@@ -24,8 +24,9 @@ use super::{Event, Kind, Open};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum What {
-    /// Different routines (or intrinsics) are called, or from different lines, or loops and
-    /// branches of different lines start: the traces come from different programs.
+    /// Different routines (or intrinsics) are called, or from different lines, or different
+    /// constructs start: the traces come from different programs (or a branch the trace does
+    /// not show went another way).
     DifferentPrograms,
     /// A branch took another arm (its `Cfval`).
     Branch,
@@ -168,7 +169,9 @@ fn side_of<R: Read>(reader: &mut Reader<R>, at: &Option<Located>, context: usize
 fn follow(path: &mut Vec<Frame>, event: &Event) {
     match event {
         Event::Open(open) => {
-            if let Some(parent) = path.last_mut() {
+            // A loop's header parts are traced once, on entry: they start no iteration.
+            let header = matches!(open.kind, Kind::Initialization | Kind::Condition | Kind::Update);
+            if let Some(parent) = path.last_mut().filter(|p| !(header && p.open.kind == Kind::Loop)) {
                 match &parent.first_child {
                     None => {
                         parent.first_child = Some(open.clone());
@@ -196,7 +199,11 @@ fn steps(path: &[Frame]) -> Vec<Step> {
                 name: frame.open.name.clone(),
                 line: frame.open.line,
                 iteration: counted.then_some(frame.iterations),
-                counted_by: if counted { frame.first_child.as_ref().map(|c| Event::Open(c.clone()).to_string()) } else { None },
+                counted_by: if counted {
+                    frame.first_child.as_ref().map(|c| Event::Open(c.clone()).to_string())
+                } else {
+                    None
+                },
             }
         })
         .collect()
@@ -230,21 +237,32 @@ fn classify(path: &[Frame], a: Option<&Event>, b: Option<&Event>) -> (What, Stri
                 describe(y).trim_start_matches("Call ")
             ),
         ),
-        (Some(Event::Open(x)), Some(Event::Open(y))) if x.kind == Kind::Arg && y.kind == Kind::Arg => {
-            (What::Argument, format!("another argument: A traces {} where B traces {} ({within})", describe(x), describe(y)))
-        }
-        (Some(Event::Open(x)), Some(Event::Open(y))) if x.kind == y.kind => (
+        (Some(Event::Open(x)), Some(Event::Open(y))) if x.kind == Kind::Arg && y.kind == Kind::Arg => (
+            What::Argument,
+            format!("another argument: A traces {} where B traces {} ({within})", describe(x), describe(y)),
+        ),
+        // Different constructs start: different programs, or a branch the trace does not
+        // show (its condition reads no active variable) went another way.
+        (Some(Event::Open(x)), Some(Event::Open(y))) => (
             What::DifferentPrograms,
-            format!("different programs: A starts a {} where B starts a {} ({within})", describe(x), describe(y)),
+            format!(
+                "different programs (or an untraced branch went another way): A starts a {} where B starts a {} ({within})",
+                describe(x),
+                describe(y)
+            ),
         ),
         (Some(Event::Cfval(x)), Some(Event::Cfval(y))) => match parent.map(|p| p.kind) {
-            Some(Kind::Loop) => (What::TripCount, format!("trip count: the {} runs {x} times in A, {y} in B", describe(parent.expect("a loop")))),
-            Some(Kind::Branch) => (What::Branch, format!("branch taken: the {} takes {x} in A, {y} in B", describe(parent.expect("a branch")))),
+            Some(Kind::Loop) => (
+                What::TripCount,
+                format!("trip count: the {} runs {x} times in A, {y} in B", describe(parent.expect("a loop"))),
+            ),
+            Some(Kind::Branch) => (
+                What::Branch,
+                format!("branch taken: the {} takes {x} in A, {y} in B", describe(parent.expect("a branch"))),
+            ),
             _ => (What::ControlFlowValue, format!("control-flow value {x} in A, {y} in B ({within})")),
         },
-        (Some(Event::Index(x)), Some(Event::Index(y))) => {
-            (What::Index, format!("index {x} in A, {y} in B ({within})"))
-        }
+        (Some(Event::Index(x)), Some(Event::Index(y))) => (What::Index, format!("index {x} in A, {y} in B ({within})")),
         (Some(Event::Tan(x)), Some(Event::Tan(y))) => {
             (What::Tan, format!("tan on branch {x} in A, {y} in B ({within})"))
         }

@@ -208,13 +208,7 @@ impl<R: Read> Reader<R> {
     }
 
     fn error_at(&self, line: u64, column: u64, element: &str, message: impl Into<String>) -> TraceError {
-        TraceError {
-            file: self.file.clone(),
-            line,
-            column,
-            element: element.to_owned(),
-            message: message.into(),
-        }
+        TraceError { file: self.file.clone(), line, column, element: element.to_owned(), message: message.into() }
     }
 
     fn error_here(&self, element: &str, message: impl Into<String>) -> TraceError {
@@ -418,7 +412,9 @@ impl<R: Read> Reader<R> {
         let mut bytes = Vec::new();
         loop {
             match self.bump()? {
-                None => return Err(self.error_here(element, "the trace ends inside an attribute value: it is truncated")),
+                None => {
+                    return Err(self.error_here(element, "the trace ends inside an attribute value: it is truncated"));
+                }
                 Some(b) if b == quote => break,
                 Some(b'<') => return Err(self.error_here(element, format!("'<' in the value of {name}"))),
                 Some(b'&') => {
@@ -446,7 +442,9 @@ impl<R: Read> Reader<R> {
                             .and_then(char::from_u32),
                     };
                     let Some(c) = c else {
-                        return Err(self.error_here(element, format!("unknown entity &{entity}; in the value of {name}")));
+                        return Err(
+                            self.error_here(element, format!("unknown entity &{entity}; in the value of {name}"))
+                        );
                     };
                     bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                 }
@@ -595,7 +593,9 @@ mod tests {
         }
         let bytes = writer.finish().unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(text.starts_with("<Trace number=\"1\">\n<Call name=\"foo &amp; &lt;bar&gt;\" line=\"12\">\n<Arg name=\"x\">\n"));
+        assert!(text.starts_with(
+            "<Trace number=\"1\">\n<Call name=\"foo &amp; &lt;bar&gt;\" line=\"12\">\n<Arg name=\"x\">\n"
+        ));
         assert!(text.ends_with("</Call>\n</Trace>\n"));
         assert_eq!(read_all(&bytes[..], "t.xml").unwrap(), events);
     }
