@@ -428,3 +428,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_trace_pipes_from_run_to_trace_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file.xml");
+    trace_run(&testdata("loop_branch.xaif"), &file, &[]).unwrap();
+    // `--trace -`: standard output carries the trace alone.
+    let piped = xaifbooster().args(["run", "-q", "--trace", "-"]).arg(testdata("loop_branch.xaif")).output().unwrap();
+    assert!(piped.status.success());
+    assert_eq!(piped.stdout, std::fs::read(&file).unwrap());
+    xaifbooster()
+        .args(["trace-diff", "-"])
+        .arg(&file)
+        .write_stdin(piped.stdout)
+        .assert()
+        .success()
+        .stdout("traces are equal: 48 events\n");
+}

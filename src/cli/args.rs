@@ -285,8 +285,9 @@ pub struct RunArgs {
     /// XAIF file (original, tangent-linear or adjoint)
     pub(crate) file: PathBuf,
     /// Write the control-flow trace of the run (the plain run of the top routine) to FILE, in
-    /// OpenAD's OAD_trace format (`-` for standard output): a traced program writes its own
-    /// events, any other program the same events at the same points
+    /// OpenAD's OAD_trace format (`-` for standard output, which then carries only the trace):
+    /// a traced program writes its own events, any other program the same events at the same
+    /// points
     #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<std::ffi::OsString>,
     #[command(flatten)]

@@ -69,7 +69,10 @@ pub fn run(args: &RunArgs) -> Outcome {
     match outcome {
         Ok(text) => {
             args.driver.warn(&warnings);
-            print_stdout(text)?;
+            // A trace on standard output has it to itself.
+            if args.trace.as_ref().is_none_or(|path| path != "-") {
+                print_stdout(text)?;
+            }
             Ok(Ok(()))
         }
         // Located at the statement (or vertex) where execution stopped.
