@@ -446,3 +446,27 @@ fn a_trace_pipes_from_run_to_trace_diff() {
         .success()
         .stdout("traces are equal: 48 events\n");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Any bytes: the reader either reads a trace or says where it is malformed, inside the
+    /// input; it never panics.
+    #[test]
+    fn damaged_traces_are_refused_where_they_break(events in events(), cut in any::<prop::sample::Index>(), byte in any::<u8>(), at in any::<prop::sample::Index>()) {
+        let mut bytes = written(&events);
+        let k = at.index(bytes.len());
+        bytes[k] = byte;
+        bytes.truncate(cut.index(bytes.len() + 1));
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        match xaifbooster::trace::format::read_all(&bytes[..], "t.xml") {
+            Ok(_) => {}
+            Err(error) => {
+                prop_assert!(error.line >= 1 && error.line <= lines, "{error}");
+                prop_assert!(error.column >= 1, "{error}");
+                let located = format!("t.xml:{}:{}: ", error.line, error.column);
+                prop_assert!(error.to_string().starts_with(&located), "{}", error);
+            }
+        }
+    }
+}
