@@ -30,7 +30,7 @@
 //! `Call`, `Arg`, `Loop`, `Branch`, `Initialization`, `Condition` and `Update` nest; `Index`,
 //! `Cfval` (a control-flow value: the branch taken, a loop's trip count) and `Tan` (the branch
 //! of `tan` that `oad_tan` evaluated) are leaves. Every value is an integer; real values are
-//! never traced. [`format`] reads and writes it, streaming; [`diff`] compares two traces in
+//! never traced. [`format`](mod@format) reads and writes it, streaming; [`diff`] compares two traces in
 //! one pass with memory bounded by their nesting depth.
 
 pub mod diff;
