@@ -115,7 +115,8 @@ pub fn diff<A: Read, B: Read>(
     context: usize,
 ) -> Result<(Outcome, Stats), TraceError> {
     let mut path: Vec<Frame> = Vec::new();
-    let mut before: VecDeque<String> = VecDeque::with_capacity(context + 1);
+    // The last events in common with their depth, worded only if a divergence needs them.
+    let mut before: VecDeque<(usize, Event)> = VecDeque::with_capacity(context + 1);
     let mut stats = Stats::default();
     loop {
         let ea = a.next_event()?;
@@ -130,7 +131,7 @@ pub fn diff<A: Read, B: Read>(
                     if before.len() == context {
                         before.pop_front();
                     }
-                    before.push_back(indented(path.len(), &x.event));
+                    before.push_back((path.len(), x.event.clone()));
                 }
             }
             _ => {
@@ -144,7 +145,7 @@ pub fn diff<A: Read, B: Read>(
                     path: steps(&path),
                     a: a_side,
                     b: b_side,
-                    before: before.into_iter().collect(),
+                    before: before.iter().map(|(depth, event)| indented(*depth, event)).collect(),
                 };
                 return Ok((Outcome::Differ(Box::new(divergence)), stats));
             }
