@@ -470,3 +470,95 @@ proptest! {
         }
     }
 }
+
+/// One run's trace kept in memory.
+struct InMemory(std::rc::Rc<std::cell::RefCell<Option<Vec<u8>>>>);
+
+struct Buffer(Vec<u8>, std::rc::Rc<std::cell::RefCell<Option<Vec<u8>>>>);
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl xaifbooster::interp::tracing::TraceSink for Buffer {
+    fn commit(self: Box<Self>) -> std::io::Result<()> {
+        *self.1.borrow_mut() = Some(self.0);
+        Ok(())
+    }
+}
+
+impl xaifbooster::interp::tracing::TraceRuns for InMemory {
+    fn open(&self, _label: &str) -> std::io::Result<Option<Box<dyn xaifbooster::interp::tracing::TraceSink>>> {
+        Ok(Some(Box::new(Buffer(Vec::new(), self.0.clone()))))
+    }
+}
+
+/// The plain run's trace of `program` as the corpus's parameters call it.
+fn plain_trace(
+    program: &xaifbooster::interp::Program,
+    driver: &xaifbooster::interp::verify::DriverConfig,
+) -> Result<Vec<u8>, String> {
+    use xaifbooster::interp::verify::{Driver, Sweep};
+    let kept = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let runs = InMemory(kept.clone());
+    let driver = Driver::new(program, driver).map_err(|e| e.to_string())?.traced(&runs, "run");
+    driver.run(&driver.default_x(), Sweep::Plain).map_err(|e| e.to_string())?;
+    let trace = kept.borrow_mut().take().expect("a successful run keeps its trace");
+    Ok(trace)
+}
+
+/// Our tangent of every corpus program the executor runs traces as the original: the tangent
+/// adds propagators and partials, never control flow or calls. The one exception is a
+/// linearization effect, named below.
+#[test]
+fn tangent_outputs_trace_as_their_originals_over_the_corpus() {
+    use xaifbooster::interp::verify::{Mode, read_program};
+    use xaifbooster::xaif::{self, ReadOptions, WriteOptions};
+    let (mut equal, mut with_events, mut differ, mut not_run) = (0, 0, Vec::new(), 0);
+    for file in common::corpus_files("tlm.in.xaif") {
+        let dir = file.parent().unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let input = std::fs::read(&file).unwrap();
+        let Ok(original) = read_program(&input, &name) else {
+            not_run += 1;
+            continue;
+        };
+        let config = common::verify_config(dir, &original, Mode::Tangent, xaifbooster::interp::Template::Joint).driver;
+        let mut cg = xaif::read(&input, "in", &ReadOptions::default()).expect("corpus inputs read").call_graph;
+        xaifbooster::pipeline::tangent(
+            &mut cg,
+            xaifbooster::xaif::intrinsics::Catalogue::builtin(),
+            &xaifbooster::pipeline::Config::default(),
+        )
+        .expect("tangent transformation");
+        let tangent = read_program(&xaif::write(&cg, &WriteOptions::default()), &name).expect("our output lowers");
+        let (Ok(a), Ok(b)) = (plain_trace(&original, &config), plain_trace(&tangent, &config)) else {
+            not_run += 1;
+            continue;
+        };
+        let (outcome, _) = diff::diff(&mut Reader::new(&a[..], "original"), &mut Reader::new(&b[..], "tangent"), 3)
+            .expect("traces we wrote read back");
+        match outcome {
+            Outcome::Equal { events } => {
+                equal += 1;
+                with_events += usize::from(events > 0);
+            }
+            Outcome::Differ(d) => differ.push(format!("{name}: {}", d.message)),
+        }
+    }
+    eprintln!(
+        "corpus tangents: {equal} equal traces ({with_events} with events), {not_run} not run, differ: {differ:#?}"
+    );
+    // signIntrinsic: linearization puts `x(2)` of `sign(x(1), x(2))` into a temporary, so the
+    // tangent's `sign` has one active array argument fewer to trace.
+    assert_eq!(differ.len(), 1, "{differ:#?}");
+    assert!(differ[0].starts_with("signIntrinsic: "), "{differ:#?}");
+    assert!(equal >= 165, "{equal} equal");
+    assert!(with_events >= 80, "{with_events} with events");
+}
