@@ -215,23 +215,28 @@ impl<R: Read> Reader<R> {
         self.error_at(self.line, self.column, element, message)
     }
 
+    #[inline]
     fn peek(&mut self) -> Result<Option<u8>, TraceError> {
-        if self.pos == self.len {
-            self.pos = 0;
-            self.len = loop {
-                match self.input.read(&mut self.buf) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(self.error_here("Trace", format!("cannot read: {e}"))),
-                }
-            };
-            if self.len == 0 {
-                return Ok(None);
-            }
+        if self.pos < self.len {
+            return Ok(Some(self.buf[self.pos]));
         }
-        Ok(Some(self.buf[self.pos]))
+        self.refill()
     }
 
+    /// Reads the next chunk of the input; its first byte, or `None` at the end.
+    fn refill(&mut self) -> Result<Option<u8>, TraceError> {
+        self.pos = 0;
+        self.len = loop {
+            match self.input.read(&mut self.buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.error_here("Trace", format!("cannot read: {e}"))),
+            }
+        };
+        Ok(if self.len == 0 { None } else { Some(self.buf[0]) })
+    }
+
+    #[inline]
     fn bump(&mut self) -> Result<Option<u8>, TraceError> {
         let b = self.peek()?;
         if let Some(b) = b {
