@@ -45,6 +45,7 @@ pub mod ir;
 pub mod output;
 pub mod passes;
 pub mod pipeline;
+pub mod trace;
 pub mod xaif;
 
 /// The cores this process may run on, asked once (each asking reads several cgroup and proc

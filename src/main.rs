@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Parser;
 
 use xaifbooster::cli::args::{Cli, Command};
-use xaifbooster::cli::{Reported, analyze, batch, dot, drivers, execute, manual, transform, validate};
+use xaifbooster::cli::{Reported, analyze, batch, dot, drivers, execute, manual, trace_diff, transform, validate};
 use xaifbooster::output::OutputError;
 
 /// The exit status of a run whose reader went away (`| head`): what a shell reports for a
@@ -35,6 +35,7 @@ fn run() -> u8 {
         Command::Man => manual::man(),
         Command::Dot(args) => dot::command::run(&args),
         Command::InstallDrivers(args) => drivers::install(&args),
+        Command::TraceDiff(args) => trace_diff::run(&args),
     };
     match result {
         Ok(Ok(())) => 0,

@@ -64,6 +64,10 @@ pub enum Command {
     /// adjoint output), a statement's expression graph, or the linearized computational graphs
     /// of the tangent pass before and after elimination, with the elimination order
     Dot(DotArgs),
+    /// Compare two control-flow traces (OpenAD's OAD_trace format, as `run --trace` writes
+    /// them) and report the first divergence: the path to it, what differs and the events
+    /// around it. Exit 0 when they are equal, 1 when they differ or one is malformed
+    TraceDiff(TraceDiffArgs),
     /// Stand in for OpenAD's drivers: link this binary as oadDriver into the identity, tangent
     /// and adjoint driver directories below DIR ($XAIFBOOSTERROOT); called through such a
     /// link, it runs that driver's mode with the original's switches
@@ -293,6 +297,12 @@ pub(crate) struct DriverArgs {
 pub struct RunArgs {
     /// XAIF file (original, tangent-linear or adjoint)
     pub(crate) file: PathBuf,
+    /// Write the control-flow trace of the run (the plain run of the top routine) to FILE, in
+    /// OpenAD's OAD_trace format (`-` for standard output, which then carries only the trace):
+    /// a traced program writes its own events, any other program the same events at the same
+    /// points
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<std::ffi::OsString>,
     #[command(flatten)]
     pub(crate) driver: DriverArgs,
 }
@@ -317,8 +327,28 @@ pub struct VerifyArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write the control-flow trace of every run the verifier makes into DIR (created if
+    /// missing), one file per run that completes: original-NNN-plain.xml for the original,
+    /// transformed-NNN-tangent.xml or transformed-NNN-adjoint.xml for the transformed program,
+    /// numbered in the order they run
+    #[arg(long, value_name = "DIR")]
+    pub(crate) trace: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) driver: DriverArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceDiffArgs {
+    /// The first trace (`-` for standard input)
+    pub(crate) a: PathBuf,
+    /// The second trace
+    pub(crate) b: PathBuf,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Events of context shown before and after the divergence
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub(crate) context: usize,
 }
 
 // The switches of the original oadDriver binaries, so OpenAD's scripts can call us unchanged.

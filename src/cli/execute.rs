@@ -3,15 +3,17 @@
 //! transformed file with finite differences of the original.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::args::{DriverArgs, RunArgs, VerifyArgs};
 use super::{Outcome, Reported, print_findings, print_stdout, read_input};
 use crate::interp::lower::Body;
+use crate::interp::tracing::{TraceRuns, TraceSink};
 use crate::interp::verify::{self, DriverConfig};
 use crate::interp::{Location, Program, Template};
+use crate::output::{Destination, Output};
 use crate::xaif::Diagnostic;
 use crate::xaif::validate::{locate, locate_symbol};
 
@@ -26,9 +28,18 @@ pub fn run(args: &RunArgs) -> Outcome {
         Ok(config) => config,
         Err(reported) => return Ok(Err(reported)),
     };
+    // The trace's destination is checked before any work, like every output.
+    let trace = match &args.trace {
+        Some(path) => Some(TraceOnce(std::cell::RefCell::new(Some(Output::create(&Destination::from(path.clone()))?)))),
+        None => None,
+    };
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
     let outcome = Driver::new(&program, &config).and_then(|driver| {
+        let driver = match &trace {
+            Some(trace) => driver.traced(trace, "run"),
+            None => driver,
+        };
         let x = driver.default_x();
         // What the file holds decides, never its name: an untransformed program's derivatives
         // would be zeros that say nothing about it.
@@ -67,7 +78,10 @@ pub fn run(args: &RunArgs) -> Outcome {
         Ok(text) => {
             args.driver.warn(&warnings);
             args.driver.note(&notes);
-            print_stdout(text)?;
+            // A trace on standard output has it to itself.
+            if args.trace.as_ref().is_none_or(|path| path != "-") {
+                print_stdout(text)?;
+            }
             Ok(Ok(()))
         }
         // Located at the statement (or vertex) where execution stopped.
@@ -83,8 +97,47 @@ pub fn run(args: &RunArgs) -> Outcome {
     }
 }
 
+/// `run --trace FILE`: the trace of the first run (the plain run) goes to FILE.
+struct TraceOnce(std::cell::RefCell<Option<Output>>);
+
+impl TraceRuns for TraceOnce {
+    fn open(&self, _label: &str) -> std::io::Result<Option<Box<dyn TraceSink>>> {
+        Ok(self.0.borrow_mut().take().map(|output| Box::new(TraceOutput(output)) as Box<dyn TraceSink>))
+    }
+}
+
+/// `verify --trace DIR`: one file per run, named by the run's label.
+struct TraceDir(PathBuf);
+
+impl TraceRuns for TraceDir {
+    fn open(&self, label: &str) -> std::io::Result<Option<Box<dyn TraceSink>>> {
+        let path = self.0.join(format!("{label}.xml"));
+        let output = Output::create(&Destination::Path(path)).map_err(std::io::Error::other)?;
+        Ok(Some(Box::new(TraceOutput(output))))
+    }
+}
+
+/// A trace written through `Output`: renamed into place only when its run succeeded.
+struct TraceOutput(Output);
+
+impl Write for TraceOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl TraceSink for TraceOutput {
+    fn commit(self: Box<Self>) -> std::io::Result<()> {
+        self.0.commit().map_err(std::io::Error::other)
+    }
+}
+
 pub fn verify(args: &VerifyArgs) -> Outcome {
-    use crate::interp::verify::{Mode, Side, Status, VerifyConfig, VerifyReport, dot_product_test, verify};
+    use crate::interp::verify::{Mode, Side, Status, VerifyConfig, VerifyReport, dot_product_test, verify_traced};
     let mode = if args.mode == "adjoint" { Mode::Adjoint } else { Mode::Tangent };
     let report = match (load_program(&args.original)?, load_program(&args.transformed)?) {
         (Ok(original), Ok(transformed)) => {
@@ -95,7 +148,14 @@ pub fn verify(args: &VerifyArgs) -> Outcome {
                 Err(reported) => return Ok(Err(reported)),
             };
             let config = VerifyConfig { driver, mode, rtol: args.rtol };
-            let mut report = verify(&original, &transformed, &config);
+            let traces = match &args.trace {
+                Some(dir) => {
+                    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                    Some(TraceDir(dir.clone()))
+                }
+                None => None,
+            };
+            let mut report = verify_traced(&original, &transformed, &config, traces.as_ref().map(|t| t as _));
             if let (Some(dot), Status::Ok) = (&args.dot, &report.status) {
                 match load_program(dot)? {
                     Ok(other) => {

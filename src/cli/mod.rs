@@ -24,6 +24,7 @@ pub mod execute;
 pub mod interrupt;
 pub mod log;
 pub mod manual;
+pub mod trace_diff;
 pub mod transform;
 pub mod validate;
 

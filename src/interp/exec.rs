@@ -154,6 +154,8 @@ pub struct Machine<'p> {
     /// follows (AD tools treat integers as passive), so derivative code and finite
     /// differences of such a program may rightly disagree.
     pub(crate) reals_through_integers: std::cell::Cell<bool>,
+    /// The run's trace, when one is written.
+    pub(crate) tracer: Option<super::tracing::Tracer<'p>>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -205,7 +207,21 @@ impl<'p> Machine<'p> {
             operations: Default::default(),
             associated_globals: Vec::new(),
             reals_through_integers: std::cell::Cell::new(false),
+            tracer: None,
         })
+    }
+
+    /// Writes this run's trace to `tracer` (see [`super::tracing`]).
+    pub fn trace_into(&mut self, tracer: super::tracing::Tracer<'p>) {
+        self.tracer = Some(tracer);
+    }
+
+    /// Ends the run's trace, if one is written.
+    pub fn finish_trace(&mut self) -> Result<(), ExecError> {
+        match self.tracer.take() {
+            Some(tracer) => tracer.finish(),
+            None => Ok(()),
+        }
     }
 
     /// Counts `n` floating-point operations for the placeholder whose code runs.
@@ -534,14 +550,18 @@ impl<'p> Machine<'p> {
     /// an edge backwards) reached.
     fn walk_graph(&mut self, g: &'p Graph, last_loop: &mut Option<usize>) -> Result<(), ExecError> {
         let mut at = g.entry as usize;
+        let mut prev = None;
         let mut from_end_loop = false;
         let routine = self.current_routine();
         loop {
             self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: None });
             self.tick()?;
+            if self.tracer.is_some() {
+                self.trace_arrival(g, prev, at)?;
+            }
             let node = &g.nodes[at];
             let back_edge = std::mem::take(&mut from_end_loop);
-            at = match node {
+            let next = match node {
                 Node::Entry { next } | Node::Jump { next } => {
                     if *next as usize <= at {
                         *last_loop = Some(*next as usize);
@@ -552,7 +572,11 @@ impl<'p> Machine<'p> {
                 Node::Block { stmts, next } => {
                     for (k, stmt) in stmts.iter().enumerate() {
                         self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: Some(k) });
+                        let traced_call = self.tracer.is_some() && self.trace_statement(g, at, k)?;
                         self.exec(stmt)?;
+                        if traced_call {
+                            self.trace_return()?;
+                        }
                     }
                     // A block with an edge to itself (or back to an earlier vertex) loops.
                     if *next as usize <= at {
@@ -580,12 +604,22 @@ impl<'p> Machine<'p> {
                     if let Some(a) = step {
                         self.assign(a)?;
                     }
-                    if self.eval(cond, None)?.as_bool()? { *body as usize } else { *exit as usize }
+                    if self.eval(cond, None)?.as_bool()? {
+                        *body as usize
+                    } else {
+                        if self.tracer.is_some() {
+                            self.trace_loop_exit(g, at)?;
+                        }
+                        *exit as usize
+                    }
                 }
                 Node::Pre { cond, body, exit } => {
                     if self.eval(cond, None)?.as_bool()? {
                         *body as usize
                     } else {
+                        if self.tracer.is_some() {
+                            self.trace_loop_exit(g, at)?;
+                        }
                         *exit as usize
                     }
                 }
@@ -603,6 +637,8 @@ impl<'p> Machine<'p> {
                 }
                 Node::Bad(why) => return Err(ExecError::Runtime(why.clone())),
             };
+            prev = Some(at);
+            at = next;
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Program {
     /// `OPR_ISTORE`): the XAIF leaves those assignments out (OpenAD's unparser puts them back
     /// from the source), so a value they set is never set here.
     pub passive_stores_left_out: usize,
+    /// The program writes its own trace (`oad_trace_*` calls): the executor adds no events.
+    pub traces_itself: bool,
 }
 
 /// The runtime routines that set or propagate derivatives, by the names the engines give them
@@ -155,6 +157,8 @@ pub struct Graph {
     /// The XML id of each node's vertex, and of each statement of a block node, for messages.
     pub vertex_ids: Vec<String>,
     pub statement_ids: Vec<Vec<String>>,
+    /// Where the executor writes trace events when it traces a program itself.
+    pub trace: super::tracing::GraphPlan,
 }
 
 #[derive(Debug)]
@@ -470,6 +474,17 @@ pub fn lower(cg: &CallGraph) -> Program {
                 let body = if cfg.graph.vertices.is_empty() { Body::External } else { Body::Cfg(lw.graph(&cfg.graph)) };
                 (&cfg.arguments, body)
             }
+            // A traced routine runs its traced code (placeholder 2; 1 is the original code).
+            Routine::ReplacementList(list) if cg.name(list.template_name) == super::tracing::TRACING_TEMPLATE => {
+                let traced = ["2", "1"]
+                    .into_iter()
+                    .find_map(|number| list.replacements.iter().find(|r| cg.name(r.placeholder).trim() == number));
+                let body = match traced {
+                    Some(r) if !list.graph_of(r).vertices.is_empty() => Body::Cfg(lw.graph(list.graph_of(r))),
+                    _ => Body::External,
+                };
+                (&list.arguments, body)
+            }
             Routine::ReplacementList(list) => {
                 let mut graphs: Vec<Option<Graph>> = (0..14).map(|_| None).collect();
                 for replacement in &list.replacements {
@@ -509,7 +524,7 @@ pub fn lower(cg: &CallGraph) -> Program {
             _ => false,
         })
         .count();
-    Program { routines, syms, global_slots, passive_stores_left_out }
+    Program { routines, syms, global_slots, passive_stores_left_out, traces_itself: super::tracing::traces_itself(cg) }
 }
 
 fn raw<T>(id: la_arena::Idx<T>) -> usize {
@@ -623,12 +638,22 @@ impl Lowerer<'_> {
             }
         }
         match entry {
-            Some(entry) => Graph { nodes, entry, vertex_ids, statement_ids },
+            Some(entry) => {
+                let mut graph = Graph { nodes, entry, vertex_ids, statement_ids, trace: Default::default() };
+                let planner = super::tracing::Planner {
+                    cg: self.cg,
+                    expr: &|e| self.expr(e),
+                    defined: &|symbol| self.routine_by_symbol.contains_key(&symbol),
+                };
+                graph.trace = planner.plan(fg, &graph);
+                graph
+            }
             None => Graph {
                 nodes: vec![Node::Bad("control flow graph without Entry".into())],
                 entry: 0,
                 vertex_ids: Vec::new(),
                 statement_ids: Vec::new(),
+                trace: Default::default(),
             },
         }
     }

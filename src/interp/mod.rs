@@ -4,7 +4,8 @@
 //! resolved to slots; [`exec::Machine`] runs it: original code, tangent-linear code with
 //! derivative propagators, and adjoint replacement lists under the joint or split reversal
 //! template with the tape and checkpoint runtime. [`verify`] drives a top routine to compute
-//! Jacobians and compares them with finite differences of the original.
+//! Jacobians and compares them with finite differences of the original. [`tracing`] writes a
+//! run's control-flow trace (`run --trace`, `verify --trace`) in OpenAD's `OAD_trace` format.
 //!
 //! Anything the executor cannot run is an [`ExecError::Unsupported`] naming the construct,
 //! never a silent zero.
@@ -17,6 +18,7 @@ pub mod lower;
 pub mod memory;
 pub mod runtime;
 pub mod testgen;
+pub mod tracing;
 pub mod verify;
 
 pub use exec::{ExecConfig, Machine, RevMode, Template};

@@ -104,6 +104,9 @@ impl Machine<'_> {
 
     pub(crate) fn inline_call(&mut self, call: &Inline) -> Result<(), ExecError> {
         let name = call.name.as_str();
+        if let Some(what) = name.strip_prefix("oad_trace_") {
+            return self.trace_runtime_call(what, &call.args);
+        }
         // Constant arguments get a temporary slot for the duration of the call; other calls
         // may allocate storage that lives as long as the activation (`oad_AllocateMatching`).
         if !call.args.iter().any(|a| matches!(a, Arg::Const(_))) {

@@ -138,6 +138,10 @@ pub struct Driver<'p> {
     output_globals: Vec<u32>,
     pub n: usize,
     pub m: usize,
+    /// Where each run's trace goes (`run --trace`, `verify --trace`), with the label of the
+    /// program's side, and how many runs have been traced.
+    traces: Option<(&'p dyn super::tracing::TraceRuns, &'static str)>,
+    traced_runs: std::cell::Cell<u32>,
 }
 
 /// The routine named `head…` (or `<prefix>head…` after renaming) with code; failing that,
@@ -631,7 +635,18 @@ impl<'p> Driver<'p> {
                 super::memory::format_bytes(config.max_memory)
             )));
         }
-        Ok(Driver { prog, entry, config: config.clone(), formals, input_globals, output_globals, n, m })
+        Ok(Driver {
+            prog,
+            entry,
+            config: config.clone(),
+            formals,
+            input_globals,
+            output_globals,
+            n,
+            m,
+            traces: None,
+            traced_runs: std::cell::Cell::new(0),
+        })
     }
 
     /// The name of each independent (`X_1(2)` for an array element, column-major), in order.
@@ -695,6 +710,13 @@ impl<'p> Driver<'p> {
         }
     }
 
+    /// Traces every run into a destination `runs` gives, labelled `<side>-<NNN>-<sweep>`
+    /// (`original-001-plain`, `transformed-002-tangent`): one trace per run, numbered from 1.
+    pub fn traced(mut self, runs: &'p dyn super::tracing::TraceRuns, side: &'static str) -> Driver<'p> {
+        self.traces = Some((runs, side));
+        self
+    }
+
     /// One call (two for a split adjoint) of the top routine on a fresh machine.
     pub fn run(&self, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
         if x.len() != self.n {
@@ -707,16 +729,41 @@ impl<'p> Driver<'p> {
             unshaped_extent: self.config.local_extent,
             ..ExecConfig::default()
         };
+        let mut sink = match self.traces {
+            Some((runs, side)) => {
+                let number = self.traced_runs.get() + 1;
+                self.traced_runs.set(number);
+                let word = match sweep {
+                    Sweep::Plain => "plain",
+                    Sweep::Tangent(_) => "tangent",
+                    Sweep::Adjoint(_) => "adjoint",
+                };
+                let label = format!("{side}-{number:03}-{word}");
+                let opened = runs.open(&label).map_err(|e| ExecError::Runtime(format!("trace {label}: {e}")))?;
+                opened.map(|sink| (sink, number, label))
+            }
+            None => None,
+        };
         let mut machine = Machine::new(self.prog, config)?;
-        let result = self.drive(&mut machine, x, sweep);
+        if let Some((sink, number, _)) = sink.as_mut() {
+            let tracer = super::tracing::Tracer::new(&mut **sink, *number, !self.prog.traces_itself)?;
+            machine.trace_into(tracer);
+        }
+        let result = self.drive(&mut machine, x, sweep).and_then(|r| machine.finish_trace().map(|()| r));
         // A failure says where execution stopped.
-        result.map_err(|error| match machine.location() {
+        let result = result.map_err(|error| match machine.location() {
             Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at: Box::new(at) },
             _ => error,
-        })
+        });
+        drop(machine);
+        // The trace of a run that failed is dropped with its destination, never kept half written.
+        if let (Ok(_), Some((sink, _, label))) = (&result, sink) {
+            sink.commit().map_err(|e| ExecError::Runtime(format!("trace {label}: {e}")))?;
+        }
+        result
     }
 
-    fn drive(&self, machine: &mut Machine<'p>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
+    fn drive(&self, machine: &mut Machine<'_>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
         let mut actuals: Vec<(u32, Binding)> = Vec::new();
         let entry = &self.prog.routines[self.entry];
         for (position, bounds, init) in &self.formals {
@@ -1149,7 +1196,28 @@ pub fn zero_jacobian_warnings(
 
 /// Compares the derivatives of `transformed` with finite differences of `original`.
 pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) -> VerifyReport {
-    let orig = match Driver::new(original, &config.driver) {
+    verify_traced(original, transformed, config, None)
+}
+
+/// [`verify`], tracing every run it makes into `traces`: the original's runs labelled
+/// `original-NNN-plain`, the transformed program's `transformed-NNN-tangent` (or `-adjoint`).
+pub fn verify_traced(
+    original: &Program,
+    transformed: &Program,
+    config: &VerifyConfig,
+    traces: Option<&dyn super::tracing::TraceRuns>,
+) -> VerifyReport {
+    fn attach<'a>(
+        driver: Driver<'a>,
+        traces: Option<&'a dyn super::tracing::TraceRuns>,
+        side: &'static str,
+    ) -> Driver<'a> {
+        match traces {
+            Some(runs) => driver.traced(runs, side),
+            None => driver,
+        }
+    }
+    let orig = match Driver::new(original, &config.driver).map(|d| attach(d, traces, "original")) {
         Ok(d) => d,
         Err(e) => {
             let mut report = VerifyReport::unsupported("", config.mode);
@@ -1158,7 +1226,7 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
             return report;
         }
     };
-    let trans = match Driver::new(transformed, &config.driver) {
+    let trans = match Driver::new(transformed, &config.driver).map(|d| attach(d, traces, "transformed")) {
         Ok(d) => d,
         Err(e) => {
             let mut report = VerifyReport::unsupported("", config.mode);

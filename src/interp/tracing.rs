@@ -1,0 +1,607 @@
+//! Tracing in the executor: the events of OpenAD's `OAD_trace` runtime (see [`crate::trace`]).
+//!
+//! A program the `trace` mode produced (a routine whose replacement list uses
+//! `tracing_subroutine_template`, or any `oad_trace_*` call) traces itself: its placeholder 2
+//! runs, and each `oad_trace_*` call writes its event. Any other program — an original, a
+//! tangent or adjoint output — is traced by the executor, which writes the events the original
+//! engine's TraceDiff would have inserted, at the same points, so that a program and its traced
+//! or transformed version give equal traces. The rules, as the original engine's TraceDiff
+//! places its calls (the 17 stage outputs confirm them):
+//!
+//! - **Subroutine calls** to a routine the document defines: `<Call name line>` before the
+//!   call, `</Call>` after it; what the callee traces nests inside. `name` is the callee's
+//!   symbol, `line` the call's `lineNumber` (0 without one). Arguments are not traced (the
+//!   stage outputs have none, although the engine's later source traces them); calls of
+//!   routines the document does not define are not traced either.
+//! - **Non-smooth intrinsics** (`nonSmooth` in the catalogue: `abs`, `int`, `mod`, `sign`,
+//!   `max`, `min`, …) in an assignment of a basic block, each operation with operands in the
+//!   order of the expression's vertices: `<Call name="abs_scal" line>`, an `<Arg>` for each
+//!   active variable of its operands, `</Call>`, before the assignment. Loop headers'
+//!   assignments are not traced, nor assignments to an engine temporary (`temp="1"`): those
+//!   are what a transformation computes for itself (the tangent's partial of `abs` is a
+//!   `sign`), which the original program does not have.
+//! - **An argument** is `<Arg name>`, an `<Index val>` per subscript component of its array
+//!   reference (index, then bound and stride of a section, each one present), `</Arg>`. A
+//!   variable is active when its symbol is; values are taken before the statement runs.
+//! - **Loops** (`ForLoop`, `PreLoop`; not `PostLoop`) whose initialization, condition or update
+//!   (a `PreLoop`: condition) reads an active variable: on each entry other than from the
+//!   loop's own `EndLoop`, `<Loop line>` (the `ForLoop`'s `lineNumber`; a `PreLoop` always
+//!   traces line 0, as the original does), then `<Initialization>`, `<Condition>` and
+//!   `<Update>` each with the active arguments of that part, only for a part that has an array
+//!   reference among them. Each arrival at the `EndLoop` along its first in-edge counts an
+//!   iteration; leaving the loop by its exit edge writes `<Cfval val="iterations"/>`
+//!   `</Loop>`. A loop left another way (`exit`, `goto`) writes no end: the trace writer
+//!   closes it with the element around it.
+//! - **Branches** (`Branch`, `If`) whose condition reads an active variable, found from their
+//!   `EndBranch` by walking back along first in-edges (skipping back edges of loops, counting
+//!   nested branches): on arrival along the branch's first in-edge, `<Branch line>` and, if
+//!   the condition has an array reference among its active arguments, `<Condition>` with them
+//!   `</Condition>`. On arrival at the `EndBranch`: `<Cfval val/>` `</Branch>`, where the value
+//!   is, for an `EndBranch` with two in-edges, the condition value of the branch's edge that
+//!   in-edge comes from (0 without one), and otherwise the in-edge's number (1, 2, … in the
+//!   document's order). A branch left by a `goto` writes no end either.
+//!
+//! The events are the same whichever code runs around them: the tangent's propagators and the
+//! adjoint's taping add none, so an original and its tangent give equal traces. The writer
+//! ([`crate::trace::Writer`]) keeps the trace well formed.
+
+use std::io::Write;
+
+use crate::ir::{self, CallGraph, CfgVertexKind, ExprVertex, FlowGraph, Statement, VarRefVertex};
+use crate::trace::{Event, Kind, Open, Writer};
+
+use super::ExecError;
+use super::lower::{Expr, Graph};
+
+/// The name of the replacement-list template of a traced routine.
+pub const TRACING_TEMPLATE: &str = "tracing_subroutine_template";
+
+/// Where a graph's events go, node by node (empty when the graph traces nothing).
+#[derive(Debug, Default)]
+pub struct GraphPlan {
+    pub nodes: Vec<NodePlan>,
+}
+
+#[derive(Debug, Default)]
+pub enum NodePlan {
+    #[default]
+    Nothing,
+    Loop(Box<LoopPlan>),
+    Branch(Box<BranchPlan>),
+    /// An `EndLoop` of a traced loop: arrivals from `counted_from` count iterations.
+    EndLoop {
+        header: u32,
+        counted_from: u32,
+    },
+    /// An `EndBranch` of a traced branch: the value to trace per predecessor.
+    EndBranch(Vec<(u32, i64)>),
+    /// A basic block: per statement (as lowered, markers left out).
+    Block(Vec<StmtPlan>),
+}
+
+#[derive(Debug)]
+pub struct LoopPlan {
+    pub line: i64,
+    pub parts: Vec<(Kind, Vec<TracedArg>)>,
+    /// The `EndLoop`s whose back edges lead here: arrivals from them are no entries.
+    pub back_from: Vec<u32>,
+}
+
+#[derive(Debug)]
+pub struct BranchPlan {
+    pub line: i64,
+    /// The source of the first in-edge: only arrivals from it are traced.
+    pub from: Option<u32>,
+    pub condition: Option<Vec<TracedArg>>,
+}
+
+#[derive(Debug, Default)]
+pub enum StmtPlan {
+    #[default]
+    Nothing,
+    Call {
+        name: String,
+        line: i64,
+    },
+    Intrinsics(Vec<IntrinsicPlan>),
+}
+
+#[derive(Debug)]
+pub struct IntrinsicPlan {
+    pub name: String,
+    pub line: i64,
+    pub args: Vec<TracedArg>,
+}
+
+/// An active variable and the subscript components of its array reference.
+#[derive(Debug)]
+pub struct TracedArg {
+    pub name: String,
+    pub indices: Vec<Expr>,
+}
+
+fn raw<T>(id: la_arena::Idx<T>) -> usize {
+    id.into_raw().into_u32() as usize
+}
+
+/// Whether a document traces itself: a traced replacement list or an `oad_trace_*` call.
+pub fn traces_itself(cg: &CallGraph) -> bool {
+    cg.routines.iter().any(|(_, routine)| match routine {
+        ir::Routine::ReplacementList(list) => cg.name(list.template_name) == TRACING_TEMPLATE,
+        ir::Routine::ControlFlowGraph(cfg) => cfg.graph.vertices.iter().any(|(_, v)| match &v.kind {
+            CfgVertexKind::BasicBlock(b) => b.statements.iter().any(|s| match s {
+                Statement::InlinableSubroutineCall(c) => {
+                    cg.name(c.subroutine_name).to_ascii_lowercase().starts_with("oad_trace_")
+                }
+                _ => false,
+            }),
+            _ => false,
+        }),
+    })
+}
+
+/// What builds a plan needs from the lowering.
+pub(crate) struct Planner<'a> {
+    pub cg: &'a CallGraph,
+    pub expr: &'a dyn Fn(&ir::Expression) -> Expr,
+    /// Whether the document defines the routine of a symbol.
+    pub defined: &'a dyn Fn(ir::SymbolId) -> bool,
+}
+
+impl Planner<'_> {
+    fn active(&self, r: &ir::VariableReference) -> bool {
+        r.base_symbol().is_some_and(|s| self.cg.symbols[s].active)
+    }
+
+    fn traced_arg(&self, r: &ir::VariableReference) -> TracedArg {
+        let name = r.base_symbol().map_or_else(String::new, |s| self.cg.symbol_name(s).to_owned());
+        let mut indices = Vec::new();
+        for vertex in r.vertices.iter() {
+            if let VarRefVertex::ArrayElement(element) = vertex {
+                for triplet in &element.indices {
+                    for part in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
+                        indices.push((self.expr)(part));
+                    }
+                }
+            }
+        }
+        TracedArg { name, indices }
+    }
+
+    /// The active variables an expression reads, in vertex order, and whether one of them is
+    /// an array reference; `only` limits them to some vertices.
+    fn active_args(&self, e: &ir::Expression, only: Option<&[bool]>) -> (Vec<TracedArg>, bool) {
+        let mut args = Vec::new();
+        let mut array = false;
+        for (id, vertex) in e.vertices.iter() {
+            if only.is_some_and(|o| !o[raw(id)]) {
+                continue;
+            }
+            if let ExprVertex::Variable(r) = vertex
+                && self.active(r)
+            {
+                array |= r.vertices.iter().any(|v| matches!(v, VarRefVertex::ArrayElement(_)));
+                args.push(self.traced_arg(r));
+            }
+        }
+        (args, array)
+    }
+
+    fn statement(&self, s: &Statement) -> StmtPlan {
+        match s {
+            Statement::SubroutineCall(call) => match call.symbol {
+                Some(sym) if (self.defined)(sym) => {
+                    StmtPlan::Call { name: self.cg.symbol_name(sym).to_owned(), line: call.line as i64 }
+                }
+                _ => StmtPlan::Nothing,
+            },
+            // What the engine computes for itself (a tangent's partials, `sign` for `abs`)
+            // is not the original's: an assignment to an engine temporary is not traced.
+            Statement::Assignment(a) if a.lhs.base_symbol().is_some_and(|s| self.cg.symbols[s].temp) => {
+                StmtPlan::Nothing
+            }
+            Statement::Assignment(a) => {
+                let e = &a.rhs;
+                let n = e.vertices.len();
+                let mut operands: Vec<Vec<usize>> = vec![Vec::new(); n];
+                for edge in &e.edges {
+                    operands[raw(edge.target)].push(raw(edge.source));
+                }
+                let catalogue = crate::xaif::intrinsics::Catalogue::builtin();
+                let mut calls = Vec::new();
+                for (id, vertex) in e.vertices.iter() {
+                    let ExprVertex::Intrinsic(intrinsic) = vertex else { continue };
+                    let name = self.cg.name(intrinsic.name);
+                    if operands[raw(id)].is_empty() || !catalogue.get(name).is_some_and(|d| d.non_smooth) {
+                        continue;
+                    }
+                    // The operation's operands, transitively.
+                    let mut inside = vec![false; n];
+                    let mut stack = vec![raw(id)];
+                    while let Some(v) = stack.pop() {
+                        if !std::mem::replace(&mut inside[v], true) {
+                            stack.extend(&operands[v]);
+                        }
+                    }
+                    let (args, _) = self.active_args(e, Some(&inside));
+                    calls.push(IntrinsicPlan { name: name.to_owned(), line: a.line as i64, args });
+                }
+                if calls.is_empty() { StmtPlan::Nothing } else { StmtPlan::Intrinsics(calls) }
+            }
+            _ => StmtPlan::Nothing,
+        }
+    }
+
+    /// The plan of one graph; `lowered` says which statements the lowering kept.
+    pub fn plan(&self, fg: &FlowGraph, lowered: &Graph) -> GraphPlan {
+        let n = fg.vertices.len();
+        let kinds: Vec<&CfgVertexKind> = fg.vertices.iter().map(|(_, v)| &v.kind).collect();
+        let mut ins: Vec<Vec<&ir::CfgEdge>> = vec![Vec::new(); n];
+        for edge in &fg.edges {
+            ins[raw(edge.target)].push(edge);
+        }
+        let mut nodes: Vec<NodePlan> = (0..n).map(|_| NodePlan::Nothing).collect();
+        let mut any = false;
+        for (k, (_, vertex)) in fg.vertices.iter().enumerate() {
+            match &vertex.kind {
+                CfgVertexKind::BasicBlock(block) => {
+                    let stmts: Vec<StmtPlan> = block
+                        .statements
+                        .iter()
+                        .filter(|s| !matches!(s, Statement::Marker(_)))
+                        .map(|s| self.statement(s))
+                        .collect();
+                    if stmts.iter().any(|s| !matches!(s, StmtPlan::Nothing)) {
+                        any = true;
+                        nodes[k] = NodePlan::Block(stmts);
+                    }
+                }
+                CfgVertexKind::ForLoop(f) => {
+                    let empty = ir::Expression::default();
+                    let init = self.active_args(f.initialization.as_ref().map_or(&empty, |a| &a.rhs), None);
+                    let cond = self.active_args(f.condition.as_ref().unwrap_or(&empty), None);
+                    let update = self.active_args(f.update.as_ref().map_or(&empty, |a| &a.rhs), None);
+                    if init.0.is_empty() && cond.0.is_empty() && update.0.is_empty() {
+                        continue;
+                    }
+                    let parts = [(Kind::Initialization, init), (Kind::Condition, cond), (Kind::Update, update)]
+                        .into_iter()
+                        .filter(|(_, (_, array))| *array)
+                        .map(|(kind, (args, _))| (kind, args))
+                        .collect();
+                    nodes[k] = NodePlan::Loop(Box::new(LoopPlan { line: f.line as i64, parts, back_from: Vec::new() }));
+                }
+                CfgVertexKind::PreLoop(c) => {
+                    let (args, array) =
+                        self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
+                    if args.is_empty() {
+                        continue;
+                    }
+                    let parts = if array { vec![(Kind::Condition, args)] } else { Vec::new() };
+                    // The original traces a PreLoop's line as 0.
+                    nodes[k] = NodePlan::Loop(Box::new(LoopPlan { line: 0, parts, back_from: Vec::new() }));
+                }
+                _ => {}
+            }
+        }
+        // Iterations are counted at each traced loop's EndLoop.
+        for (k, node) in lowered.nodes.iter().enumerate() {
+            if let super::lower::Node::EndLoop { header } = node
+                && let Some(NodePlan::Loop(plan)) = nodes.get_mut(*header as usize)
+            {
+                plan.back_from.push(k as u32);
+                if let Some(first) = ins.get(k).and_then(|i| i.first()) {
+                    nodes[k] = NodePlan::EndLoop { header: *header, counted_from: raw(first.source) as u32 };
+                }
+            }
+        }
+        // Branches, from their EndBranch.
+        for (k, kind) in kinds.iter().enumerate() {
+            if !matches!(kind, CfgVertexKind::EndBranch) || ins[k].is_empty() {
+                continue;
+            }
+            let entries: Vec<Option<&ir::CfgEdge>> = ins[k].iter().map(|e| self.entry_edge(e, &kinds, &ins)).collect();
+            let Some(Some(first_entry)) = entries.first() else { continue };
+            let branch = raw(first_entry.source);
+            let (CfgVertexKind::Branch(c) | CfgVertexKind::If(c)) = kinds[branch] else { continue };
+            let (args, array) = self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
+            if args.is_empty() {
+                continue;
+            }
+            let two = ins[k].len() == 2;
+            let values = ins[k]
+                .iter()
+                .zip(&entries)
+                .enumerate()
+                .map(|(i, (edge, entry))| {
+                    let value = if two { entry.and_then(|e| e.condition_value).unwrap_or(0) } else { i as i64 + 1 };
+                    (raw(edge.source) as u32, value)
+                })
+                .collect();
+            nodes[k] = NodePlan::EndBranch(values);
+            nodes[branch] = NodePlan::Branch(Box::new(BranchPlan {
+                line: c.line as i64,
+                from: ins[branch].first().map(|e| raw(e.source) as u32),
+                condition: array.then_some(args),
+            }));
+        }
+        any |= nodes.iter().any(|n| !matches!(n, NodePlan::Nothing | NodePlan::Block(_)));
+        if any { GraphPlan { nodes } } else { GraphPlan::default() }
+    }
+
+    /// The edge out of the branch that an in-edge of an `EndBranch` comes from: back along
+    /// first in-edges (not those from an `EndLoop`), counting nested branches.
+    fn entry_edge<'e>(
+        &self,
+        start: &'e ir::CfgEdge,
+        kinds: &[&CfgVertexKind],
+        ins: &[Vec<&'e ir::CfgEdge>],
+    ) -> Option<&'e ir::CfgEdge> {
+        let mut edge = start;
+        let mut depth = 0usize;
+        for _ in 0..=kinds.len() {
+            let source = raw(edge.source);
+            match kinds[source] {
+                CfgVertexKind::Branch(_) | CfgVertexKind::If(_) => {
+                    if depth == 0 {
+                        return Some(edge);
+                    }
+                    depth -= 1;
+                }
+                CfgVertexKind::EndBranch => depth += 1,
+                _ => {}
+            }
+            edge = ins[source].iter().find(|e| !matches!(kinds[raw(e.source)], CfgVertexKind::EndLoop))?;
+        }
+        None
+    }
+}
+
+/// Destinations for the traces of a driver's runs (`run --trace`, `verify --trace`).
+pub trait TraceRuns {
+    /// A destination for the trace of the run `label` (`original-001-plain`), or `None` to
+    /// leave that run untraced.
+    fn open(&self, label: &str) -> std::io::Result<Option<Box<dyn TraceSink>>>;
+}
+
+/// One run's trace destination.
+pub trait TraceSink: Write {
+    /// Keeps the trace of a run that succeeded (a sink dropped without it keeps nothing).
+    fn commit(self: Box<Self>) -> std::io::Result<()>;
+}
+
+/// An open traced loop: where, and its iterations so far.
+struct OpenLoop {
+    frame: usize,
+    graph: usize,
+    header: u32,
+    iterations: i64,
+}
+
+/// A run's trace: the writer, and the executor's own bookkeeping for a program it traces.
+pub struct Tracer<'t> {
+    writer: Writer<&'t mut dyn Write>,
+    /// The executor writes the events (the program has no `oad_trace_*` calls of its own).
+    automatic: bool,
+    loops: Vec<OpenLoop>,
+}
+
+fn write_error(e: impl std::fmt::Display) -> ExecError {
+    ExecError::Runtime(e.to_string())
+}
+
+impl<'t> Tracer<'t> {
+    /// Starts trace `number` into `out`; `automatic` for a program that does not trace itself.
+    pub fn new(out: &'t mut dyn Write, number: u32, automatic: bool) -> Result<Tracer<'t>, ExecError> {
+        Ok(Tracer { writer: Writer::new(out, number).map_err(write_error)?, automatic, loops: Vec::new() })
+    }
+
+    pub fn automatic(&self) -> bool {
+        self.automatic
+    }
+
+    pub(crate) fn emit(&mut self, event: &Event) -> Result<(), ExecError> {
+        self.writer.event(event).map_err(write_error)
+    }
+
+    /// Ends the trace.
+    pub fn finish(self) -> Result<(), ExecError> {
+        self.writer.finish().map(|_| ()).map_err(write_error)
+    }
+
+    pub(crate) fn enter_loop(&mut self, frame: usize, graph: &Graph, header: u32) {
+        self.loops.push(OpenLoop { frame, graph: graph as *const Graph as usize, header, iterations: 0 });
+    }
+
+    pub(crate) fn count_iteration(&mut self, frame: usize, graph: &Graph, header: u32) {
+        let graph = graph as *const Graph as usize;
+        if let Some(l) =
+            self.loops.iter_mut().rev().find(|l| l.frame == frame && l.graph == graph && l.header == header)
+        {
+            l.iterations += 1;
+        }
+    }
+
+    /// The iterations of the loop left, which is no longer open.
+    pub(crate) fn leave_loop(&mut self, frame: usize, graph: &Graph, header: u32) -> i64 {
+        let graph = graph as *const Graph as usize;
+        match self.loops.iter().rposition(|l| l.frame == frame && l.graph == graph && l.header == header) {
+            Some(at) => {
+                let iterations = self.loops[at].iterations;
+                self.loops.truncate(at);
+                iterations
+            }
+            None => 0,
+        }
+    }
+
+    /// A routine at `frame` returned: its loops are over.
+    pub(crate) fn returned(&mut self, frame: usize) {
+        while self.loops.last().is_some_and(|l| l.frame >= frame) {
+            self.loops.pop();
+        }
+    }
+}
+
+impl super::Machine<'_> {
+    fn tracing_automatically(&self) -> bool {
+        self.tracer.as_ref().is_some_and(Tracer::automatic)
+    }
+
+    fn arg_events(&self, args: &[TracedArg], events: &mut Vec<Event>) -> Result<(), ExecError> {
+        for arg in args {
+            events.push(Event::Open(Open::arg(&arg.name)));
+            for index in &arg.indices {
+                events.push(Event::Index(self.eval(index, None)?.as_i64()?));
+            }
+            events.push(Event::Close(Kind::Arg));
+        }
+        Ok(())
+    }
+
+    fn emit_all(&mut self, events: &[Event]) -> Result<(), ExecError> {
+        if let Some(tracer) = self.tracer.as_mut() {
+            for event in events {
+                tracer.emit(event)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Execution arrives at node `at` of `g` from `prev`.
+    pub(crate) fn trace_arrival(&mut self, g: &Graph, prev: Option<usize>, at: usize) -> Result<(), ExecError> {
+        if !self.tracing_automatically() {
+            return Ok(());
+        }
+        let frame = self.frames.len();
+        let prev = prev.map(|p| p as u32);
+        match g.trace.nodes.get(at) {
+            Some(NodePlan::Loop(plan)) if !prev.is_some_and(|p| plan.back_from.contains(&p)) => {
+                let mut events = vec![Event::Open(Open::with_line(Kind::Loop, plan.line))];
+                for (kind, args) in &plan.parts {
+                    events.push(Event::Open(Open::bare(*kind)));
+                    self.arg_events(args, &mut events)?;
+                    events.push(Event::Close(*kind));
+                }
+                self.emit_all(&events)?;
+                if let Some(tracer) = self.tracer.as_mut() {
+                    tracer.enter_loop(frame, g, at as u32);
+                }
+            }
+            Some(NodePlan::EndLoop { header, counted_from }) if prev == Some(*counted_from) => {
+                if let Some(tracer) = self.tracer.as_mut() {
+                    tracer.count_iteration(frame, g, *header);
+                }
+            }
+            Some(NodePlan::Branch(plan)) if prev == plan.from => {
+                let mut events = vec![Event::Open(Open::with_line(Kind::Branch, plan.line))];
+                if let Some(args) = &plan.condition {
+                    events.push(Event::Open(Open::bare(Kind::Condition)));
+                    self.arg_events(args, &mut events)?;
+                    events.push(Event::Close(Kind::Condition));
+                }
+                self.emit_all(&events)?;
+            }
+            Some(NodePlan::EndBranch(values)) => {
+                if let Some(&(_, value)) = values.iter().find(|(p, _)| Some(*p) == prev) {
+                    self.emit_all(&[Event::Cfval(value), Event::Close(Kind::Branch)])?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Execution leaves the loop at node `header` of `g` by its exit edge.
+    pub(crate) fn trace_loop_exit(&mut self, g: &Graph, header: usize) -> Result<(), ExecError> {
+        if !self.tracing_automatically() || !matches!(g.trace.nodes.get(header), Some(NodePlan::Loop(_))) {
+            return Ok(());
+        }
+        let frame = self.frames.len();
+        let iterations = self.tracer.as_mut().map_or(0, |t| t.leave_loop(frame, g, header as u32));
+        self.emit_all(&[Event::Cfval(iterations), Event::Close(Kind::Loop)])
+    }
+
+    /// Before statement `k` of block `node`; returns whether a `</Call>` follows it.
+    pub(crate) fn trace_statement(&mut self, g: &Graph, node: usize, k: usize) -> Result<bool, ExecError> {
+        if !self.tracing_automatically() {
+            return Ok(false);
+        }
+        let Some(NodePlan::Block(stmts)) = g.trace.nodes.get(node) else { return Ok(false) };
+        match stmts.get(k) {
+            Some(StmtPlan::Call { name, line }) => {
+                let event = Event::Open(Open::call(name, *line));
+                self.emit_all(&[event])?;
+                Ok(true)
+            }
+            Some(StmtPlan::Intrinsics(calls)) => {
+                let mut events = Vec::new();
+                for call in calls {
+                    events.push(Event::Open(Open::call(&call.name, call.line)));
+                    self.arg_events(&call.args, &mut events)?;
+                    events.push(Event::Close(Kind::Call));
+                }
+                self.emit_all(&events)?;
+                Ok(false)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// After a traced call returned.
+    pub(crate) fn trace_return(&mut self) -> Result<(), ExecError> {
+        let frame = self.frames.len() + 1;
+        if let Some(tracer) = self.tracer.as_mut() {
+            tracer.returned(frame);
+            tracer.emit(&Event::Close(Kind::Call))?;
+        }
+        Ok(())
+    }
+
+    /// An `oad_trace_*` call of a program that traces itself (`what` is the name after the
+    /// prefix). Without a trace it does nothing.
+    pub(crate) fn trace_runtime_call(&mut self, what: &str, args: &[super::lower::Arg]) -> Result<(), ExecError> {
+        use super::lower::Arg;
+        let integer = |m: &Self, k: usize| -> Result<i64, ExecError> {
+            match args.get(k) {
+                Some(Arg::Const(v)) => v.as_i64(),
+                Some(Arg::Ref(r)) => match m.place(r)? {
+                    super::exec::Place::Scalar(slot) => m.mem.get(slot)?.as_i64(),
+                    _ => Err(ExecError::Runtime(format!("oad_trace_{what}: an array where an integer belongs"))),
+                },
+                None => Err(ExecError::Runtime(format!("oad_trace_{what}: argument {} missing", k + 1))),
+            }
+        };
+        let text = |k: usize| -> Result<String, ExecError> {
+            match args.get(k) {
+                Some(Arg::Const(super::memory::Value::Str(s))) => Ok(s.to_string()),
+                _ => Err(ExecError::Runtime(format!("oad_trace_{what}: argument {} is not a string constant", k + 1))),
+            }
+        };
+        let event = match what.to_ascii_lowercase().as_str() {
+            "call" => Event::Open(Open::call(&text(0)?, integer(self, 1)?)),
+            "arg" => Event::Open(Open::arg(&text(0)?)),
+            "index" => Event::Index(integer(self, 0)?),
+            "cfval" => Event::Cfval(integer(self, 0)?),
+            "loop" => Event::Open(Open::with_line(Kind::Loop, integer(self, 0)?)),
+            "branch" => Event::Open(Open::with_line(Kind::Branch, integer(self, 0)?)),
+            "initialization" => Event::Open(Open::bare(Kind::Initialization)),
+            "condition" => Event::Open(Open::bare(Kind::Condition)),
+            "update" => Event::Open(Open::bare(Kind::Update)),
+            "ecall" => Event::Close(Kind::Call),
+            "earg" => Event::Close(Kind::Arg),
+            "eloop" => Event::Close(Kind::Loop),
+            "ebranch" => Event::Close(Kind::Branch),
+            "einitialization" => Event::Close(Kind::Initialization),
+            "econdition" => Event::Close(Kind::Condition),
+            "eupdate" => Event::Close(Kind::Update),
+            // The driver's calls: the executor opens and closes traces itself.
+            "init" | "open" | "close" => return Ok(()),
+            _ => return Err(ExecError::Unsupported(format!("runtime call oad_trace_{what}"))),
+        };
+        match self.tracer.as_mut() {
+            Some(tracer) => tracer.emit(&event),
+            None => Ok(()),
+        }
+    }
+}
