@@ -31,6 +31,20 @@ pub fn identity(args: &TransformArgs) -> Outcome {
     transform(Mode::Identity, args, config, Vec::new(), None)
 }
 
+pub fn trace(args: &TransformArgs) -> Outcome {
+    one_stdout_user(
+        "trace",
+        &[("-o", args.output() == Destination::Stdout), ("-d", args.debug.debug_file == Some(Destination::Stdout))],
+    );
+    let mut config = args.pipeline_config(TangentConfig::default());
+    let mut notes = Vec::new();
+    if config.initialize_derivatives {
+        config.initialize_derivatives = false;
+        notes.push("-D (initialize derivatives) matters only to the tangent and adjoint modes: no effect".into());
+    }
+    transform(Mode::Trace, args, config, notes, None)
+}
+
 pub fn tangent(args: &TangentArgs) -> Outcome {
     let common = &args.common;
     one_stdout_user(
@@ -376,6 +390,9 @@ fn transform_in(
         log.report(&run.report);
         if mode == Mode::Adjoint {
             log.adjoint_report(&run.report);
+        }
+        if mode == Mode::Trace {
+            log.trace_report(&run.report.trace);
         }
     }
     let mut outputs = vec![output];
