@@ -517,8 +517,11 @@ impl Tracer<'_> {
             id = format!("_trc_{}", self.blocks);
         }
         let id = self.cg.names.intern(&id);
-        let block =
-            CfgVertex { id, annotation: Name::EMPTY, kind: CfgVertexKind::BasicBlock(BasicBlock { scope: self.scope, statements }) };
+        let block = CfgVertex {
+            id,
+            annotation: Name::EMPTY,
+            kind: CfgVertexKind::BasicBlock(BasicBlock { scope: self.scope, statements }),
+        };
         work.insert_on(self.cg, edge, block, carry_mark);
     }
 }
