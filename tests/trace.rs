@@ -342,3 +342,14 @@ fn batch_trace_and_the_command_line() {
     assert!(located, "not located as file:line:column: {stderr}");
     assert!(!Path::new(&target).exists(), "a failed run wrote its output");
 }
+
+/// The emitted XAIF of a small program with a branch and a loop on active values, a call with
+/// an array argument and a non-smooth intrinsic whose operand's subscript is an expression,
+/// held as a reviewed snapshot (`cargo insta review`).
+#[test]
+fn trace_of_a_branch_a_loop_and_a_call() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/trace/branch_loop_call.xaif");
+    let input = std::fs::read(&path).expect("testdata input");
+    let output = String::from_utf8(traced(&input, "branch_loop_call.xaif")).expect("UTF-8");
+    insta::assert_snapshot!(output);
+}
