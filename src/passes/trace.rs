@@ -526,6 +526,11 @@ impl Tracer<'_> {
     }
 }
 
+/// A vertex's index in its graph's arena.
+fn slot(v: CfgVertexId) -> usize {
+    v.into_raw().into_u32() as usize
+}
+
 /// The vertices the control-flow traces act on.
 enum Kind {
     Loop,
@@ -595,8 +600,11 @@ struct Work<'g> {
     graph: &'g mut FlowGraph,
     edges: Vec<CfgEdge>,
     alive: Vec<bool>,
-    /// Per edge: the arm mark an edge into an EndBranch carries (see `branch_exit_values`).
+    /// Per edge: the arm mark an edge into an EndBranch carries (see `mark_branch_exits`).
     marks: Vec<Option<i64>>,
+    /// Per vertex, its live in-edges and out-edges in edge order, kept as edges change.
+    incoming: Vec<Vec<usize>>,
+    outgoing: Vec<Vec<usize>>,
     vertex_ids: FxHashSet<String>,
     new_edges: usize,
 }
@@ -606,15 +614,21 @@ impl<'g> Work<'g> {
         let edges = std::mem::take(&mut graph.edges);
         let n = edges.len();
         let vertex_ids = graph.vertices.iter().map(|(_, v)| cg.name(v.id).to_owned()).collect();
-        Work { graph, edges, alive: vec![true; n], marks: vec![None; n], vertex_ids, new_edges: 0 }
+        let (mut incoming, mut outgoing) =
+            (vec![Vec::new(); graph.vertices.len()], vec![Vec::new(); graph.vertices.len()]);
+        for (e, edge) in edges.iter().enumerate() {
+            incoming[slot(edge.target)].push(e);
+            outgoing[slot(edge.source)].push(e);
+        }
+        Work { graph, edges, alive: vec![true; n], marks: vec![None; n], incoming, outgoing, vertex_ids, new_edges: 0 }
     }
 
     fn in_edges(&self, v: CfgVertexId) -> Vec<usize> {
-        (0..self.edges.len()).filter(|&e| self.alive[e] && self.edges[e].target == v).collect()
+        self.incoming[slot(v)].clone()
     }
 
     fn out_edges(&self, v: CfgVertexId) -> Vec<usize> {
-        (0..self.edges.len()).filter(|&e| self.alive[e] && self.edges[e].source == v).collect()
+        self.outgoing[slot(v)].clone()
     }
 
     /// The edge from a loop header into its body: the one carrying condition value 1, else
@@ -634,13 +648,20 @@ impl<'g> Work<'g> {
 
     /// The vertices reachable from the loop's body edge without passing its header.
     fn loop_body(&self, header: CfgVertexId) -> FxHashSet<CfgVertexId> {
+        // The out-edges of every vertex, found once: one pass over the edges, not one per vertex.
+        let mut successors: Vec<Vec<CfgVertexId>> = vec![Vec::new(); self.graph.vertices.len()];
+        for (edge, alive) in self.edges.iter().zip(&self.alive) {
+            if *alive {
+                successors[edge.source.into_raw().into_u32() as usize].push(edge.target);
+            }
+        }
         let mut body = FxHashSet::default();
         let mut stack: Vec<CfgVertexId> = self.body_edge(header).map(|e| self.edges[e].target).into_iter().collect();
         while let Some(v) = stack.pop() {
             if v == header || !body.insert(v) {
                 continue;
             }
-            stack.extend(self.out_edges(v).into_iter().map(|e| self.edges[e].target));
+            stack.extend_from_slice(&successors[v.into_raw().into_u32() as usize]);
         }
         body
     }
@@ -770,14 +791,21 @@ impl<'g> Work<'g> {
     fn insert_on(&mut self, cg: &mut CallGraph, edge: usize, block: CfgVertex, carry_mark: bool) {
         let old = self.edges[edge];
         self.alive[edge] = false;
+        self.incoming[slot(old.target)].retain(|&e| e != edge);
+        self.outgoing[slot(old.source)].retain(|&e| e != edge);
         let block = self.graph.vertices.alloc(block);
+        self.incoming.push(Vec::new());
+        self.outgoing.push(Vec::new());
         let mark = self.marks[edge];
-        let mut add = |work: &mut Work, source, target, condition_value, mark| {
+        let mut add = |work: &mut Work, source: CfgVertexId, target: CfgVertexId, condition_value, mark| {
             work.new_edges += 1;
             let id = cg.names.intern(&format!("_trc_e_{}", work.new_edges));
+            let index = work.edges.len();
             work.edges.push(CfgEdge { id, annotation: Name::EMPTY, source, target, condition_value });
             work.alive.push(true);
             work.marks.push(mark);
+            work.incoming[slot(target)].push(index);
+            work.outgoing[slot(source)].push(index);
         };
         add(self, old.source, block, old.condition_value, if carry_mark { None } else { mark });
         add(self, block, old.target, None, if carry_mark { mark } else { None });
