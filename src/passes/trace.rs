@@ -59,10 +59,17 @@
 //!   a condition value and 0 for the other; otherwise the number of the edge among the
 //!   EndBranch's in-edges, counted from 1 in document order.
 //!
+//! A two-way `If` (unstructured code) and its arms are not traced, as in the original, whose
+//! sort matches only a Branch with an EndBranch; nor is a Branch whose EndBranch the sort does
+//! not reach. Calls and intrinsics are traced wherever they stand.
+//!
 //! Where this differs from the original: it counts every traced loop's iterations (the
 //! original's stack of loop counters lost its place after an untraced loop, and missed
 //! iterations that a `cycle` ends), gives a PreLoop its line (the original wrote 0), and keeps a
-//! branch edge's condition value on the edge out of the branch when a block goes on it.
+//! branch edge's condition value on the edge out of the branch when a block goes on it. The
+//! call's trace pair stands right around the call, inside TypeChange's conversions (the
+//! original put it outside them; the events are the same), and with `-r` or `-w` it names the
+//! routine called by its new name.
 
 use rustc_hash::FxHashSet;
 
@@ -476,7 +483,7 @@ impl Tracer<'_> {
     /// variable.
     fn trace_branch(&mut self, work: &mut Work, branch: CfgVertexId, end: CfgVertexId) {
         let (condition, line) = match &work.graph.vertices[branch].kind {
-            CfgVertexKind::Branch(c) | CfgVertexKind::If(c) => (c.condition.clone(), c.line),
+            CfgVertexKind::Branch(c) => (c.condition.clone(), c.line),
             _ => return,
         };
         if !condition.as_ref().is_some_and(|e| reads_active(self.cg, e)) {
@@ -726,7 +733,7 @@ impl<'g> Work<'g> {
                             tasks.extend(targets(into).into_iter().rev().map(Task::Visit));
                         }
                         _ => {
-                            if matches!(kind, CfgVertexKind::Branch(_) | CfgVertexKind::If(_)) {
+                            if matches!(kind, CfgVertexKind::Branch(_)) {
                                 tasks.push(Task::AfterBranch(v));
                             }
                             tasks.extend(targets(out_edges(v)).into_iter().rev().map(Task::Visit));
@@ -770,7 +777,7 @@ impl<'g> Work<'g> {
         for _ in 0..=self.edges.len() {
             let source = self.edges[current].source;
             match &self.graph.vertices[source].kind {
-                CfgVertexKind::Branch(_) | CfgVertexKind::If(_) => {
+                CfgVertexKind::Branch(_) => {
                     if depth == 0 {
                         return (source == branch).then_some(current);
                     }
