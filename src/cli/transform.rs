@@ -1,6 +1,6 @@
-//! The transforming commands, `identity`, `tangent` and `adjoint`: their switches made into the
-//! library's configuration, notes for the switches that do nothing in a mode, and one run of
-//! the driver with its messages and debug log (a `Session`).
+//! The transforming commands, `identity`, `tangent`, `adjoint` and `trace`: their switches made
+//! into the library's configuration, notes for the switches that do nothing in a mode, and one
+//! run of the driver with its messages and debug log (a `Session`).
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};

@@ -1,7 +1,7 @@
 //! The one driver: runs a mode over a document, from the input's bytes to the output's.
 //!
-//! Every command that transforms (`identity`, `tangent`, `adjoint`, and `batch` for each of
-//! its files) calls [`run`]. A run is, in order:
+//! Every command that transforms (`identity`, `tangent`, `adjoint`, `trace`, and `batch` for
+//! each of its files) calls [`run`]. A run is, in order:
 //!
 //! 1. **Checks.** The validator's checks that need no reader ([`validate_without_reader`]):
 //!    before the transformation on small inputs, beside it on a thread of their own on large
