@@ -193,13 +193,14 @@ fn every_corpus_input_traces_to_schema_valid_output() {
     let dir = tempfile::tempdir().expect("temp dir");
     let inputs = corpus_files("tlm.in.xaif");
     assert!(inputs.len() >= 190, "{} corpus inputs", inputs.len());
-    let (mut written, mut with_traces) = (Vec::new(), 0);
+    let (mut written, mut with_traces, mut enclosed) = (Vec::new(), 0, 0);
     for input in &inputs {
         let name = short_name(input);
         let output = traced(&std::fs::read(input).expect("readable"), &name);
         let text = String::from_utf8(output).expect("UTF-8");
         assert!(text.contains("template_name=\"tracing_subroutine_template\""), "{name}: no tracing list");
         with_traces += usize::from(text.contains("subroutine_name=\"oad_trace_"));
+        enclosed += conversions_inside_call_traces(&name, &text);
         // Our own reader takes it back, renamed non-smooth intrinsics and all.
         xaif::read(text.as_bytes(), &name, &ReadOptions::default()).expect("the output reads back");
         let out = dir.path().join(name.replace('/', "__"));
@@ -208,8 +209,60 @@ fn every_corpus_input_traces_to_schema_valid_output() {
     }
     // Most corpus programs call routines with bodies, branch or loop on active values.
     assert!(with_traces >= 100, "only {with_traces} outputs trace anything");
+    assert!(enclosed >= 10, "only {enclosed} traced calls with conversions around them");
     let invalid = xmllint_failures(&written);
     assert!(invalid.is_empty(), "outputs not valid against xaif_output.xsd: {invalid:#?}");
+}
+
+/// As in the original, a traced call's `oad_trace_call` … `oad_trace_ecall` encloses the
+/// conversions TypeChange put around it: in placeholder 2, the statements between a traced
+/// call and its trace events are TypeChange's (`oad_convert` and the like) only. Returns how
+/// many traced calls have such statements; panics where another statement stands between.
+fn conversions_inside_call_traces(name: &str, text: &str) -> usize {
+    let doc = roxmltree::Document::parse(text).expect("well-formed XML");
+    let is = |n: &roxmltree::Node, tag: &str| n.is_element() && n.tag_name().name() == tag;
+    let trace = |n: &roxmltree::Node| n.attribute("subroutine_name").is_some_and(|s| s.starts_with("oad_trace_"));
+    let made_by_type_change = |n: &roxmltree::Node| {
+        let id = n.attribute("statement_id").unwrap_or("");
+        matches!(id, "oad_convert_prior" | "oad_allocate_matching" | "oad_shape_test" | "oad_convert_post")
+            || id.starts_with("assignment_to_temporary_for_saving_value_across_statement")
+    };
+    let mut enclosed = 0;
+    for replacement in doc.descendants().filter(|n| is(n, "Replacement") && n.attribute("placeholder") == Some("2")) {
+        for block in replacement.children().filter(|n| is(n, "BasicBlock")) {
+            let statements: Vec<_> = block.children().filter(|n| n.is_element()).collect();
+            for (k, call) in statements.iter().enumerate().filter(|(_, n)| is(n, "SubroutineCall")) {
+                let before: Vec<_> = statements[..k].iter().rev().take_while(|n| !trace(n)).collect();
+                let after: Vec<_> = statements[k + 1..].iter().take_while(|n| !trace(n)).collect();
+                let traced = statements[k + 1..]
+                    .iter()
+                    .find(|n| trace(n))
+                    .is_some_and(|n| n.attribute("subroutine_name") == Some("oad_trace_ecall"));
+                if !traced {
+                    continue;
+                }
+                let id = call.attribute("statement_id").unwrap_or("");
+                assert!(
+                    before.iter().chain(&after).all(|n| made_by_type_change(n)),
+                    "{name}: call {id}: a statement other than a conversion between the call and its trace"
+                );
+                // Nor does a conversion for it stand outside, before its `oad_trace_call`.
+                let opening = statements[..k]
+                    .iter()
+                    .rposition(|n| n.attribute("subroutine_name") == Some("oad_trace_call"))
+                    .expect("a traced call's oad_trace_call");
+                let outside = opening.checked_sub(1).map(|j| statements[j]);
+                assert!(
+                    !outside.is_some_and(|n| made_by_type_change(&n)
+                        && n.attribute("statement_id") != Some("oad_convert_post")
+                        && n.attribute("statement_id") != Some("oad_shape_test")),
+                    "{name}: call {id}: a conversion before the call's trace"
+                );
+                enclosed += usize::from(!before.is_empty() || !after.is_empty());
+            }
+        }
+    }
+    enclosed
 }
 
 fn whole_tree(bytes: &[u8]) -> Vec<u8> {

@@ -24,9 +24,10 @@
 //! - **Subroutine call** of a routine with a body in the document (external routines are not
 //!   traced): right before the call `oad_trace_call(name, line)` (the callee's symbol name as a
 //!   string constant, the call's line), the argument trace of each of the call's arguments, in
-//!   order, that is an array argument, and right after it `oad_trace_ecall()`. (TypeChange's
-//!   conversions around the call stay outside this pair, and an actual it replaced by a
-//!   temporary is no longer an array argument.)
+//!   order, that is an array argument, and right after it `oad_trace_ecall()`. The pair
+//!   encloses the statements TypeChange put around the call (saves, allocations, conversions
+//!   before; shape tests, conversions back after), and an actual TypeChange replaced by a
+//!   temporary is traced as the variable converted into it.
 //! - **Assignment**: for every non-smooth intrinsic (the catalogue's `nonSmooth`) with operands
 //!   in its right-hand side, in the expression's vertex order, before the assignment:
 //!   `oad_trace_call(intrinsic name, assignment's line)`, the argument trace of each array
@@ -66,10 +67,8 @@
 //! Where this differs from the original: it counts every traced loop's iterations (the
 //! original's stack of loop counters lost its place after an untraced loop, and missed
 //! iterations that a `cycle` ends), gives a PreLoop its line (the original wrote 0), and keeps a
-//! branch edge's condition value on the edge out of the branch when a block goes on it. The
-//! call's trace pair stands right around the call, inside TypeChange's conversions (the
-//! original put it outside them; the events are the same), and with `-r` or `-w` it names the
-//! routine called by its new name.
+//! branch edge's condition value on the edge out of the branch when a block goes on it. With
+//! `-r` or `-w`, a call's trace names the routine called by its new name.
 
 use rustc_hash::FxHashSet;
 
@@ -254,30 +253,94 @@ impl Tracer<'_> {
                 continue;
             }
             let scope = block.scope;
-            let mut out = Vec::with_capacity(block.statements.len());
-            for statement in std::mem::take(&mut block.statements) {
-                match &statement {
-                    Statement::SubroutineCall(call) if call.symbol.is_some_and(|s| self.bodies.contains(&s)) => {
-                        self.report.calls += 1;
-                        let name = call.symbol.map(|s| self.cg.symbol_name(s).to_owned()).unwrap_or_default();
-                        let (name, line) = (self.string(&name), self.line(call.line));
-                        out.push(self.event(event::CALL, vec![name, line]));
-                        for argument in &call.arguments {
-                            if let ArgumentValue::Variable(reference) = &argument.value {
-                                self.trace_argument(reference, scope, &mut out);
-                            }
-                        }
-                        out.push(statement);
-                        out.push(self.event(event::END_CALL, Vec::new()));
-                    }
-                    Statement::Assignment(assignment) => {
-                        self.trace_non_smooth(assignment, scope, &mut out);
-                        out.push(statement);
-                    }
-                    _ => out.push(statement),
+            let mut statements = std::mem::take(&mut block.statements);
+            // Each traced call with TypeChange's statements around it: (first, call, last).
+            let groups: Vec<(usize, usize, usize)> = statements
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| matches!(s, Statement::SubroutineCall(c) if c.symbol.is_some_and(|s| self.bodies.contains(&s))))
+                .map(|(k, _)| {
+                    let before = statements[..k].iter().rev().take_while(|s| self.made_before_call(s)).count();
+                    let after = statements[k + 1..].iter().take_while(|s| self.made_after_call(s)).count();
+                    (k - before, k, k + after)
+                })
+                .collect();
+            let mut out = Vec::with_capacity(statements.len());
+            let mut group = groups.iter().peekable();
+            for k in 0..statements.len() {
+                if let Some(&&(first, call, _)) = group.peek()
+                    && first == k
+                {
+                    self.trace_call(&statements[first..=call], scope, &mut out);
+                }
+                // Moved out, a marker left in its place: the statements after it are still
+                // there for the next call's trace.
+                let taken = Statement::Marker(Marker { id: Name::EMPTY, annotation: Name::EMPTY });
+                let statement = std::mem::replace(&mut statements[k], taken);
+                if let Statement::Assignment(assignment) = &statement {
+                    self.trace_non_smooth(assignment, scope, &mut out);
+                }
+                out.push(statement);
+                if let Some(&&(_, _, last)) = group.peek()
+                    && last == k
+                {
+                    out.push(self.event(event::END_CALL, Vec::new()));
+                    group.next();
                 }
             }
             block.statements = out;
+        }
+    }
+
+    /// Whether TypeChange made `statement` to go before a call (a save of a subscript the
+    /// call may overwrite, an allocation, a conversion into a temporary): its ids.
+    fn made_before_call(&self, statement: &Statement) -> bool {
+        match statement {
+            Statement::InlinableSubroutineCall(c) => {
+                matches!(self.cg.name(c.id), "oad_allocate_matching" | "oad_convert_prior")
+            }
+            Statement::Assignment(a) => {
+                self.cg.name(a.id).starts_with("assignment_to_temporary_for_saving_value_across_statement")
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether TypeChange made `statement` to go after a call (a shape test, a conversion back).
+    fn made_after_call(&self, statement: &Statement) -> bool {
+        matches!(statement, Statement::InlinableSubroutineCall(c)
+            if matches!(self.cg.name(c.id), "oad_shape_test" | "oad_convert_post"))
+    }
+
+    /// `oad_trace_call` and the argument traces of the call that ends `group` (the statements
+    /// TypeChange put before it, then the call). An actual TypeChange replaced by a temporary
+    /// is traced as the variable the temporary was converted from.
+    fn trace_call(&mut self, group: &[Statement], scope: ScopeId, out: &mut Vec<Statement>) {
+        let Some(Statement::SubroutineCall(call)) = group.last() else { return };
+        self.report.calls += 1;
+        let name = call.symbol.map(|s| self.cg.symbol_name(s).to_owned()).unwrap_or_default();
+        let (name, line) = (self.string(&name), self.line(call.line));
+        out.push(self.event(event::CALL, vec![name, line]));
+        // `oad_convert(temporary, actual)` before the call.
+        let converted_from = |symbol: SymbolId| {
+            group.iter().find_map(|s| match s {
+                Statement::InlinableSubroutineCall(c) => match c.arguments.as_slice() {
+                    [temporary, actual] => match (&temporary.value, &actual.value) {
+                        (ArgumentValue::Variable(t), ArgumentValue::Variable(a)) if t.base_symbol() == Some(symbol) => {
+                            Some(a)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            })
+        };
+        for argument in &call.arguments {
+            if let ArgumentValue::Variable(reference) = &argument.value {
+                let actual = reference.base_symbol().and_then(converted_from).unwrap_or(reference);
+                self.trace_argument(actual, scope, out);
+            }
         }
     }
 
