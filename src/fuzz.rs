@@ -129,6 +129,7 @@ fn identity(input: &[u8]) -> Result<Outcome, String> {
 enum Mode {
     Tangent,
     Adjoint,
+    Trace,
 }
 
 /// A mode's output must read back; its refusal must name the statement at fault.
@@ -139,6 +140,7 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
     let result = match mode {
         Mode::Tangent => pipeline::tangent(&mut cg, catalogue, &config),
         Mode::Adjoint => pipeline::adjoint(&mut cg, catalogue, &config),
+        Mode::Trace => pipeline::trace(&mut cg, catalogue, &config),
     };
     match result {
         Ok(_) => {
@@ -151,8 +153,8 @@ fn transform(input: &[u8], mode: Mode) -> Result<Outcome, String> {
     }
 }
 
-/// The streaming driver must keep the contract on any input (it runs ahead of the checks,
-/// `driver::stream`): its output reads back, and where it stops, it stops with a located
+/// The streaming driver must keep the contract on any input, in the tangent, adjoint and trace
+/// modes (it runs ahead of the checks, `driver::stream`): its output reads back, and where it stops, it stops with a located
 /// error or a reason to take the whole-document path. Where the checks accept the input and
 /// the whole-document path transforms it, the two outputs are the same. It reads on a second
 /// thread; the adjoint transforms on no worker or on one or two (which, the input's length
@@ -165,11 +167,12 @@ fn streamed(input: &[u8]) -> Result<Outcome, String> {
     let concurrency = Concurrency { gate: None, pipelined: true, workers };
     let mut outcome = Outcome::Accepted;
     let mut valid = None;
-    for mode in [Mode::Tangent, Mode::Adjoint] {
+    for mode in [Mode::Tangent, Mode::Adjoint, Mode::Trace] {
         let mut body = Vec::new();
         let run = match mode {
             Mode::Tangent => stream::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
             Mode::Adjoint => stream::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
+            Mode::Trace => stream::trace(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
         };
         let streamed = match run {
             Ok(streamed) => streamed.bytes(&body),
@@ -203,6 +206,7 @@ fn streamed(input: &[u8]) -> Result<Outcome, String> {
         let whole = match mode {
             Mode::Tangent => pipeline::tangent(&mut cg, catalogue, &config).map(drop),
             Mode::Adjoint => pipeline::adjoint(&mut cg, catalogue, &config).map(drop),
+            Mode::Trace => pipeline::trace(&mut cg, catalogue, &config).map(drop),
         };
         if whole.is_ok() && xaif::write(&cg, &write) != streamed {
             return Err("the streamed output differs from the whole document's".into());

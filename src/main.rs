@@ -24,6 +24,7 @@ fn run() -> u8 {
     let cli = Cli::parse_from(drivers::command_line(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Identity(args) => transform::identity(&args),
+        Command::Trace(args) => transform::trace(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Tangent(args) => transform::tangent(&args),
         Command::Adjoint(args) => transform::adjoint(&args),

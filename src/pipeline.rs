@@ -13,6 +13,7 @@ use crate::passes::elimination::CostModel;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::passivate::{Decorations, Passivation, force_passive};
 use crate::passes::tangent::{TangentConfig, TangentError, TangentStats, tangent as tangent_pass};
+use crate::passes::trace::{TraceReport, trace as trace_pass};
 use crate::passes::type_change::{TypeChangeConfig, TypeChangeError, TypeChangeReport, type_change};
 use crate::xaif::intrinsics::Catalogue;
 
@@ -49,6 +50,8 @@ pub struct Report {
     pub type_change: TypeChangeReport,
     pub tangent: TangentStats,
     pub adjoint: AdjointStats,
+    /// What the trace mode traced.
+    pub trace: TraceReport,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -195,5 +198,15 @@ pub fn adjoint(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Confi
     let adjoint_config = adjoint_config(config);
     report.adjoint =
         adjoint_pass(call_graph, &mut temporaries, originals, &report.type_change.formal_uses, &adjoint_config)?;
+    Ok(report)
+}
+
+/// Trace mode (the original's TraceDiff): passivation, TypeChange, then the tracing calls of
+/// [`crate::passes::trace`], each routine becoming a tracing replacement list.
+pub fn trace(call_graph: &mut CallGraph, catalogue: &Catalogue, config: &Config) -> Result<Report, PipelineError> {
+    let mut temporaries = Temporaries::for_call_graph(call_graph);
+    let mut report = Report { passivation: passivate(call_graph, catalogue, config), ..Report::default() };
+    report.type_change = type_change(call_graph, &mut temporaries, &config.type_change)?;
+    report.trace = trace_pass(call_graph, catalogue, &mut temporaries);
     Ok(report)
 }

@@ -24,7 +24,7 @@ use xaifbooster::xaif::validate::{
 };
 use xaifbooster::xaif::{Diagnostic, ReadOptions, Severity, WriteOptions};
 
-const MODES: [Mode; 3] = [Mode::Identity, Mode::Tangent, Mode::Adjoint];
+const MODES: [Mode; 4] = [Mode::Identity, Mode::Tangent, Mode::Adjoint, Mode::Trace];
 
 /// The checks the driver runs (those that need no reader; lenient).
 const CHECKS: ValidateOptions = ValidateOptions { strict: false, activity: false };
@@ -57,6 +57,7 @@ fn stream_run(mode: Mode, input: &[u8], concurrency: Concurrency) -> Streamed {
         Mode::Identity => stream::identity(input, FILE, &options, &config, &write, &mut body, concurrency),
         Mode::Tangent => stream::tangent(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
         Mode::Adjoint => stream::adjoint(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
+        Mode::Trace => stream::trace(input, FILE, &options, catalogue, &config, &write, &mut body, concurrency),
     };
     match run {
         Ok(streamed) => Streamed::Output { bytes: streamed.bytes(&body), warnings: streamed.warnings },

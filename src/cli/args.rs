@@ -46,6 +46,11 @@ pub enum Command {
     /// Adjoint mode: the original BasicBlockPreaccumulationReverse driver (one replacement list
     /// per routine for OpenAD's joint or split reversal templates)
     Adjoint(AdjointArgs),
+    /// Trace mode: the original TraceDiff driver. Inserts calls of OpenAD's tracing routines
+    /// (oad_trace_call, _loop, _branch, _CFval, …), so that running the program writes an XML
+    /// trace of its calls, loops and branches; one replacement list per routine for the
+    /// tracing_subroutine_template
+    Trace(TransformArgs),
     /// Execute a routine of an XAIF file and print its outputs (and derivatives of a
     /// transformed file)
     Run(RunArgs),
@@ -643,6 +648,7 @@ pub(crate) enum BatchModeArg {
     Identity,
     Tangent,
     Adjoint,
+    Trace,
 }
 
 #[derive(Args, Debug)]

@@ -51,6 +51,7 @@ impl Mode {
             Mode::Identity => "*.xaif",
             Mode::Tangent => "tlm.in.xaif",
             Mode::Adjoint => "adm.in.xaif",
+            Mode::Trace => "tlm.in.xaif",
         }
     }
 }

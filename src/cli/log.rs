@@ -178,6 +178,18 @@ impl DebugLog {
         );
     }
 
+    /// What the trace mode traced, for the METRIC group.
+    pub fn trace_report(&mut self, t: &crate::passes::trace::TraceReport) {
+        self.log(
+            Group::Metric,
+            "trace",
+            format_args!(
+                "{} routines traced: {} calls, {} non-smooth intrinsics, {} loops, {} branches, {} trace calls in all",
+                t.routines, t.calls, t.intrinsics, t.loops, t.branches, t.events
+            ),
+        );
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }

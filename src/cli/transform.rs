@@ -1,6 +1,6 @@
-//! The transforming commands, `identity`, `tangent` and `adjoint`: their switches made into the
-//! library's configuration, notes for the switches that do nothing in a mode, and one run of
-//! the driver with its messages and debug log (a `Session`).
+//! The transforming commands, `identity`, `tangent`, `adjoint` and `trace`: their switches made
+//! into the library's configuration, notes for the switches that do nothing in a mode, and one
+//! run of the driver with its messages and debug log (a `Session`).
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
@@ -29,6 +29,20 @@ pub fn identity(args: &TransformArgs) -> Outcome {
     );
     let config = args.pipeline_config(TangentConfig::default());
     transform(Mode::Identity, args, config, Vec::new(), None)
+}
+
+pub fn trace(args: &TransformArgs) -> Outcome {
+    one_stdout_user(
+        "trace",
+        &[("-o", args.output() == Destination::Stdout), ("-d", args.debug.debug_file == Some(Destination::Stdout))],
+    );
+    let mut config = args.pipeline_config(TangentConfig::default());
+    let mut notes = Vec::new();
+    if config.initialize_derivatives {
+        config.initialize_derivatives = false;
+        notes.push("-D (initialize derivatives) matters only to the tangent and adjoint modes: no effect".into());
+    }
+    transform(Mode::Trace, args, config, notes, None)
 }
 
 pub fn tangent(args: &TangentArgs) -> Outcome {
@@ -393,6 +407,9 @@ fn transform_in(
         log.report(&run.report);
         if mode == Mode::Adjoint {
             log.adjoint_report(&run.report);
+        }
+        if mode == Mode::Trace {
+            log.trace_report(&run.report.trace);
         }
     }
     let mut outputs = vec![output];

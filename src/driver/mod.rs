@@ -1,7 +1,7 @@
 //! The one driver: runs a mode over a document, from the input's bytes to the output's.
 //!
-//! Every command that transforms (`identity`, `tangent`, `adjoint`, and `batch` for each of
-//! its files) calls [`run`]. A run is, in order:
+//! Every command that transforms (`identity`, `tangent`, `adjoint`, `trace`, and `batch` for
+//! each of its files) calls [`run`]. A run is, in order:
 //!
 //! 1. **Checks.** The validator's checks that need no reader ([`validate_without_reader`]):
 //!    before the transformation on small inputs, beside it on a thread of their own on large
@@ -60,6 +60,9 @@ pub enum Mode {
     Tangent,
     /// The adjoint model: one replacement list per routine.
     Adjoint,
+    /// Calls of the runtime's tracing routines (the original's TraceDiff): one tracing
+    /// replacement list per routine.
+    Trace,
 }
 
 impl Mode {
@@ -67,7 +70,7 @@ impl Mode {
     pub fn schema(self) -> &'static str {
         match self {
             Mode::Identity => "xaif.xsd",
-            Mode::Tangent | Mode::Adjoint => "xaif_output.xsd",
+            Mode::Tangent | Mode::Adjoint | Mode::Trace => "xaif_output.xsd",
         }
     }
 
@@ -77,6 +80,7 @@ impl Mode {
             Mode::Identity => "identity",
             Mode::Tangent => "tangent",
             Mode::Adjoint => "adjoint",
+            Mode::Trace => "trace",
         }
     }
 }
@@ -233,6 +237,7 @@ fn stream(
         Mode::Identity => stream::identity(input, file, &read, config, &write, body, concurrency),
         Mode::Tangent => stream::tangent(input, file, &read, catalogue, config, &write, body, concurrency),
         Mode::Adjoint => stream::adjoint(input, file, &read, catalogue, config, &write, body, concurrency),
+        Mode::Trace => stream::trace(input, file, &read, catalogue, config, &write, body, concurrency),
     }
 }
 
@@ -268,6 +273,7 @@ fn whole_tree(
         Mode::Identity => Ok(Report { passivation: pipeline::identity(&mut call_graph, config), ..Report::default() }),
         Mode::Tangent => pipeline::tangent(&mut call_graph, options.catalogue, config),
         Mode::Adjoint => pipeline::adjoint(&mut call_graph, options.catalogue, config),
+        Mode::Trace => pipeline::trace(&mut call_graph, options.catalogue, config),
     };
     let report = match transformed {
         Ok(report) => report,

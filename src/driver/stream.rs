@@ -35,6 +35,7 @@ use crate::passes::adjoint::RoutineByRoutine;
 use crate::passes::elimination::PlanCache;
 use crate::passes::init_derivatives::initialize_derivatives;
 use crate::passes::tangent::{TangentConfig, tangent_with_plans};
+use crate::passes::trace::trace_routine;
 use crate::passes::type_change::{RoutinesBySymbol, TypeChangeReport, type_change_routine};
 use crate::pipeline::{Config, PipelineError, Report};
 use crate::xaif::Diagnostic;
@@ -123,6 +124,31 @@ pub fn tangent(
     let temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
     let mut driver =
         Driver::new(Some(catalogue), config, temporaries, Some(survey.bodies), Output::new(body), concurrency.gate);
+    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
+    driver.finish(read, write)
+}
+
+/// The trace mode, routine by routine: for each, TypeChange and the tracing calls, as
+/// [`crate::pipeline::trace`] runs them over all. A routine's callers need its head as a
+/// control flow graph (TypeChange reads its formals), which it gets back once its replacement
+/// list is written.
+#[allow(clippy::too_many_arguments)]
+pub fn trace(
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    catalogue: &Catalogue,
+    config: &Config,
+    write: &WriteOptions,
+    body: &mut dyn Write,
+    concurrency: Concurrency,
+) -> Result<Streamed, StreamError> {
+    refuse_whole_tree_switches(config)?;
+    let survey = survey(input, concurrency.gate)?;
+    let temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
+    let mut driver =
+        Driver::new(Some(catalogue), config, temporaries, Some(survey.bodies), Output::new(body), concurrency.gate);
+    driver.trace = true;
     let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
     driver.finish(read, write)
 }
@@ -583,6 +609,10 @@ struct Driver<'c> {
     head_symbols: usize,
     /// Identity: the head is written to `body` first.
     head_first: Option<HeadFirst>,
+    /// Trace mode.
+    trace: bool,
+    /// The symbols of the routines read so far (trace mode: calls of the others are external).
+    routine_symbols: FxHashSet<SymbolId>,
 }
 
 impl<'c> Driver<'c> {
@@ -617,6 +647,8 @@ impl<'c> Driver<'c> {
             adjoint_facts: None,
             head_symbols: 0,
             head_first: None,
+            trace: false,
+            routine_symbols: FxHashSet::default(),
         }
     }
 
@@ -706,6 +738,7 @@ impl<'c> Driver<'c> {
             return false;
         }
         if let Routine::ControlFlowGraph(cfg) = &cg.routines[routine] {
+            self.routine_symbols.insert(cfg.symbol);
             self.read.insert(symbol_key(cg, cfg.symbol));
             if let Some(arguments) = &cfg.arguments {
                 self.formal_counts.insert(cfg.symbol, arguments.len() as u32);
@@ -853,6 +886,15 @@ impl<'c> Driver<'c> {
     fn transform(&mut self, cg: &mut CallGraph, routine: RoutineId) -> Result<Option<Routine>, StreamError> {
         let Some(catalogue) = self.catalogue else { return Ok(None) };
         let (temporaries, plans, report) = (&mut self.temporaries, &mut self.plans, &mut self.report);
+        if self.trace {
+            let size_hint = cg.size_hint;
+            let by_symbol = &mut self.routines_by_symbol;
+            let head = adjoint_head(cg, temporaries, by_symbol, self.config, routine, report)?;
+            let traced = trace_routine(cg, routine, catalogue, temporaries, &self.routine_symbols);
+            report.trace.absorb(&traced);
+            cg.size_hint = size_hint;
+            return Ok(head);
+        }
         let Some(pass) = self.adjoint.as_mut() else {
             let by_symbol = &mut self.routines_by_symbol;
             transform_routine(cg, routine, catalogue, self.config, temporaries, by_symbol, plans, report)?;

@@ -5,4 +5,5 @@ pub mod init_derivatives;
 pub mod linearize;
 pub mod passivate;
 pub mod tangent;
+pub mod trace;
 pub mod type_change;

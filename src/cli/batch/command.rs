@@ -22,8 +22,9 @@ pub fn run(args: &BatchArgs) -> Outcome {
         BatchModeArg::Identity => batch::Mode::Identity,
         BatchModeArg::Tangent => batch::Mode::Tangent,
         BatchModeArg::Adjoint => batch::Mode::Adjoint,
+        BatchModeArg::Trace => batch::Mode::Trace,
     };
-    if args.verify && mode == batch::Mode::Identity {
+    if args.verify && matches!(mode, batch::Mode::Identity | batch::Mode::Trace) {
         usage_error("batch", "--verify needs derivatives: use it with tangent or adjoint".into());
     }
     if args.inputs.iter().any(|p| p.as_os_str() == "-") {
@@ -41,6 +42,9 @@ pub fn run(args: &BatchArgs) -> Outcome {
                 notes.push(format!("{switch} matters only to the adjoint mode: no effect"));
             }
         }
+    }
+    if mode == batch::Mode::Trace && (args.init_derivatives || args.statement_level) {
+        notes.push("-D and -S act in tangent and adjoint only: no effect".into());
     }
     if mode == batch::Mode::Identity
         && (args.init_derivatives
