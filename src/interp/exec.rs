@@ -139,6 +139,9 @@ pub struct Machine<'p> {
     /// operations counted per placeholder (`Cell`s: expressions are evaluated through `&self`).
     placeholder: usize,
     operations: [std::cell::Cell<u64>; 14],
+    /// What `verify` records of this run to find a wrong derivative (`None`: nothing, the
+    /// usual case).
+    pub(crate) watch: Option<Box<super::localize::Watch<'p>>>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -188,6 +191,7 @@ impl<'p> Machine<'p> {
             stack_base: None,
             placeholder: 0,
             operations: Default::default(),
+            watch: None,
         })
     }
 
@@ -428,25 +432,39 @@ impl<'p> Machine<'p> {
             }
         }
         self.frames.push(Frame { routine, slots });
-        let result = match &code.body {
+        if self.watch.is_some() {
+            self.watch_call(routine, true)?;
+        }
+        let mut result = match &code.body {
             Body::External => Ok(()),
             Body::Cfg(graph) => self.run_graph(graph),
             Body::Template(graphs) => self.run_template(graphs),
         };
+        if result.is_ok() && self.watch.is_some() {
+            result = self.watch_call(routine, false);
+        }
         self.frames.pop();
         self.mem.release(mark);
         result
     }
 
     fn run_template(&mut self, graphs: &'p [Option<Graph>]) -> Result<(), ExecError> {
-        let run = |m: &mut Self, placeholder: usize| match &graphs[placeholder] {
-            Some(g) => {
-                let outer = std::mem::replace(&mut m.placeholder, placeholder);
-                let result = m.run_graph(g);
-                m.placeholder = outer;
-                result
+        let run = |m: &mut Self, placeholder: usize| {
+            // The adjoint sweep proper, whose start and end a watch compares.
+            let watched = placeholder == 3 && m.watch.is_some();
+            if watched {
+                m.watch_adjoint_sweep(true)?;
             }
-            None => Ok(()),
+            let result = match &graphs[placeholder] {
+                Some(g) => {
+                    let outer = std::mem::replace(&mut m.placeholder, placeholder);
+                    let result = m.run_graph(g);
+                    m.placeholder = outer;
+                    result
+                }
+                None => Ok(()),
+            };
+            if watched && result.is_ok() { m.watch_adjoint_sweep(false) } else { result }
         };
         match self.config.template {
             Template::Split => {
@@ -537,6 +555,9 @@ impl<'p> Machine<'p> {
                         self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: Some(k) });
                         self.exec(stmt)?;
                     }
+                    if self.watch.is_some() {
+                        self.watch_block_end()?;
+                    }
                     // A block with an edge to itself (or back to an earlier vertex) loops.
                     if *next as usize <= at {
                         *last_loop = Some(*next as usize);
@@ -591,6 +612,14 @@ impl<'p> Machine<'p> {
 
     fn exec(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
         self.tick()?;
+        if self.watch.is_some() {
+            return self.exec_watched(stmt);
+        }
+        self.exec_statement(stmt)
+    }
+
+    /// Executes one statement (its step counted already).
+    pub(crate) fn exec_statement(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
         match stmt {
             Stmt::Assign(a) => self.assign(a),
             Stmt::Call(call) => {

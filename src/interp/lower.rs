@@ -108,6 +108,9 @@ pub struct Graph {
     /// The XML id of each node's vertex, and of each statement of a block node, for messages.
     pub vertex_ids: Vec<String>,
     pub statement_ids: Vec<Vec<String>>,
+    /// The front end's source line (`lineNumber`) of each statement of a block node, 0 where
+    /// the document gives none, for reports that name a statement.
+    pub statement_lines: Vec<Vec<u64>>,
 }
 
 #[derive(Debug)]
@@ -456,6 +459,7 @@ impl Lowerer<'_> {
         let mut nodes = Vec::with_capacity(fg.vertices.len());
         let mut vertex_ids = Vec::with_capacity(fg.vertices.len());
         let mut statement_ids = Vec::with_capacity(fg.vertices.len());
+        let mut statement_lines = Vec::with_capacity(fg.vertices.len());
         for (id, vertex) in fg.vertices.iter() {
             vertex_ids.push(self.cg.name(vertex.id).to_owned());
             statement_ids.push(match &vertex.kind {
@@ -464,6 +468,19 @@ impl Lowerer<'_> {
                     .iter()
                     .filter(|s| !matches!(s, Statement::Marker(_)))
                     .map(|s| s.id().map_or_else(String::new, |id| self.cg.name(id).to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            });
+            statement_lines.push(match &vertex.kind {
+                CfgVertexKind::BasicBlock(bb) => bb
+                    .statements
+                    .iter()
+                    .filter_map(|s| match s {
+                        Statement::Marker(_) => None,
+                        Statement::Assignment(a) => Some(a.line),
+                        Statement::SubroutineCall(c) => Some(c.line),
+                        Statement::DerivativePropagator(_) | Statement::InlinableSubroutineCall(_) => Some(0),
+                    })
                     .collect(),
                 _ => Vec::new(),
             });
@@ -548,12 +565,13 @@ impl Lowerer<'_> {
             }
         }
         match entry {
-            Some(entry) => Graph { nodes, entry, vertex_ids, statement_ids },
+            Some(entry) => Graph { nodes, entry, vertex_ids, statement_ids, statement_lines },
             None => Graph {
                 nodes: vec![Node::Bad("control flow graph without Entry".into())],
                 entry: 0,
                 vertex_ids: Vec::new(),
                 statement_ids: Vec::new(),
+                statement_lines: Vec::new(),
             },
         }
     }

@@ -9,9 +9,11 @@
 //! Anything the executor cannot run is an [`ExecError::Unsupported`] naming the construct,
 //! never a silent zero.
 
+pub mod dual;
 pub mod eval;
 pub mod exec;
 pub mod intrinsics;
+pub mod localize;
 pub mod lower;
 pub mod memory;
 pub mod runtime;

@@ -614,10 +614,26 @@ impl<'p> Driver<'p> {
         }
     }
 
+    /// The program the driver calls.
+    pub fn program(&self) -> &'p Program {
+        self.prog
+    }
+
     /// One call (two for a split adjoint) of the top routine on a fresh machine.
     pub fn run(&self, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
+        self.run_watched(x, sweep, None).0
+    }
+
+    /// [`Self::run`] with a watch on the machine (see [`super::localize`]), handed back after.
+    pub(crate) fn run_watched(
+        &self,
+        x: &[f64],
+        sweep: Sweep<'_>,
+        watch: Option<Box<super::localize::Watch<'p>>>,
+    ) -> (Result<RunResult, ExecError>, Option<Box<super::localize::Watch<'p>>>) {
         if x.len() != self.n {
-            return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
+            let why = format!("{} input values given, the routine takes {}", x.len(), self.n);
+            return (Err(ExecError::Runtime(why)), watch);
         }
         let config = ExecConfig {
             template: self.config.template,
@@ -625,13 +641,18 @@ impl<'p> Driver<'p> {
             max_memory: self.config.max_memory,
             ..ExecConfig::default()
         };
-        let mut machine = Machine::new(self.prog, config)?;
+        let mut machine = match Machine::new(self.prog, config) {
+            Ok(machine) => machine,
+            Err(e) => return (Err(e), watch),
+        };
+        machine.watch = watch;
         let result = self.drive(&mut machine, x, sweep);
         // A failure says where execution stopped.
-        result.map_err(|error| match machine.location() {
+        let result = result.map_err(|error| match machine.location() {
             Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at: Box::new(at) },
             _ => error,
-        })
+        });
+        (result, machine.watch.take())
     }
 
     fn drive(&self, machine: &mut Machine<'p>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
@@ -763,6 +784,9 @@ pub struct VerifyReport {
     pub warnings: Vec<String>,
     /// Where the program that failed stopped, if one did.
     pub failure: Option<(Side, super::Location)>,
+    /// On a mismatch: the first wrong derivative (tangent) or the routine whose adjoint is
+    /// wrong, by [`super::localize`].
+    pub localized: Option<super::localize::Localization>,
 }
 
 /// Which of the two programs compared.
@@ -789,6 +813,7 @@ impl VerifyReport {
             operations: Default::default(),
             warnings: Vec::new(),
             failure: None,
+            localized: None,
         }
     }
 
@@ -876,6 +901,9 @@ impl VerifyReport {
                 d.tangent_side, d.adjoint_side, d.rel_err
             );
         }
+        if let Some(localized) = &self.localized {
+            let _ = writeln!(out, "{localized}");
+        }
         out.push_str(&self.final_line());
         out.push('\n');
         out
@@ -923,6 +951,9 @@ impl VerifyReport {
                 "adjoint_sweep": self.operations.adjoint_sweep(),
                 "taping_sweep": self.operations.taping_sweep(),
             });
+        }
+        if let Some(localized) = &self.localized {
+            value["localized"] = serde_json::to_value(localized).unwrap_or(serde_json::Value::Null);
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -1138,6 +1169,16 @@ pub fn verify(original: &Program, transformed: &Program, config: &VerifyConfig) 
     } else {
         Status::Ok
     };
+    if matches!(report.status, Status::Mismatch(_)) {
+        report.localized = Some(match config.mode {
+            // The input direction of the first wrong entry (the first, for wrong values).
+            Mode::Tangent => {
+                let direction = report.entries.iter().find(|e| !e.ok).map_or(0, |e| e.input);
+                super::localize::tangent(&orig, &trans, &x0, direction, config.rtol)
+            }
+            Mode::Adjoint => super::localize::adjoint(&orig, &trans, &x0, config.rtol),
+        });
+    }
     // Zero in the derivative code and in the differences alike: the call, not the
     // transformation, is what is probably wrong.
     let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();

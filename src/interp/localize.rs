@@ -1,0 +1,702 @@
+//! Finding the first wrong derivative of a transformed program.
+//!
+//! When `verify` finds a tangent program's Jacobian wrong, it runs the original program with
+//! dual numbers ([`super::dual`]) and the tangent program side by side, seeded in the input
+//! direction of the first wrong entry, and names the first original statement after which a
+//! derivative of the tangent program differs from the exact one.
+//!
+//! The two runs are aligned by statement ids. The tangent program keeps every original
+//! assignment with its `statement_id`, and what the transformation adds (partials, auxiliaries,
+//! propagators, conversions) has ids no original statement has, or none. So the assignments
+//! whose ids the original routine has, in execution order, are the original's steps; both runs
+//! must take the same steps with the same values. An assignment of tangent code only stores a
+//! value: derivative components change in the propagators that follow it, in calls and in
+//! runtime calls. So a step's derivative is read where its basic block ends or before the next
+//! call, and compared with the tangent the dual run stored in that step, for the elements no
+//! later step of the same stretch overwrites (their final value is the one both runs agree on).
+//! Only active real left-hand sides carry derivatives in the tangent program; they are the
+//! ones compared.
+//!
+//! When an adjoint program's Jacobian is wrong, the dot-product test is applied per routine
+//! call: the dual run gives, for each call of a routine, the tangent `ẋ` of its state (real
+//! active formals and active globals) at entry and `J ẋ` at exit; the adjoint run gives the
+//! adjoint `ȳ` of the same state where the routine's adjoint sweep starts and `Jᵀȳ` where it
+//! ends. `<ȳ, J ẋ> = <Jᵀȳ, ẋ>` must hold for every call whatever `ȳ` is. The reverse sweep
+//! meets calls in the reverse of the order in which they returned, which pairs them. The
+//! routine reported is one whose call fails with no failing call nested inside it: a callee's
+//! wrong adjoint makes its callers fail too.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+
+use super::ExecError;
+use super::exec::Machine;
+use super::lower::{Body, Program, Stmt, Storage};
+use super::memory::Value;
+use super::verify::{Driver, Sweep};
+
+/// The most elements the dual run records for the comparison (about 32 bytes each).
+const MAX_TRACE_ELEMENTS: usize = 8 << 20;
+
+/// What the comparison found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Localization {
+    /// The first original statement after which the tangent program's derivative (or value)
+    /// differs from the exact one.
+    Statement(WrongStatement),
+    /// The two runs took different original statements: control flow parts there.
+    ControlFlow {
+        routine: String,
+        /// The statement the original ran (empty: the original had finished).
+        expected: String,
+        /// The statement the transformed program ran (empty: it had finished).
+        found: String,
+        /// Original statements that agreed before.
+        agreed: usize,
+    },
+    /// The innermost routine whose adjoint fails the dot-product test.
+    Routine(WrongRoutine),
+    /// Nothing to name, and why.
+    NotFound { reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WrongStatement {
+    pub routine: String,
+    pub statement: String,
+    /// The front end's source line (the statement's `lineNumber` in the original XAIF).
+    pub line: Option<u64>,
+    /// The element stored, as `name` or `name(i,j)`.
+    pub variable: String,
+    /// `derivative` or `value`.
+    pub quantity: &'static str,
+    /// The independent whose direction was seeded.
+    pub direction: String,
+    /// The original program's, by dual numbers.
+    pub exact: f64,
+    /// The transformed program's.
+    pub transformed: f64,
+    /// Original statements executed before whose results agreed.
+    pub agreed: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WrongRoutine {
+    pub routine: String,
+    /// Which call (1-based, in the order the original makes them) fails first.
+    pub call: usize,
+    /// How many calls of the routine fail, of how many.
+    pub failing_calls: usize,
+    pub calls: usize,
+    /// `<ȳ, J ẋ>` and `<Jᵀȳ, ẋ>` of that call, and their relative difference.
+    pub tangent_side: f64,
+    pub adjoint_side: f64,
+    pub error: f64,
+}
+
+impl std::fmt::Display for Localization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Localization::Statement(s) => {
+                let line = s.line.map_or_else(|| "no source line".to_owned(), |l| format!("source line {l}"));
+                let what = if s.quantity == "value" {
+                    format!("value of {}", s.variable)
+                } else {
+                    format!("d {} / d {}", s.variable, s.direction)
+                };
+                write!(
+                    f,
+                    "first wrong {}: routine {}, statement '{}' ({line}): {what} is {:.16e} in the transformed program, {:.16e} exactly (dual numbers on the original), after {} original statements agreed",
+                    s.quantity, s.routine, s.statement, s.transformed, s.exact, s.agreed
+                )
+            }
+            Localization::ControlFlow { routine, expected, found, agreed } => {
+                let show = |s: &str| {
+                    if s.is_empty() { "nothing (it had finished)".to_owned() } else { format!("statement '{s}'") }
+                };
+                write!(
+                    f,
+                    "control flow parts in routine {routine} after {agreed} original statements agreed: the original runs {}, the transformed program {}",
+                    show(expected),
+                    show(found)
+                )
+            }
+            Localization::Routine(r) => write!(
+                f,
+                "first wrong adjoint: routine {} fails the dot-product test against exact tangents on call {} ({} of its {} calls fail): <ybar, J xdot> = {:.16e}, <J^T ybar, xdot> = {:.16e}, error {:.2e}",
+                r.routine, r.call, r.failing_calls, r.calls, r.tangent_side, r.adjoint_side, r.error
+            ),
+            Localization::NotFound { reason } => write!(f, "no wrong derivative located: {reason}"),
+        }
+    }
+}
+
+/// What a watched run records: see [`Machine::exec_watched`].
+pub(crate) enum Watch<'p> {
+    /// Original code with dual numbers.
+    Dual(DualRun<'p>),
+    /// Tangent code compared with a dual run's steps as it runs.
+    Tangent(TangentCheck<'p>),
+    /// Adjoint code: the state's adjoints around each adjoint sweep.
+    Adjoint(States),
+}
+
+pub(crate) struct DualRun<'p> {
+    /// The steps, when recorded.
+    steps: Option<Vec<DualStep<'p>>>,
+    elements: usize,
+    truncated: bool,
+    /// The state's tangents around each call, when recorded.
+    calls: Option<States>,
+}
+
+/// One assignment of original code as the dual run executed it.
+struct DualStep<'p> {
+    routine: &'p str,
+    statement: &'p str,
+    line: u64,
+    /// The value and the tangent of each element stored.
+    elements: Vec<(f64, f64)>,
+}
+
+pub(crate) struct TangentCheck<'p> {
+    steps: Vec<DualStep<'p>>,
+    /// The statement ids of each original routine, by routine name.
+    original_ids: FxHashMap<&'p str, FxHashSet<&'p str>>,
+    next: usize,
+    pending: Vec<Pending>,
+    direction: String,
+    rtol: f64,
+    found: Option<Localization>,
+}
+
+/// A step of the transformed run whose derivatives are not yet final.
+struct Pending {
+    step: usize,
+    sym: u32,
+    slots: Vec<usize>,
+    /// An active real left-hand side: its derivatives are compared.
+    compared: bool,
+}
+
+/// Per routine, the state a dot-product test covers, and what was recorded of it per call.
+pub(crate) struct States {
+    /// By routine index of the watched program: formals' symbols and globals' symbols.
+    layout: FxHashMap<usize, Vec<u32>>,
+    open: Vec<usize>,
+    instances: Vec<Instance>,
+    exits: usize,
+}
+
+struct Instance {
+    routine: usize,
+    exit: usize,
+    /// Dual run: the tangents at entry and at exit. Adjoint run: the adjoints where the
+    /// adjoint sweep starts and where it ends.
+    first: Vec<f64>,
+    last: Vec<f64>,
+}
+
+impl<'p> Machine<'p> {
+    /// Executes a statement of a watched run.
+    pub(crate) fn exec_watched(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
+        let Some(mut watch) = self.watch.take() else {
+            return self.exec_statement(stmt);
+        };
+        let result = self.exec_observed(stmt, &mut watch);
+        self.watch = Some(watch);
+        result
+    }
+
+    fn exec_observed(&mut self, stmt: &'p Stmt, watch: &mut Watch<'p>) -> Result<(), ExecError> {
+        match (watch, stmt) {
+            (Watch::Dual(run), Stmt::Assign(a)) => {
+                self.dual_assign(a)?;
+                if let Some(steps) = &mut run.steps
+                    && !run.truncated
+                {
+                    let (routine, statement, line) = self.statement_here();
+                    let place = self.place(&a.lhs)?;
+                    let mut elements = Vec::with_capacity(place.len());
+                    for k in 0..place.len() {
+                        let slot = place.slot(k);
+                        elements.push((number(self.mem.get(slot)?), self.mem.deriv(slot)?));
+                    }
+                    run.elements += elements.len();
+                    if run.elements > MAX_TRACE_ELEMENTS {
+                        run.truncated = true;
+                    } else {
+                        steps.push(DualStep { routine, statement, line, elements });
+                    }
+                }
+                Ok(())
+            }
+            (Watch::Tangent(check), Stmt::Call(_)) => {
+                self.settle(check)?;
+                self.exec_statement(stmt)
+            }
+            (Watch::Tangent(check), Stmt::Assign(a)) => {
+                self.exec_statement(stmt)?;
+                if check.found.is_some() {
+                    return Ok(());
+                }
+                let (routine, statement, _) = self.statement_here();
+                if !check.original_ids.get(routine).is_some_and(|ids| ids.contains(statement)) {
+                    return Ok(());
+                }
+                let Some(expected) = check.steps.get(check.next) else {
+                    check.found = Some(Localization::ControlFlow {
+                        routine: routine.to_owned(),
+                        expected: String::new(),
+                        found: statement.to_owned(),
+                        agreed: check.next,
+                    });
+                    return Ok(());
+                };
+                let place = self.place(&a.lhs)?;
+                if expected.routine != routine
+                    || expected.statement != statement
+                    || expected.elements.len() != place.len()
+                {
+                    check.found = Some(Localization::ControlFlow {
+                        routine: expected.routine.to_owned(),
+                        expected: expected.statement.to_owned(),
+                        found: statement.to_owned(),
+                        agreed: check.next,
+                    });
+                    return Ok(());
+                }
+                let slots: Vec<usize> = (0..place.len()).map(|k| place.slot(k)).collect();
+                let mut real = true;
+                for (k, &slot) in slots.iter().enumerate() {
+                    let value = self.mem.get(slot)?;
+                    real &= matches!(value, Value::Real(_));
+                    let (found, exact) = (number(value), expected.elements[k].0);
+                    if differs(found, exact, check.rtol) {
+                        check.found = Some(Localization::Statement(WrongStatement {
+                            routine: routine.to_owned(),
+                            statement: statement.to_owned(),
+                            line: (expected.line > 0).then_some(expected.line),
+                            variable: self.element_label(a.lhs.sym, slot),
+                            quantity: "value",
+                            direction: check.direction.clone(),
+                            exact,
+                            transformed: found,
+                            agreed: check.next,
+                        }));
+                        return Ok(());
+                    }
+                }
+                let compared = real && self.prog.syms[a.lhs.sym as usize].active;
+                check.pending.push(Pending { step: check.next, sym: a.lhs.sym, slots, compared });
+                check.next += 1;
+                Ok(())
+            }
+            (Watch::Dual(_) | Watch::Tangent(_) | Watch::Adjoint(_), _) => self.exec_statement(stmt),
+        }
+    }
+
+    /// The routine, statement id and source line being executed.
+    fn statement_here(&self) -> (&'p str, &'p str, u64) {
+        let prog = self.prog;
+        let Some(spot) = self.spot else { return ("", "", 0) };
+        let routine = prog.routines.get(spot.routine).map_or("", |r| r.name.as_str());
+        let (statement, line) = match (spot.graph, spot.statement) {
+            (Some(g), Some(k)) => (
+                g.statement_ids.get(spot.node).and_then(|ids| ids.get(k)).map_or("", String::as_str),
+                g.statement_lines.get(spot.node).and_then(|lines| lines.get(k)).copied().unwrap_or(0),
+            ),
+            _ => ("", 0),
+        };
+        (routine, statement, line)
+    }
+
+    /// A basic block of a watched run has ended: its steps' derivatives are final.
+    pub(crate) fn watch_block_end(&mut self) -> Result<(), ExecError> {
+        if let Some(mut watch) = self.watch.take() {
+            let result = match &mut *watch {
+                Watch::Tangent(check) => self.settle(check),
+                Watch::Dual(_) | Watch::Adjoint(_) => Ok(()),
+            };
+            self.watch = Some(watch);
+            return result;
+        }
+        Ok(())
+    }
+
+    /// Compares the pending steps' derivatives with the dual run's.
+    fn settle(&self, check: &mut TangentCheck<'p>) -> Result<(), ExecError> {
+        let pending = std::mem::take(&mut check.pending);
+        if check.found.is_some() {
+            return Ok(());
+        }
+        // An element a later step stores again is that step's to compare.
+        let mut later: FxHashSet<usize> = FxHashSet::default();
+        let mut last: Vec<Vec<bool>> = Vec::with_capacity(pending.len());
+        for p in pending.iter().rev() {
+            last.push(p.slots.iter().map(|s| later.insert(*s)).collect());
+        }
+        last.reverse();
+        for (i, p) in pending.iter().enumerate() {
+            if !p.compared {
+                continue;
+            }
+            let step = &check.steps[p.step];
+            for (k, &slot) in p.slots.iter().enumerate() {
+                if !last[i][k] {
+                    continue;
+                }
+                let (found, exact) = (self.mem.deriv(slot)?, step.elements[k].1);
+                if differs(found, exact, check.rtol) {
+                    check.found = Some(Localization::Statement(WrongStatement {
+                        routine: step.routine.to_owned(),
+                        statement: step.statement.to_owned(),
+                        line: (step.line > 0).then_some(step.line),
+                        variable: self.element_label(p.sym, slot),
+                        quantity: "derivative",
+                        direction: check.direction.clone(),
+                        exact,
+                        transformed: found,
+                        agreed: p.step,
+                    }));
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `name` or `name(i,j)`: the element of `sym` at `slot`.
+    fn element_label(&self, sym: u32, slot: usize) -> String {
+        let name = self.prog.syms[sym as usize].name.clone();
+        let Ok(binding) = self.binding(sym) else { return name };
+        if !binding.is_array() {
+            return name;
+        }
+        let Some(k) = (0..binding.len().min(1 << 22)).find(|&k| binding.element(k) == slot) else {
+            return name;
+        };
+        let mut rest = k;
+        let subscripts: Vec<String> = binding
+            .dims
+            .iter()
+            .map(|d| {
+                let extent = d.extent.max(1) as usize;
+                let i = d.lower + (rest % extent) as i64;
+                rest /= extent;
+                i.to_string()
+            })
+            .collect();
+        format!("{name}({})", subscripts.join(","))
+    }
+
+    /// A call of `routine` starts (after its frame is pushed) or ends (before it is popped).
+    pub(crate) fn watch_call(&mut self, routine: usize, entering: bool) -> Result<(), ExecError> {
+        let Some(mut watch) = self.watch.take() else { return Ok(()) };
+        let result = match &mut *watch {
+            Watch::Dual(DualRun { calls: Some(states), .. }) => self.record_state(states, routine, entering),
+            _ => Ok(()),
+        };
+        self.watch = Some(watch);
+        result
+    }
+
+    /// The adjoint sweep (placeholder 3) of the routine running starts or ends.
+    pub(crate) fn watch_adjoint_sweep(&mut self, starting: bool) -> Result<(), ExecError> {
+        let Some(mut watch) = self.watch.take() else { return Ok(()) };
+        let routine = self.current_routine();
+        let result = match &mut *watch {
+            Watch::Adjoint(states) => self.record_state(states, routine, starting),
+            _ => Ok(()),
+        };
+        self.watch = Some(watch);
+        result
+    }
+
+    fn record_state(&self, states: &mut States, routine: usize, first: bool) -> Result<(), ExecError> {
+        let Some(layout) = states.layout.get(&routine) else { return Ok(()) };
+        let mut values = Vec::new();
+        for &sym in layout {
+            let Ok(binding) = self.binding(sym) else { continue };
+            let count = if binding.is_array() { binding.len() } else { 1 };
+            for k in 0..count {
+                values.push(self.mem.deriv(binding.element(k))?);
+            }
+        }
+        if first {
+            states.open.push(states.instances.len());
+            states.instances.push(Instance { routine, exit: usize::MAX, first: values, last: Vec::new() });
+        } else if let Some(open) = states.open.pop() {
+            let instance = &mut states.instances[open];
+            instance.last = values;
+            instance.exit = states.exits;
+            states.exits += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A value as a number (NaN for what is not numeric).
+fn number(value: &Value) -> f64 {
+    value.as_f64().unwrap_or(f64::NAN)
+}
+
+/// Whether two results differ beyond the verifier's tolerance (relative to `max(1, |exact|)`).
+fn differs(found: f64, exact: f64, rtol: f64) -> bool {
+    if found.is_nan() || exact.is_nan() {
+        return found.is_nan() != exact.is_nan();
+    }
+    (found - exact).abs() > rtol * exact.abs().max(1.0)
+}
+
+/// The Jacobian (row-major `m × n`) of the original program by dual numbers: one run per
+/// input direction, no transformation involved.
+pub fn dual_jacobian(driver: &Driver<'_>, x: &[f64]) -> Result<Vec<f64>, ExecError> {
+    let (n, m) = (driver.n, driver.m);
+    let mut jacobian = vec![0.0; n * m];
+    for col in 0..n {
+        let mut seed = vec![0.0; n];
+        seed[col] = 1.0;
+        let watch = Watch::Dual(DualRun { steps: None, elements: 0, truncated: false, calls: None });
+        let (result, _) = driver.run_watched(x, Sweep::Tangent(&seed), Some(Box::new(watch)));
+        for (row, d) in result?.y_deriv.iter().enumerate() {
+            jacobian[row * n + col] = *d;
+        }
+    }
+    Ok(jacobian)
+}
+
+/// The first original statement after which the tangent program's derivative in the
+/// direction of input `direction` differs from the exact one (see the module doc).
+pub fn tangent<'p>(
+    original: &Driver<'p>,
+    tangent: &Driver<'p>,
+    x: &[f64],
+    direction: usize,
+    rtol: f64,
+) -> Localization {
+    let not_found = |reason: String| Localization::NotFound { reason };
+    let mut seed = vec![0.0; original.n];
+    let Some(s) = seed.get_mut(direction) else {
+        return not_found(format!("no input {}", direction + 1));
+    };
+    *s = 1.0;
+    let watch = Watch::Dual(DualRun { steps: Some(Vec::new()), elements: 0, truncated: false, calls: None });
+    let (result, watch) = original.run_watched(x, Sweep::Tangent(&seed), Some(Box::new(watch)));
+    if let Err(e) = result {
+        return not_found(format!("the original program with dual numbers fails: {}", e.reason()));
+    }
+    let Some(Watch::Dual(DualRun { steps: Some(steps), truncated, .. })) = watch.map(|w| *w) else {
+        return not_found("the dual run recorded nothing".into());
+    };
+    if truncated {
+        return not_found(format!(
+            "the original stores more than {MAX_TRACE_ELEMENTS} elements, too many to compare step by step"
+        ));
+    }
+    let original_ids = statement_ids(original.program());
+    let direction = original.input_labels().get(direction).cloned().unwrap_or_else(|| format!("x({})", direction + 1));
+    let check = TangentCheck { steps, original_ids, next: 0, pending: Vec::new(), direction, rtol, found: None };
+    let (result, watch) = tangent.run_watched(x, Sweep::Tangent(&seed), Some(Box::new(Watch::Tangent(check))));
+    let Some(Watch::Tangent(check)) = watch.map(|w| *w) else {
+        return not_found("the tangent run recorded nothing".into());
+    };
+    if let Some(found) = check.found {
+        return found;
+    }
+    if let Err(e) = result {
+        return not_found(format!("the transformed program fails: {}", e.reason()));
+    }
+    if check.next < check.steps.len() {
+        let step = &check.steps[check.next];
+        return Localization::ControlFlow {
+            routine: step.routine.to_owned(),
+            expected: step.statement.to_owned(),
+            found: String::new(),
+            agreed: check.next,
+        };
+    }
+    not_found(format!(
+        "all {} original statements' values and active derivatives agree in this direction",
+        check.steps.len()
+    ))
+}
+
+/// Every statement id of each routine of the original program.
+fn statement_ids(prog: &Program) -> FxHashMap<&str, FxHashSet<&str>> {
+    let mut ids: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
+    for routine in &prog.routines {
+        let set = ids.entry(routine.name.as_str()).or_default();
+        let graphs: Vec<&super::lower::Graph> = match &routine.body {
+            Body::External => Vec::new(),
+            Body::Cfg(g) => vec![g],
+            Body::Template(gs) => gs.iter().flatten().collect(),
+        };
+        for g in graphs {
+            set.extend(g.statement_ids.iter().flatten().filter(|id| !id.is_empty()).map(String::as_str));
+        }
+    }
+    ids
+}
+
+/// The innermost routine whose adjoint fails the dot-product test against exact tangents
+/// (see the module doc).
+pub fn adjoint<'p>(original: &Driver<'p>, adjoint: &Driver<'p>, x: &[f64], rtol: f64) -> Localization {
+    let not_found = |reason: String| Localization::NotFound { reason };
+    let (orig_prog, adj_prog) = (original.program(), adjoint.program());
+    let (orig_layout, adj_layout) = state_layouts(orig_prog, adj_prog);
+    let mut random = directions();
+    let xdot: Vec<f64> = (0..original.n).map(|_| random()).collect();
+    let ybar: Vec<f64> = (0..original.m).map(|_| random()).collect();
+    let states = |layout| States { layout, open: Vec::new(), instances: Vec::new(), exits: 0 };
+    let dual = Watch::Dual(DualRun { steps: None, elements: 0, truncated: false, calls: Some(states(orig_layout)) });
+    let (result, watch) = original.run_watched(x, Sweep::Tangent(&xdot), Some(Box::new(dual)));
+    if let Err(e) = result {
+        return not_found(format!("the original program with dual numbers fails: {}", e.reason()));
+    }
+    let Some(Watch::Dual(DualRun { calls: Some(calls), .. })) = watch.map(|w| *w) else {
+        return not_found("the dual run recorded nothing".into());
+    };
+    let (result, watch) =
+        adjoint.run_watched(x, Sweep::Adjoint(&ybar), Some(Box::new(Watch::Adjoint(states(adj_layout)))));
+    if let Err(e) = result {
+        return not_found(format!("the adjoint program fails: {}", e.reason()));
+    }
+    let Some(Watch::Adjoint(sweeps)) = watch.map(|w| *w) else {
+        return not_found("the adjoint run recorded nothing".into());
+    };
+    dot_tests(orig_prog, adj_prog, &calls, &sweeps, rtol)
+}
+
+/// Per routine both programs have: the real formals active in the adjoint program and the
+/// active real globals both have, as symbols of each program.
+fn state_layouts(orig: &Program, adj: &Program) -> (FxHashMap<usize, Vec<u32>>, FxHashMap<usize, Vec<u32>>) {
+    let sym = |s: crate::ir::SymbolId| s.into_raw().into_u32();
+    let real = |prog: &Program, s: u32| prog.syms[s as usize].ty == crate::ir::SymbolType::Real;
+    fn globals(prog: &Program) -> FxHashMap<&str, u32> {
+        prog.syms
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.storage, Storage::Global { .. }))
+            .map(|(k, s)| (s.name.as_str(), k as u32))
+            .collect()
+    }
+    let (orig_globals, adj_globals) = (globals(orig), globals(adj));
+    let mut shared: Vec<(u32, u32)> = adj_globals
+        .iter()
+        .filter(|(_, s)| real(adj, **s) && adj.syms[**s as usize].active)
+        .filter_map(|(name, s)| orig_globals.get(name).filter(|o| real(orig, **o)).map(|o| (*o, *s)))
+        .collect();
+    shared.sort_unstable();
+    let (mut orig_layout, mut adj_layout) = (FxHashMap::default(), FxHashMap::default());
+    for (a, routine) in adj.routines.iter().enumerate() {
+        if matches!(routine.body, Body::External) {
+            continue;
+        }
+        let Some(o) = orig.routines.iter().position(|r| r.name == routine.name) else { continue };
+        let mut positions: Vec<(u32, u32, u32)> = Vec::new();
+        for &(position, formal) in &routine.formals {
+            let adj_sym = sym(formal);
+            if !real(adj, adj_sym) || !adj.syms[adj_sym as usize].active {
+                continue;
+            }
+            if let Some(&(_, orig_formal)) = orig.routines[o].formals.iter().find(|(p, _)| *p == position)
+                && real(orig, sym(orig_formal))
+            {
+                positions.push((position, sym(orig_formal), adj_sym));
+            }
+        }
+        positions.sort_unstable();
+        let orig_syms = positions.iter().map(|p| p.1).chain(shared.iter().map(|g| g.0)).collect();
+        let adj_syms = positions.iter().map(|p| p.2).chain(shared.iter().map(|g| g.1)).collect();
+        orig_layout.insert(o, orig_syms);
+        adj_layout.insert(a, adj_syms);
+    }
+    (orig_layout, adj_layout)
+}
+
+/// Fixed pseudo-random directions in [-0.5, 0.5).
+fn directions() -> impl FnMut() -> f64 {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
+
+/// Pairs each call of the dual run with its adjoint sweep and applies the dot-product test.
+fn dot_tests(orig: &Program, adj: &Program, calls: &States, sweeps: &States, rtol: f64) -> Localization {
+    struct Failure {
+        /// Index into `calls.instances` (entry order).
+        instance: usize,
+        tangent_side: f64,
+        adjoint_side: f64,
+        error: f64,
+    }
+    let mut by_name: std::collections::BTreeMap<&str, (Vec<usize>, Vec<usize>)> = Default::default();
+    for (i, c) in calls.instances.iter().enumerate() {
+        by_name.entry(orig.routines[c.routine].name.as_str()).or_default().0.push(i);
+    }
+    for (i, s) in sweeps.instances.iter().enumerate() {
+        by_name.entry(adj.routines[s.routine].name.as_str()).or_default().1.push(i);
+    }
+    let mut failures = Vec::new();
+    let mut tested = 0;
+    for (name, (mut dual, adjoint)) in by_name {
+        if dual.len() != adjoint.len() {
+            return Localization::NotFound {
+                reason: format!(
+                    "the original calls {name} {} times, the adjoint sweeps it {} times",
+                    dual.len(),
+                    adjoint.len()
+                ),
+            };
+        }
+        // The reverse sweep meets calls in the reverse of the order they returned.
+        dual.sort_by_key(|&i| calls.instances[i].exit);
+        for (&d, &a) in dual.iter().zip(adjoint.iter().rev()) {
+            let (c, s) = (&calls.instances[d], &sweeps.instances[a]);
+            if c.first.len() != s.last.len() || c.last.len() != s.first.len() {
+                return Localization::NotFound {
+                    reason: format!("the state of {name} has different sizes in the two programs"),
+                };
+            }
+            let dot = |p: &[f64], q: &[f64]| -> (f64, f64) {
+                p.iter().zip(q).fold((0.0, 0.0), |(sum, scale), (a, b)| (sum + a * b, scale + (a * b).abs()))
+            };
+            let (tangent_side, scale_t) = dot(&s.first, &c.last);
+            let (adjoint_side, scale_a) = dot(&s.last, &c.first);
+            let scale = scale_t.max(scale_a);
+            tested += 1;
+            let error = if scale > 0.0 { (tangent_side - adjoint_side).abs() / scale } else { 0.0 };
+            if !(error <= rtol) {
+                failures.push(Failure { instance: d, tangent_side, adjoint_side, error });
+            }
+        }
+    }
+    // A call nests inside another when it starts later and returns earlier.
+    let nested =
+        |inner: usize, outer: usize| inner > outer && calls.instances[inner].exit < calls.instances[outer].exit;
+    let innermost =
+        failures.iter().filter(|f| !failures.iter().any(|g| nested(g.instance, f.instance))).min_by_key(|f| f.instance);
+    let Some(failure) = innermost else {
+        return Localization::NotFound {
+            reason: format!("every one of the {tested} routine calls passes the dot-product test"),
+        };
+    };
+    let routine = calls.instances[failure.instance].routine;
+    let of_routine: Vec<usize> =
+        (0..calls.instances.len()).filter(|&i| calls.instances[i].routine == routine).collect();
+    Localization::Routine(WrongRoutine {
+        routine: orig.routines[routine].name.clone(),
+        call: of_routine.iter().position(|&i| i == failure.instance).map_or(0, |p| p + 1),
+        failing_calls: failures.iter().filter(|f| calls.instances[f.instance].routine == routine).count(),
+        calls: of_routine.len(),
+        tangent_side: failure.tangent_side,
+        adjoint_side: failure.adjoint_side,
+        error: failure.error,
+    })
+}
