@@ -109,8 +109,14 @@ impl Machine<'_> {
                         }
                         tangent
                     }
-                    (ArrayIntrinsic::Transpose | ArrayIntrinsic::Reshape, _) => {
-                        return Err(ExecError::Unsupported(format!("dual numbers through {op:?}").to_lowercase()));
+                    // `eval` has checked the shapes: the element it read, by the same rule.
+                    (ArrayIntrinsic::Reshape, _) => self.mem.deriv(self.place(r)?.slot(k.unwrap_or(0)))?,
+                    (ArrayIntrinsic::Transpose, _) => {
+                        let place = self.place(r)?;
+                        let b = place.binding();
+                        let (rows, columns) = (b.dims[0].extent as usize, b.dims[1].extent as usize);
+                        let k = k.unwrap_or(0);
+                        self.mem.deriv(place.slot(k / columns + (k % columns) * rows))?
                     }
                     _ => 0.0,
                 };

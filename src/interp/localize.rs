@@ -166,9 +166,30 @@ pub(crate) struct TangentCheck<'p> {
     original_ids: FxHashMap<&'p str, FxHashSet<&'p str>>,
     next: usize,
     pending: Vec<Pending>,
+    /// Elements whose derivatives an original step settled, until other code changes them.
+    settled: FxHashMap<usize, Settled>,
     direction: String,
     rtol: f64,
-    found: Option<Localization>,
+    /// The two runs took different steps: nothing more is compared.
+    parted: bool,
+    /// What was found wrong, with the step it concerns: the earliest step is reported.
+    found: Option<(usize, Localization)>,
+}
+
+impl TangentCheck<'_> {
+    fn found(&mut self, step: usize, what: Localization) {
+        if self.found.as_ref().is_none_or(|(earlier, _)| step < *earlier) {
+            self.found = Some((step, what));
+        }
+    }
+}
+
+/// Where an element's settled derivative comes from: a dual step's element.
+#[derive(Copy, Clone)]
+struct Settled {
+    step: usize,
+    element: usize,
+    sym: u32,
 }
 
 /// A step of the transformed run whose derivatives are not yet final.
@@ -199,102 +220,167 @@ struct Instance {
 }
 
 impl<'p> Machine<'p> {
-    /// Executes a statement of a watched run.
+    /// Executes a statement of a watched run: original code with dual numbers, and what the
+    /// watch records or checks around it.
     pub(crate) fn exec_watched(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
-        let Some(mut watch) = self.watch.take() else {
-            return self.exec_statement(stmt);
-        };
-        let result = self.exec_observed(stmt, &mut watch);
+        match stmt {
+            Stmt::Assign(a) => {
+                if matches!(self.watch.as_deref(), Some(Watch::Dual(_))) {
+                    self.dual_assign(a)?;
+                } else {
+                    self.exec_statement(stmt)?;
+                }
+                self.with_watch(|m, w| m.assigned(w, a))
+            }
+            Stmt::Call(_) => {
+                self.with_watch(|m, w| m.with_check(w, |m, check| m.settle(check)))?;
+                // The callee's locals live above the mark, and are gone after the call.
+                let mark = self.mem.top();
+                self.exec_statement(stmt)?;
+                self.with_watch(|_, w| {
+                    if let Watch::Tangent(check) = w {
+                        check.settled.retain(|&slot, _| slot < mark);
+                    }
+                    Ok(())
+                })
+            }
+            Stmt::Prop(ops) => {
+                let written = self.with_watch(|m, w| m.with_check(w, |m, check| m.propagating(check, ops)))?;
+                self.exec_statement(stmt)?;
+                self.with_watch(|_, w| {
+                    if let Watch::Tangent(check) = w {
+                        check.settled.retain(|slot, _| !written.contains(slot));
+                    }
+                    Ok(())
+                })
+            }
+            Stmt::Inline(call) => {
+                self.exec_statement(stmt)?;
+                // A runtime call may store values or derivatives of any of its arguments:
+                // what they held is no longer known.
+                let mut slots = Vec::new();
+                for arg in &call.args {
+                    if let super::lower::Arg::Ref(r) = arg
+                        && let Ok(place) = self.place(r)
+                    {
+                        slots.extend((0..place.len()).map(|k| place.slot(k)));
+                    }
+                }
+                self.with_watch(|_, w| {
+                    if let Watch::Tangent(check) = w {
+                        for slot in &slots {
+                            check.settled.remove(slot);
+                        }
+                    }
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// Runs `f` with the watch taken out of the machine (it needs both).
+    fn with_watch<T: Default>(
+        &mut self,
+        f: impl FnOnce(&mut Self, &mut Watch<'p>) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        let Some(mut watch) = self.watch.take() else { return Ok(T::default()) };
+        let result = f(self, &mut watch);
         self.watch = Some(watch);
         result
     }
 
-    fn exec_observed(&mut self, stmt: &'p Stmt, watch: &mut Watch<'p>) -> Result<(), ExecError> {
-        match (watch, stmt) {
-            (Watch::Dual(run), Stmt::Assign(a)) => {
-                self.dual_assign(a)?;
-                if let Some(steps) = &mut run.steps
-                    && !run.truncated
-                {
-                    let (routine, statement, line) = self.statement_here();
-                    let place = self.place(&a.lhs)?;
-                    let mut elements = Vec::with_capacity(place.len());
-                    for k in 0..place.len() {
-                        let slot = place.slot(k);
-                        elements.push((number(self.mem.get(slot)?), self.mem.deriv(slot)?));
-                    }
-                    run.elements += elements.len();
-                    if run.elements > MAX_TRACE_ELEMENTS {
-                        run.truncated = true;
-                    } else {
-                        steps.push(DualStep { routine, statement, line, elements });
-                    }
-                }
-                Ok(())
-            }
-            (Watch::Tangent(check), Stmt::Call(_)) => {
-                self.settle(check)?;
-                self.exec_statement(stmt)
-            }
-            (Watch::Tangent(check), Stmt::Assign(a)) => {
-                self.exec_statement(stmt)?;
-                if check.found.is_some() {
-                    return Ok(());
-                }
-                let (routine, statement, _) = self.statement_here();
-                if !check.original_ids.get(routine).is_some_and(|ids| ids.contains(statement)) {
-                    return Ok(());
-                }
-                let Some(expected) = check.steps.get(check.next) else {
-                    check.found = Some(Localization::ControlFlow {
-                        routine: routine.to_owned(),
-                        expected: String::new(),
-                        found: statement.to_owned(),
-                        agreed: check.next,
-                    });
-                    return Ok(());
-                };
-                let place = self.place(&a.lhs)?;
-                if expected.routine != routine
-                    || expected.statement != statement
-                    || expected.elements.len() != place.len()
-                {
-                    check.found = Some(Localization::ControlFlow {
-                        routine: expected.routine.to_owned(),
-                        expected: expected.statement.to_owned(),
-                        found: statement.to_owned(),
-                        agreed: check.next,
-                    });
-                    return Ok(());
-                }
-                let slots: Vec<usize> = (0..place.len()).map(|k| place.slot(k)).collect();
-                let mut real = true;
-                for (k, &slot) in slots.iter().enumerate() {
-                    let value = self.mem.get(slot)?;
-                    real &= matches!(value, Value::Real(_));
-                    let (found, exact) = (number(value), expected.elements[k].0);
-                    if differs(found, exact, check.rtol) {
-                        check.found = Some(Localization::Statement(WrongStatement {
-                            routine: routine.to_owned(),
-                            statement: statement.to_owned(),
-                            line: (expected.line > 0).then_some(expected.line),
-                            variable: self.element_label(a.lhs.sym, slot),
-                            quantity: "value",
-                            direction: check.direction.clone(),
-                            exact,
-                            transformed: found,
-                            agreed: check.next,
-                        }));
-                        return Ok(());
-                    }
-                }
-                let compared = real && self.prog.syms[a.lhs.sym as usize].active;
-                check.pending.push(Pending { step: check.next, sym: a.lhs.sym, slots, compared });
-                check.next += 1;
-                Ok(())
-            }
-            (Watch::Dual(_) | Watch::Tangent(_) | Watch::Adjoint(_), _) => self.exec_statement(stmt),
+    /// Runs `f` on a tangent check; nothing for other watches.
+    fn with_check<T: Default>(
+        &mut self,
+        watch: &mut Watch<'p>,
+        f: impl FnOnce(&mut Self, &mut TangentCheck<'p>) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        match watch {
+            Watch::Tangent(check) => f(self, check),
+            Watch::Dual(_) | Watch::Adjoint(_) => Ok(T::default()),
         }
+    }
+
+    /// An assignment has run: the dual run records it, the tangent check compares its values.
+    fn assigned(&mut self, watch: &mut Watch<'p>, a: &'p super::lower::Assign) -> Result<(), ExecError> {
+        match watch {
+            Watch::Dual(run) => {
+                let Some(steps) = &mut run.steps else { return Ok(()) };
+                if run.truncated {
+                    return Ok(());
+                }
+                let (routine, statement, line) = self.statement_here();
+                let place = self.place(&a.lhs)?;
+                let mut elements = Vec::with_capacity(place.len());
+                for k in 0..place.len() {
+                    let slot = place.slot(k);
+                    elements.push((number(self.mem.get(slot)?), self.mem.deriv(slot)?));
+                }
+                run.elements += elements.len();
+                if run.elements > MAX_TRACE_ELEMENTS {
+                    run.truncated = true;
+                } else {
+                    steps.push(DualStep { routine, statement, line, elements });
+                }
+                Ok(())
+            }
+            Watch::Tangent(check) => self.tangent_step(check, a),
+            Watch::Adjoint(_) => Ok(()),
+        }
+    }
+
+    /// An assignment of the tangent program has run: if it is an original statement, it must
+    /// be the dual run's next step, with the same values.
+    fn tangent_step(&mut self, check: &mut TangentCheck<'p>, a: &'p super::lower::Assign) -> Result<(), ExecError> {
+        if check.parted {
+            return Ok(());
+        }
+        let (routine, statement, _) = self.statement_here();
+        if !check.original_ids.get(routine).is_some_and(|ids| ids.contains(statement)) {
+            return Ok(());
+        }
+        let place = self.place(&a.lhs)?;
+        let expected = check.steps.get(check.next);
+        let Some(expected) =
+            expected.filter(|e| e.routine == routine && e.statement == statement && e.elements.len() == place.len())
+        else {
+            check.parted = true;
+            let (routine, expected) = match expected {
+                Some(e) => (e.routine.to_owned(), e.statement.to_owned()),
+                None => (routine.to_owned(), String::new()),
+            };
+            check.found(
+                check.next,
+                Localization::ControlFlow { routine, expected, found: statement.to_owned(), agreed: check.next },
+            );
+            return Ok(());
+        };
+        let slots: Vec<usize> = (0..place.len()).map(|k| place.slot(k)).collect();
+        let mut real = true;
+        for (k, &slot) in slots.iter().enumerate() {
+            let value = self.mem.get(slot)?;
+            real &= matches!(value, Value::Real(_));
+            let (found, exact) = (number(value), expected.elements[k].0);
+            if differs(found, exact, check.rtol) {
+                let wrong = WrongStatement {
+                    routine: routine.to_owned(),
+                    statement: statement.to_owned(),
+                    line: (expected.line > 0).then_some(expected.line),
+                    variable: self.element_label(a.lhs.sym, slot),
+                    quantity: "value",
+                    direction: check.direction.clone(),
+                    exact,
+                    transformed: found,
+                    agreed: check.next,
+                };
+                check.found(check.next, Localization::Statement(wrong));
+                break;
+            }
+        }
+        let compared = real && self.prog.syms[a.lhs.sym as usize].active;
+        check.pending.push(Pending { step: check.next, sym: a.lhs.sym, slots, compared });
+        check.next += 1;
+        Ok(())
     }
 
     /// The routine, statement id and source line being executed.
@@ -314,53 +400,101 @@ impl<'p> Machine<'p> {
 
     /// A basic block of a watched run has ended: its steps' derivatives are final.
     pub(crate) fn watch_block_end(&mut self) -> Result<(), ExecError> {
-        if let Some(mut watch) = self.watch.take() {
-            let result = match &mut *watch {
-                Watch::Tangent(check) => self.settle(check),
-                Watch::Dual(_) | Watch::Adjoint(_) => Ok(()),
-            };
-            self.watch = Some(watch);
-            return result;
+        self.with_watch(|m, w| m.with_check(w, |m, check| m.settle(check)))
+    }
+
+    /// The pending steps' derivatives are final: each element's, where no later step of the
+    /// stretch stores it again, is what the dual run's step gave, until code other than an
+    /// original step changes it.
+    fn settle(&mut self, check: &mut TangentCheck<'p>) -> Result<(), ExecError> {
+        let pending = std::mem::take(&mut check.pending);
+        let mut later: FxHashSet<usize> = FxHashSet::default();
+        for p in pending.iter().rev() {
+            for (k, &slot) in p.slots.iter().enumerate() {
+                if !later.insert(slot) {
+                    continue;
+                }
+                if p.compared {
+                    check.settled.insert(slot, Settled { step: p.step, element: k, sym: p.sym });
+                } else {
+                    check.settled.remove(&slot);
+                }
+            }
         }
         Ok(())
     }
 
-    /// Compares the pending steps' derivatives with the dual run's.
-    fn settle(&self, check: &mut TangentCheck<'p>) -> Result<(), ExecError> {
-        let pending = std::mem::take(&mut check.pending);
-        if check.found.is_some() {
-            return Ok(());
-        }
-        // An element a later step stores again is that step's to compare.
-        let mut later: FxHashSet<usize> = FxHashSet::default();
-        let mut last: Vec<Vec<bool>> = Vec::with_capacity(pending.len());
-        for p in pending.iter().rev() {
-            last.push(p.slots.iter().map(|s| later.insert(*s)).collect());
-        }
-        last.reverse();
-        for (i, p) in pending.iter().enumerate() {
-            if !p.compared {
-                continue;
-            }
-            let step = &check.steps[p.step];
-            for (k, &slot) in p.slots.iter().enumerate() {
-                if !last[i][k] {
-                    continue;
+    /// Before a propagator runs: every derivative it reads that an original step settled must
+    /// be the dual run's. Returns the elements whose derivatives it stores.
+    fn propagating(
+        &mut self,
+        check: &mut TangentCheck<'p>,
+        ops: &'p [super::lower::PropOp],
+    ) -> Result<FxHashSet<usize>, ExecError> {
+        use super::lower::PropOp;
+        let mut written: FxHashSet<usize> = FxHashSet::default();
+        for op in ops {
+            let (reads, writes): (Vec<&super::lower::Ref>, &super::lower::Ref) = match op {
+                PropOp::Set { target, source } | PropOp::SetNeg { target, source } => (vec![source], target),
+                PropOp::Inc { target, source } | PropOp::Dec { target, source } => (vec![source, target], target),
+                PropOp::Sax { terms, y } => (terms.iter().map(|(_, x)| x).collect(), y),
+                PropOp::Saxpy { terms, y } => (terms.iter().map(|(_, x)| x).chain([y]).collect(), y),
+                PropOp::Zero(x) => (Vec::new(), x),
+            };
+            for r in reads {
+                let place = self.place(r)?;
+                for k in 0..place.len() {
+                    let slot = place.slot(k);
+                    if !written.contains(&slot)
+                        && let Some(&settled) = check.settled.get(&slot)
+                    {
+                        self.compare_settled(check, slot, settled)?;
+                    }
                 }
-                let (found, exact) = (self.mem.deriv(slot)?, step.elements[k].1);
-                if differs(found, exact, check.rtol) {
-                    check.found = Some(Localization::Statement(WrongStatement {
-                        routine: step.routine.to_owned(),
-                        statement: step.statement.to_owned(),
-                        line: (step.line > 0).then_some(step.line),
-                        variable: self.element_label(p.sym, slot),
-                        quantity: "derivative",
-                        direction: check.direction.clone(),
-                        exact,
-                        transformed: found,
-                        agreed: p.step,
-                    }));
-                    return Ok(());
+            }
+            let place = self.place(writes)?;
+            written.extend((0..place.len()).map(|k| place.slot(k)));
+        }
+        Ok(written)
+    }
+
+    /// Compares a settled element's derivative with the dual run's step.
+    fn compare_settled(&self, check: &mut TangentCheck<'p>, slot: usize, settled: Settled) -> Result<(), ExecError> {
+        let step = &check.steps[settled.step];
+        let (found, exact) = (self.mem.deriv(slot)?, step.elements[settled.element].1);
+        if differs(found, exact, check.rtol) {
+            let wrong = WrongStatement {
+                routine: step.routine.to_owned(),
+                statement: step.statement.to_owned(),
+                line: (step.line > 0).then_some(step.line),
+                variable: self.element_label(settled.sym, slot),
+                quantity: "derivative",
+                direction: check.direction.clone(),
+                exact,
+                transformed: found,
+                agreed: settled.step,
+            };
+            check.found(settled.step, Localization::Statement(wrong));
+        }
+        Ok(())
+    }
+
+    /// The top routine returns: the derivatives of its arguments and of the globals are the
+    /// results, whether or not code reads them again.
+    fn check_results(&mut self, check: &mut TangentCheck<'p>, routine: usize) -> Result<(), ExecError> {
+        self.settle(check)?;
+        let prog = self.prog;
+        let mut syms: Vec<u32> = prog.routines[routine].formals.iter().map(|(_, s)| s.into_raw().into_u32()).collect();
+        syms.extend(
+            (0..prog.syms.len() as u32).filter(|&s| matches!(prog.syms[s as usize].storage, Storage::Global { .. })),
+        );
+        for sym in syms {
+            let Ok(binding) = self.binding(sym) else { continue };
+            let count = if binding.is_array() { binding.len() } else { 1 };
+            for k in 0..count {
+                let slot = binding.element(k);
+                if let Some(&settled) = check.settled.get(&slot) {
+                    self.compare_settled(check, slot, settled)?;
                 }
             }
         }
@@ -396,6 +530,7 @@ impl<'p> Machine<'p> {
         let Some(mut watch) = self.watch.take() else { return Ok(()) };
         let result = match &mut *watch {
             Watch::Dual(DualRun { calls: Some(states), .. }) => self.record_state(states, routine, entering),
+            Watch::Tangent(check) if !entering && self.frames.len() == 1 => self.check_results(check, routine),
             _ => Ok(()),
         };
         self.watch = Some(watch);
@@ -416,12 +551,17 @@ impl<'p> Machine<'p> {
 
     fn record_state(&self, states: &mut States, routine: usize, first: bool) -> Result<(), ExecError> {
         let Some(layout) = states.layout.get(&routine) else { return Ok(()) };
+        // Each element once: a global passed as an argument is one variable, not two.
         let mut values = Vec::new();
+        let mut seen = FxHashSet::default();
         for &sym in layout {
             let Ok(binding) = self.binding(sym) else { continue };
             let count = if binding.is_array() { binding.len() } else { 1 };
             for k in 0..count {
-                values.push(self.mem.deriv(binding.element(k))?);
+                let slot = binding.element(k);
+                if seen.insert(slot) {
+                    values.push(self.mem.deriv(slot)?);
+                }
             }
         }
         if first {
@@ -497,12 +637,22 @@ pub fn tangent<'p>(
     }
     let original_ids = statement_ids(original.program());
     let direction = original.input_labels().get(direction).cloned().unwrap_or_else(|| format!("x({})", direction + 1));
-    let check = TangentCheck { steps, original_ids, next: 0, pending: Vec::new(), direction, rtol, found: None };
+    let check = TangentCheck {
+        steps,
+        original_ids,
+        next: 0,
+        pending: Vec::new(),
+        settled: FxHashMap::default(),
+        direction,
+        rtol,
+        parted: false,
+        found: None,
+    };
     let (result, watch) = tangent.run_watched(x, Sweep::Tangent(&seed), Some(Box::new(Watch::Tangent(check))));
     let Some(Watch::Tangent(check)) = watch.map(|w| *w) else {
         return not_found("the tangent run recorded nothing".into());
     };
-    if let Some(found) = check.found {
+    if let Some((_, found)) = check.found {
         return found;
     }
     if let Err(e) = result {
