@@ -121,3 +121,200 @@ fn every_routine_of_a_verified_adjoint_passes_the_dot_product_test() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(checked >= 140, "only {checked} adjoint-OK examples checked");
 }
+
+/// The `verify` flags that call the top routine as `driver` does.
+fn driver_flags(driver: &xaifbooster::interp::verify::DriverConfig) -> Vec<String> {
+    use xaifbooster::interp::verify::ArgValue;
+    let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let mut flags = Vec::new();
+    let mut push = |flag: &str, value: String| {
+        flags.push(flag.to_owned());
+        flags.push(value);
+    };
+    if let Some(entry) = &driver.entry {
+        push("--entry", entry.clone());
+    }
+    if let Some(x) = &driver.x {
+        push("--x", x.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(","));
+    }
+    if !driver.input_args.is_empty() {
+        push("--inputs", join(&driver.input_args));
+    }
+    if !driver.output_args.is_empty() {
+        push("--outputs", join(&driver.output_args));
+    }
+    if !driver.input_globals.is_empty() {
+        push("--input-globals", driver.input_globals.join(","));
+    }
+    if !driver.output_globals.is_empty() {
+        push("--output-globals", driver.output_globals.join(","));
+    }
+    for (position, value) in &driver.fixed_args {
+        let value = match value {
+            ArgValue::Int(i) => i.to_string(),
+            ArgValue::Real(x) => format!("{x:?}"),
+            ArgValue::Bool(b) => b.to_string(),
+        };
+        push("--arg", format!("{position}={value}"));
+    }
+    if let Some(n) = driver.n {
+        push("--n", n.to_string());
+    }
+    if let Some(m) = driver.m {
+        push("--m", m.to_string());
+    }
+    flags
+}
+
+/// `verify` through the binary on a transformed text: its exit status and standard output.
+fn verify_binary(original: &Path, transformed: &str, mode: &str, flags: &[String], json: bool) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("mutant.xaif");
+    std::fs::write(&path, transformed).expect("mutant written");
+    let mut command = assert_cmd::Command::cargo_bin("xaifbooster").expect("binary");
+    command.args(["verify", "-q", "--mode", mode, "--original"]).arg(original).arg("--transformed").arg(&path);
+    command.args(flags);
+    if json {
+        command.arg("--json");
+    }
+    let output = command.output().expect("binary runs");
+    (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Every `statement_id` a document spells.
+fn statement_ids(text: &str) -> std::collections::HashSet<String> {
+    text.split("statement_id=\"").skip(1).filter_map(|rest| rest.split('"').next()).map(str::to_owned).collect()
+}
+
+/// The value of attribute `name` in the start tag that begins at `tag`.
+fn attribute<'t>(tag: &'t str, name: &str) -> Option<&'t str> {
+    let tag = &tag[..tag.find('>')?];
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    tag[start..].split('"').next()
+}
+
+/// A propagator of a tangent output that a mutation may break, with the one original
+/// statement whose derivative it sets.
+struct Site {
+    /// Byte range of the `DerivativePropagator` element.
+    start: usize,
+    end: usize,
+    routine: String,
+    statement: String,
+}
+
+/// The propagators that follow exactly one original assignment with an active left-hand
+/// side since their basic block began, the last call or the last propagator (their stretch of
+/// the block holds that one statement), in document order.
+fn single_statement_sites(text: &str, original_ids: &std::collections::HashSet<String>) -> Vec<Site> {
+    const OPEN: &str = "<xaif:DerivativePropagator>";
+    const CLOSE: &str = "</xaif:DerivativePropagator>";
+    let mut sites = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = text[from..].find(OPEN) {
+        let start = from + offset;
+        let end = start + text[start..].find(CLOSE).expect("closed") + CLOSE.len();
+        from = end;
+        let block = text[..start].rfind("<xaif:BasicBlock ").expect("in a block");
+        let stretch_start = [text[block..start].rfind(CLOSE), text[block..start].rfind("<xaif:SubroutineCall ")]
+            .into_iter()
+            .flatten()
+            .max()
+            .map_or(block, |k| block + k);
+        let stretch = &text[stretch_start..start];
+        let originals: Vec<&str> = stretch
+            .match_indices("<xaif:Assignment ")
+            .map(|(k, _)| &stretch[k..])
+            .filter(|tag| attribute(tag, "statement_id").is_some_and(|id| original_ids.contains(id)))
+            .collect();
+        let [assignment] = originals[..] else { continue };
+        let lhs = &assignment[assignment.find("<xaif:AssignmentLHS").expect("a left-hand side")..];
+        if attribute(lhs, "active") != Some("true") {
+            continue;
+        }
+        let cfg = text[..start].rfind("<xaif:ControlFlowGraph ").expect("in a routine");
+        sites.push(Site {
+            start,
+            end,
+            routine: attribute(&text[cfg..], "symbol_id").expect("routine symbol").to_owned(),
+            statement: attribute(assignment, "statement_id").expect("id").to_owned(),
+        });
+    }
+    sites
+}
+
+/// The three mutations of a propagator: its first partial (the `A` of a `Sax`/`Saxpy` term)
+/// replaced by 2.5, its first `SetDeriv` made a `SetNegDeriv`, and the propagator dropped
+/// (when no other propagator follows in its stretch).
+fn mutations(text: &str, site: &Site) -> Vec<(&'static str, String)> {
+    let element = &text[site.start..site.end];
+    let splice = |new: &str| format!("{}{new}{}", &text[..site.start], &text[site.end..]);
+    let mut out = Vec::new();
+    if let (Some(a), Some(a_end)) = (element.find("<xaif:A>"), element.find("</xaif:A>")) {
+        let changed = format!(
+            "{}<xaif:A><xaif:Constant vertex_id=\"1\" type=\"real\" value=\"2.5\"/>{}",
+            &element[..a],
+            &element[a_end..]
+        );
+        out.push(("partial", splice(&changed)));
+    }
+    if element.contains("<xaif:SetDeriv>") {
+        let changed = element.replacen("<xaif:SetDeriv>", "<xaif:SetNegDeriv>", 1).replacen(
+            "</xaif:SetDeriv>",
+            "</xaif:SetNegDeriv>",
+            1,
+        );
+        out.push(("sign", splice(&changed)));
+    }
+    // Dropped, the propagator's stretch would merge with the next one, which then holds two
+    // original statements: only a propagator that ends its stretch of the block is dropped.
+    let rest = &text[site.end..];
+    let block_end = rest.find("</xaif:BasicBlock>").unwrap_or(rest.len());
+    let next_call = rest[..block_end].find("<xaif:SubroutineCall ").unwrap_or(block_end);
+    if !rest[..next_call].contains("<xaif:DerivativePropagator>") {
+        out.push(("drop", splice("")));
+    }
+    out
+}
+
+/// Mutants of our tangent outputs, by the rule above, over every example whose tangent
+/// verifies: wherever `verify` then finds a mismatch, it must name the mutated statement and
+/// its routine.
+#[test]
+fn verify_names_the_statement_whose_propagator_was_broken() {
+    let (mut caught, mut harmless) = (0, 0);
+    let mut wrong = Vec::new();
+    let mut by_kind: std::collections::BTreeMap<&str, usize> = Default::default();
+    for dir in example_dirs("tlm.in.xaif") {
+        let example = name(&dir);
+        let Some(output) = transform(&dir, Mode::Tangent) else { continue };
+        let input = std::fs::read(dir.join("tlm.in.xaif")).unwrap();
+        let original = read_program(&input, &example).expect("reads");
+        let config = common::verify_config(&dir, &original, Mode::Tangent, Template::Joint);
+        let transformed = read_program(&output, &example).expect("output reads");
+        if verify(&original, &transformed, &config).status != Status::Ok {
+            continue;
+        }
+        let text = String::from_utf8(output).expect("UTF-8");
+        let ids = statement_ids(&String::from_utf8_lossy(&input));
+        let Some(site) = single_statement_sites(&text, &ids).into_iter().next() else { continue };
+        let flags = driver_flags(&config.driver);
+        for (kind, mutant) in mutations(&text, &site) {
+            let (ok, stdout) = verify_binary(&dir.join("tlm.in.xaif"), &mutant, "tangent", &flags, false);
+            if ok {
+                harmless += 1;
+                continue;
+            }
+            let expected = format!("first wrong derivative: routine {}, statement '{}'", site.routine, site.statement);
+            if stdout.lines().any(|l| l.starts_with(&expected)) {
+                caught += 1;
+                *by_kind.entry(kind).or_default() += 1;
+            } else {
+                wrong.push(format!("{example} ({kind}): expected \"{expected}\", got:\n{stdout}"));
+            }
+        }
+    }
+    eprintln!("mutants named right: {caught} {by_kind:?}, harmless (verify OK): {harmless}");
+    assert!(wrong.is_empty(), "{} mutants misnamed:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(caught >= 150, "only {caught} mutants caught");
+}

@@ -247,17 +247,23 @@ impl<'p> Machine<'p> {
             Stmt::Prop(ops) => {
                 let written = self.with_watch(|m, w| m.with_check(w, |m, check| m.propagating(check, ops)))?;
                 self.exec_statement(stmt)?;
-                self.with_watch(|_, w| {
-                    if let Watch::Tangent(check) = w {
+                // The propagator ends its stretch of the block: the stretch's steps settle.
+                self.with_watch(|m, w| {
+                    m.with_check(w, |m, check| {
                         check.settled.retain(|slot, _| !written.contains(slot));
-                    }
-                    Ok(())
+                        m.settle(check)
+                    })
                 })
             }
             Stmt::Inline(call) => {
                 self.exec_statement(stmt)?;
-                // A runtime call may store values or derivatives of any of its arguments:
-                // what they held is no longer known.
+                // TypeChange's conversions and shape checks move values only: a converted
+                // variable keeps its derivative.
+                if moves_values_only(&call.name) {
+                    return Ok(());
+                }
+                // Other runtime calls may store derivatives of any of their arguments: what
+                // those held is no longer known.
                 let mut slots = Vec::new();
                 for arg in &call.args {
                     if let super::lower::Arg::Ref(r) = arg
@@ -575,6 +581,12 @@ impl<'p> Machine<'p> {
         }
         Ok(())
     }
+}
+
+/// Whether a runtime call leaves every derivative component as it is.
+fn moves_values_only(name: &str) -> bool {
+    matches!(name, "oad_convert" | "oad_ShapeTest" | "oad_AllocateMatching" | "oad_AllocateShape")
+        || name.starts_with("convert_")
 }
 
 /// A value as a number (NaN for what is not numeric).
