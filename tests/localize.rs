@@ -318,3 +318,91 @@ fn verify_names_the_statement_whose_propagator_was_broken() {
     assert!(wrong.is_empty(), "{} mutants misnamed:\n{}", wrong.len(), wrong.join("\n"));
     assert!(caught >= 150, "only {caught} mutants caught");
 }
+
+/// The first derivative operation of each routine's adjoint sweep (placeholder 3) in an
+/// adjoint output: the routine's name and the operation's byte range.
+fn adjoint_sites(text: &str) -> Vec<(String, usize, usize)> {
+    const OPERATIONS: [&str; 5] = ["Saxpy", "Sax", "IncDeriv", "DecDeriv", "SetDeriv"];
+    let mut sites = Vec::new();
+    for (list, _) in text.match_indices("<xaif:ReplacementList ") {
+        let routine = attribute(&text[list..], "symbol_id").expect("routine symbol").to_owned();
+        let body = &text[list..list + text[list..].find("</xaif:ReplacementList>").expect("closed")];
+        let Some(start) = body.find("<xaif:Replacement placeholder=\"3\">") else { continue };
+        let sweep = &body[start..start + body[start..].find("</xaif:Replacement>").expect("closed")];
+        let first = sweep
+            .match_indices("<xaif:InlinableSubroutineCall ")
+            .find(|(k, _)| attribute(&sweep[*k..], "subroutine_name").is_some_and(|name| OPERATIONS.contains(&name)));
+        if let Some((k, _)) = first {
+            let begin = list + start + k;
+            let end = begin + text[begin..].find("</xaif:InlinableSubroutineCall>").expect("closed");
+            sites.push((routine, begin, end));
+        }
+    }
+    sites
+}
+
+/// The operation broken: `IncDeriv` and `DecDeriv` swapped, `SetDeriv` negated, the factor of
+/// a `Saxpy`/`Sax` (its first argument) replaced by 2.5.
+fn break_adjoint_operation(text: &str, begin: usize, end: usize) -> String {
+    let element = &text[begin..end];
+    let name = attribute(element, "subroutine_name").expect("name");
+    let changed = match name {
+        "IncDeriv" => element.replacen("\"IncDeriv\"", "\"DecDeriv\"", 1),
+        "DecDeriv" => element.replacen("\"DecDeriv\"", "\"IncDeriv\"", 1),
+        "SetDeriv" => element.replacen("\"SetDeriv\"", "\"SetNegDeriv\"", 1),
+        _ => {
+            let first = element.find("<xaif:Argument position=\"1\">").expect("a factor");
+            let close = first + element[first..].find("</xaif:Argument>").expect("closed");
+            format!(
+                "{}<xaif:Argument position=\"1\"><xaif:Constant vertex_id=\"1\" type=\"real\" value=\"2.5\"/>{}",
+                &element[..first],
+                &element[close..]
+            )
+        }
+    };
+    format!("{}{changed}{}", &text[..begin], &text[end..])
+}
+
+/// In every example whose joint adjoint verifies and has at least two routines with adjoint
+/// code, each routine's adjoint broken in turn: wherever `verify` then finds a mismatch, its
+/// JSON must name that routine.
+#[test]
+fn verify_names_the_routine_whose_adjoint_was_broken() {
+    let (mut caught, mut harmless, mut examples) = (0, 0, 0);
+    let mut wrong = Vec::new();
+    for dir in example_dirs("adm.in.xaif") {
+        let example = name(&dir);
+        let Some(output) = transform(&dir, Mode::Adjoint) else { continue };
+        let original = read_program(&std::fs::read(dir.join("adm.in.xaif")).unwrap(), &example).expect("reads");
+        let config = common::verify_config(&dir, &original, Mode::Adjoint, Template::Joint);
+        let text = String::from_utf8(output).expect("UTF-8");
+        let sites = adjoint_sites(&text);
+        if sites.len() < 2 {
+            continue;
+        }
+        let transformed = read_program(text.as_bytes(), &example).expect("output reads");
+        if verify(&original, &transformed, &config).status != Status::Ok {
+            continue;
+        }
+        examples += 1;
+        let flags = driver_flags(&config.driver);
+        for (routine, begin, end) in sites {
+            let mutant = break_adjoint_operation(&text, begin, end);
+            let (ok, stdout) = verify_binary(&dir.join("adm.in.xaif"), &mutant, "adjoint", &flags, true);
+            if ok {
+                harmless += 1;
+                continue;
+            }
+            let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
+            let localized = &json["localized"];
+            if localized["kind"] == "routine" && localized["routine"] == routine.as_str() {
+                caught += 1;
+            } else {
+                wrong.push(format!("{example}: broke {routine}, verify says {localized}"));
+            }
+        }
+    }
+    eprintln!("{examples} multi-routine adjoints: broken routines named right {caught}, harmless {harmless}");
+    assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(caught >= 40, "only {caught} broken routines caught");
+}

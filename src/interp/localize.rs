@@ -731,8 +731,9 @@ pub fn adjoint<'p>(original: &Driver<'p>, adjoint: &Driver<'p>, x: &[f64], rtol:
     dot_tests(orig_prog, adj_prog, &calls, &sweeps, rtol)
 }
 
-/// Per routine both programs have: the real formals active in the adjoint program and the
-/// active real globals both have, as symbols of each program.
+/// Per routine both programs have: the real formals active in the adjoint program, the host
+/// variables a contained routine uses (by the original's side-effect lists) and the active
+/// real globals both have, as symbols of each program.
 fn state_layouts(orig: &Program, adj: &Program) -> (FxHashMap<usize, Vec<u32>>, FxHashMap<usize, Vec<u32>>) {
     let sym = |s: crate::ir::SymbolId| s.into_raw().into_u32();
     let real = |prog: &Program, s: u32| prog.syms[s as usize].ty == crate::ir::SymbolType::Real;
@@ -770,8 +771,32 @@ fn state_layouts(orig: &Program, adj: &Program) -> (FxHashMap<usize, Vec<u32>>, 
             }
         }
         positions.sort_unstable();
-        let orig_syms = positions.iter().map(|p| p.1).chain(shared.iter().map(|g| g.0)).collect();
-        let adj_syms = positions.iter().map(|p| p.2).chain(shared.iter().map(|g| g.1)).collect();
+        // A contained routine reaches its host's variables: those its side-effect lists name.
+        let mut hosts: Vec<(u32, u32)> = Vec::new();
+        let interface = &orig.routines[o].interface;
+        for orig_sym in interface.read.iter().chain(&interface.modified).flatten().map(|s| sym(*s)) {
+            let info = &orig.syms[orig_sym as usize];
+            if !matches!(info.storage, Storage::Local { routine, .. } if routine != o) || !real(orig, orig_sym) {
+                continue;
+            }
+            let found = adj.syms.iter().position(|s| {
+                s.name == info.name
+                    && s.scope == info.scope
+                    && s.active
+                    && matches!(s.storage, Storage::Local { routine, .. } if routine != a)
+            });
+            if let Some(adj_sym) = found
+                && real(adj, adj_sym as u32)
+            {
+                hosts.push((orig_sym, adj_sym as u32));
+            }
+        }
+        hosts.sort_unstable();
+        hosts.dedup();
+        let orig_syms =
+            positions.iter().map(|p| p.1).chain(hosts.iter().map(|h| h.0)).chain(shared.iter().map(|g| g.0)).collect();
+        let adj_syms =
+            positions.iter().map(|p| p.2).chain(hosts.iter().map(|h| h.1)).chain(shared.iter().map(|g| g.1)).collect();
         orig_layout.insert(o, orig_syms);
         adj_layout.insert(a, adj_syms);
     }
