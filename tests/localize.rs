@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use xaifbooster::interp::Template;
 use xaifbooster::interp::localize::{self, Localization};
-use xaifbooster::interp::verify::{Driver, Mode, Status, VerifyConfig, read_program, verify};
+use xaifbooster::interp::verify::{Driver, DriverConfig, Mode, Status, VerifyConfig, read_program, verify};
 use xaifbooster::passes::adjoint::AdjointConfig;
 use xaifbooster::pipeline::Config;
 use xaifbooster::xaif::intrinsics::Catalogue;
@@ -96,8 +96,8 @@ fn dual_numbers_agree_with_every_verified_tangent() {
     assert!(checked >= 150, "only {checked} tangent-OK examples checked");
 }
 
-/// On every example whose joint adjoint verifies, every routine call passes the dot-product
-/// test against exact tangents.
+/// On every example whose adjoint verifies (joint or split template), every routine call
+/// passes the dot-product test against exact tangents.
 #[test]
 fn every_routine_of_a_verified_adjoint_passes_the_dot_product_test() {
     let (mut checked, mut failures) = (0, Vec::new());
@@ -106,20 +106,22 @@ fn every_routine_of_a_verified_adjoint_passes_the_dot_product_test() {
         let Some(output) = transform(&dir, Mode::Adjoint) else { continue };
         let original = read_program(&std::fs::read(dir.join("adm.in.xaif")).unwrap(), &example).expect("reads");
         let transformed = read_program(&output, &example).expect("output reads");
-        let config: VerifyConfig = common::verify_config(&dir, &original, Mode::Adjoint, Template::Joint);
-        if verify(&original, &transformed, &config).status != Status::Ok {
-            continue;
-        }
-        let orig = Driver::new(&original, &config.driver).expect("driver");
-        let adj = Driver::new(&transformed, &config.driver).expect("driver");
-        match localize::adjoint(&orig, &adj, &orig.default_x(), config.rtol) {
-            Localization::NotFound { reason } if reason.contains("passes") => checked += 1,
-            other => failures.push(format!("{example}: {other}")),
+        for template in [Template::Joint, Template::Split] {
+            let config: VerifyConfig = common::verify_config(&dir, &original, Mode::Adjoint, template);
+            if verify(&original, &transformed, &config).status != Status::Ok {
+                continue;
+            }
+            let orig = Driver::new(&original, &config.driver).expect("driver");
+            let adj = Driver::new(&transformed, &config.driver).expect("driver");
+            match localize::adjoint(&orig, &adj, &orig.default_x(), config.rtol) {
+                Localization::NotFound { reason } if reason.contains("passes") => checked += 1,
+                other => failures.push(format!("{example} ({template:?}): {other}")),
+            }
         }
     }
-    eprintln!("per-routine dot-product tests pass on {checked} adjoint-OK examples");
+    eprintln!("per-routine dot-product tests pass on {checked} adjoint-OK examples and templates");
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(checked >= 140, "only {checked} adjoint-OK examples checked");
+    assert!(checked >= 300, "only {checked} adjoint-OK examples and templates checked");
 }
 
 /// The `verify` flags that call the top routine as `driver` does.
@@ -363,9 +365,9 @@ fn break_adjoint_operation(text: &str, begin: usize, end: usize) -> String {
     format!("{}{changed}{}", &text[..begin], &text[end..])
 }
 
-/// In every example whose joint adjoint verifies and has at least two routines with adjoint
-/// code, each routine's adjoint broken in turn: wherever `verify` then finds a mismatch, its
-/// JSON must name that routine.
+/// In every example whose adjoint (`-I`) verifies, under the joint and the split template, and
+/// has at least two routines with adjoint code, each routine's adjoint broken in turn:
+/// wherever `verify` then finds a mismatch, its JSON must name that routine.
 #[test]
 fn verify_names_the_routine_whose_adjoint_was_broken() {
     let (mut caught, mut harmless, mut examples) = (0, 0, 0);
@@ -381,28 +383,34 @@ fn verify_names_the_routine_whose_adjoint_was_broken() {
             continue;
         }
         let transformed = read_program(text.as_bytes(), &example).expect("output reads");
-        if verify(&original, &transformed, &config).status != Status::Ok {
-            continue;
-        }
-        examples += 1;
-        let flags = driver_flags(&config.driver);
-        for (routine, begin, end) in sites {
-            let mutant = break_adjoint_operation(&text, begin, end);
-            let (ok, stdout) = verify_binary(&dir.join("adm.in.xaif"), &mutant, "adjoint", &flags, true);
-            if ok {
-                harmless += 1;
+        for (template, word) in [(Template::Joint, "joint"), (Template::Split, "split")] {
+            let config = VerifyConfig { driver: DriverConfig { template, ..config.driver.clone() }, ..config.clone() };
+            if verify(&original, &transformed, &config).status != Status::Ok {
                 continue;
             }
-            let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
-            let localized = &json["localized"];
-            if localized["kind"] == "routine" && localized["routine"] == routine.as_str() {
-                caught += 1;
-            } else {
-                wrong.push(format!("{example}: broke {routine}, verify says {localized}"));
+            examples += 1;
+            let mut flags = driver_flags(&config.driver);
+            flags.extend(["--template".to_owned(), word.to_owned()]);
+            for (routine, begin, end) in &sites {
+                let mutant = break_adjoint_operation(&text, *begin, *end);
+                let (ok, stdout) = verify_binary(&dir.join("adm.in.xaif"), &mutant, "adjoint", &flags, true);
+                if ok {
+                    harmless += 1;
+                    continue;
+                }
+                let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
+                let localized = &json["localized"];
+                if localized["kind"] == "routine" && localized["routine"] == routine.as_str() {
+                    caught += 1;
+                } else {
+                    wrong.push(format!("{example} ({word}): broke {routine}, verify says {localized}"));
+                }
             }
         }
     }
-    eprintln!("{examples} multi-routine adjoints: broken routines named right {caught}, harmless {harmless}");
+    eprintln!(
+        "{examples} multi-routine adjoints and templates: broken routines named right {caught}, harmless {harmless}"
+    );
     assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
-    assert!(caught >= 40, "only {caught} broken routines caught");
+    assert!(caught >= 150, "only {caught} broken routines caught");
 }

@@ -120,6 +120,21 @@ pub fn verify(args: &VerifyArgs) -> Outcome {
             print_findings(&[finding]);
         }
     }
+    // The statement or routine found wrong, located in the original where its source is.
+    if let Some(localized) = &report.localized {
+        use crate::interp::localize::Localization;
+        let at = match localized {
+            Localization::Statement(s) => Some((s.routine.clone(), Some(s.statement.clone()))),
+            Localization::Routine(r) => Some((r.routine.clone(), None)),
+            Localization::ControlFlow { .. } | Localization::NotFound { .. } => None,
+        };
+        if let Some((routine, statement)) = at {
+            let at = Location { routine, vertex: None, statement, symbol: None };
+            if let Some(finding) = locate_in(&args.original, &at, localized.to_string()) {
+                print_findings(&[finding]);
+            }
+        }
+    }
     args.driver.warn(&report.warnings);
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
