@@ -301,14 +301,40 @@ fn verify_names_the_statement_whose_propagator_was_broken() {
         let ids = statement_ids(&String::from_utf8_lossy(&input));
         let Some(site) = single_statement_sites(&text, &ids).into_iter().next() else { continue };
         let flags = driver_flags(&config.driver);
+        // The source line the front end gave the statement, which the JSON must carry.
+        let input_text = String::from_utf8_lossy(&input);
+        let tag = format!("statement_id=\"{}\"", site.statement);
+        let routine = input_text
+            .match_indices("<xaif:ControlFlowGraph ")
+            .map(|(k, _)| &input_text[k..])
+            .find(|cfg| attribute(cfg, "symbol_id") == Some(site.routine.as_str()))
+            .expect("the routine in the input");
+        let routine = &routine[..routine.find("</xaif:ControlFlowGraph>").expect("closed")];
+        let line = routine.find(&tag).and_then(|k| {
+            let start = routine[..k].rfind('<').expect("in a tag");
+            attribute(&routine[start..], "lineNumber").map(|l| l.parse::<u64>().expect("a line number"))
+        });
         for (kind, mutant) in mutations(&text, &site) {
-            let (ok, stdout) = verify_binary(&dir.join("tlm.in.xaif"), &mutant, "tangent", &flags, false);
+            // The partial mutants are judged by `--json`, the others by the report's text.
+            let json = kind == "partial";
+            let (ok, stdout) = verify_binary(&dir.join("tlm.in.xaif"), &mutant, "tangent", &flags, json);
             if ok {
                 harmless += 1;
                 continue;
             }
             let expected = format!("first wrong derivative: routine {}, statement '{}'", site.routine, site.statement);
-            if stdout.lines().any(|l| l.starts_with(&expected)) {
+            let named = if json {
+                let value: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
+                let l = &value["localized"];
+                l["kind"] == "statement"
+                    && l["quantity"] == "derivative"
+                    && l["routine"] == site.routine.as_str()
+                    && l["statement"] == site.statement.as_str()
+                    && l["line"].as_u64() == line
+            } else {
+                stdout.lines().any(|l| l.starts_with(&expected))
+            };
+            if named {
                 caught += 1;
                 *by_kind.entry(kind).or_default() += 1;
             } else {
@@ -413,4 +439,69 @@ fn verify_names_the_routine_whose_adjoint_was_broken() {
     );
     assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
     assert!(caught >= 150, "only {caught} broken routines caught");
+}
+
+/// The first original assignment of a tangent output whose right-hand side holds a real
+/// constant: the routine, the statement id and the byte range of the constant's `value`.
+fn constant_site(
+    text: &str,
+    original_ids: &std::collections::HashSet<String>,
+) -> Option<(String, String, usize, usize)> {
+    for (k, _) in text.match_indices("<xaif:Assignment ") {
+        let Some(id) = attribute(&text[k..], "statement_id").filter(|id| original_ids.contains(*id)) else { continue };
+        let end = k + text[k..].find("</xaif:Assignment>")?;
+        let rhs = k + text[k..end].find("<xaif:AssignmentRHS>")?;
+        let Some(constant) = text[rhs..end].match_indices("<xaif:Constant ").map(|(c, _)| rhs + c).find(|&c| {
+            let tag = &text[c..];
+            attribute(tag, "type") == Some("real")
+                && attribute(tag, "value").is_some_and(|v| v.replace(['d', 'D'], "e").parse::<f64>().is_ok())
+        }) else {
+            continue;
+        };
+        let value = constant + text[constant..].find(" value=\"")? + " value=\"".len();
+        let value_end = value + text[value..].find('"')?;
+        let cfg = text[..k].rfind("<xaif:ControlFlowGraph ")?;
+        return Some((attribute(&text[cfg..], "symbol_id")?.to_owned(), id.to_owned(), value, value_end));
+    }
+    None
+}
+
+/// A constant of an original statement changed in the tangent output (every tangent-OK
+/// example's first such statement): where `verify` then finds a mismatch, it must name that
+/// statement's value as the first thing wrong.
+#[test]
+fn verify_names_the_statement_whose_value_was_changed() {
+    let (mut caught, mut harmless) = (0, 0);
+    let mut wrong = Vec::new();
+    for dir in example_dirs("tlm.in.xaif") {
+        let example = name(&dir);
+        let Some(output) = transform(&dir, Mode::Tangent) else { continue };
+        let input = std::fs::read(dir.join("tlm.in.xaif")).unwrap();
+        let original = read_program(&input, &example).expect("reads");
+        let config = common::verify_config(&dir, &original, Mode::Tangent, Template::Joint);
+        let transformed = read_program(&output, &example).expect("output reads");
+        if verify(&original, &transformed, &config).status != Status::Ok {
+            continue;
+        }
+        let text = String::from_utf8(output).expect("UTF-8");
+        let ids = statement_ids(&String::from_utf8_lossy(&input));
+        let Some((routine, statement, start, end)) = constant_site(&text, &ids) else { continue };
+        let value: f64 = text[start..end].replace(['d', 'D'], "e").parse().expect("a real");
+        let mutant = format!("{}{:?}{}", &text[..start], value * 1.5 + 0.25, &text[end..]);
+        let (ok, stdout) =
+            verify_binary(&dir.join("tlm.in.xaif"), &mutant, "tangent", &driver_flags(&config.driver), false);
+        if ok {
+            harmless += 1;
+            continue;
+        }
+        let expected = format!("first wrong value: routine {routine}, statement '{statement}'");
+        if stdout.lines().any(|l| l.starts_with(&expected)) {
+            caught += 1;
+        } else {
+            wrong.push(format!("{example}: expected \"{expected}\", got:\n{stdout}"));
+        }
+    }
+    eprintln!("changed values named right: {caught}, harmless: {harmless}");
+    assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(caught >= 20, "only {caught} changed values caught");
 }
