@@ -168,7 +168,8 @@ fn driver_flags(driver: &xaifbooster::interp::verify::DriverConfig) -> Vec<Strin
     flags
 }
 
-/// `verify` through the binary on a transformed text: its exit status and standard output.
+/// `verify` through the binary on a transformed text: its exit status and standard output,
+/// with standard error after a line `--- stderr`.
 fn verify_binary(original: &Path, transformed: &str, mode: &str, flags: &[String], json: bool) -> (bool, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("mutant.xaif");
@@ -180,7 +181,9 @@ fn verify_binary(original: &Path, transformed: &str, mode: &str, flags: &[String
         command.arg("--json");
     }
     let output = command.output().expect("binary runs");
-    (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
+    let text =
+        format!("{}--- stderr\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
 }
 
 /// Every `statement_id` a document spells.
@@ -324,7 +327,9 @@ fn verify_names_the_statement_whose_propagator_was_broken() {
             }
             let expected = format!("first wrong derivative: routine {}, statement '{}'", site.routine, site.statement);
             let named = if json {
-                let value: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
+                let value: serde_json::Value =
+                    serde_json::from_str(stdout.split("--- stderr").next().unwrap_or_default().trim())
+                        .expect("verify --json prints JSON");
                 let l = &value["localized"];
                 l["kind"] == "statement"
                     && l["quantity"] == "derivative"
@@ -332,7 +337,11 @@ fn verify_names_the_statement_whose_propagator_was_broken() {
                     && l["statement"] == site.statement.as_str()
                     && l["line"].as_u64() == line
             } else {
+                // The report names it, and a message on standard error locates it in the input.
                 stdout.lines().any(|l| l.starts_with(&expected))
+                    && stdout
+                        .lines()
+                        .any(|l| l.contains("tlm.in.xaif:") && l.contains(": Assignment: first wrong derivative: "))
             };
             if named {
                 caught += 1;
@@ -424,7 +433,9 @@ fn verify_names_the_routine_whose_adjoint_was_broken() {
                     harmless += 1;
                     continue;
                 }
-                let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("verify --json prints JSON");
+                let json: serde_json::Value =
+                    serde_json::from_str(stdout.split("--- stderr").next().unwrap_or_default().trim())
+                        .expect("verify --json prints JSON");
                 let localized = &json["localized"];
                 if localized["kind"] == "routine" && localized["routine"] == routine.as_str() {
                     caught += 1;

@@ -130,7 +130,7 @@ pub fn verify(args: &VerifyArgs) -> Outcome {
         };
         if let Some((routine, statement)) = at {
             let at = Location { routine, vertex: None, statement, symbol: None };
-            if let Some(finding) = locate_in(&args.original, &at, localized.to_string()) {
+            if let Some(finding) = locate_in(&args.original, &at, localized.at_location()) {
                 print_findings(&[finding]);
             }
         }

@@ -95,16 +95,44 @@ pub struct WrongRoutine {
     pub error: f64,
 }
 
+impl Localization {
+    /// What is wrong at the statement or routine named, for a message located there (which
+    /// gives the source line itself).
+    pub fn at_location(&self) -> String {
+        match self {
+            Localization::Statement(s) => format!(
+                "first wrong {}: {} is {:.16e} in the transformed program, {:.16e} exactly",
+                s.quantity,
+                s.what(),
+                s.transformed,
+                s.exact
+            ),
+            Localization::Routine(r) => format!(
+                "first wrong adjoint: call {} of {} fails the dot-product test against exact tangents (error {:.2e})",
+                r.call, r.routine, r.error
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl WrongStatement {
+    /// `value of y` or `d y / d x`.
+    fn what(&self) -> String {
+        if self.quantity == "value" {
+            format!("value of {}", self.variable)
+        } else {
+            format!("d {} / d {}", self.variable, self.direction)
+        }
+    }
+}
+
 impl std::fmt::Display for Localization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Localization::Statement(s) => {
                 let line = s.line.map_or_else(|| "no source line".to_owned(), |l| format!("source line {l}"));
-                let what = if s.quantity == "value" {
-                    format!("value of {}", s.variable)
-                } else {
-                    format!("d {} / d {}", s.variable, s.direction)
-                };
+                let what = s.what();
                 write!(
                     f,
                     "first wrong {}: routine {}, statement '{}' ({line}): {what} is {:.16e} in the transformed program, {:.16e} exactly (dual numbers on the original), after {} original statements agreed",
@@ -859,7 +887,8 @@ fn dot_tests(orig: &Program, adj: &Program, calls: &States, sweeps: &States, rto
             let scale = scale_t.max(scale_a);
             tested += 1;
             let error = if scale > 0.0 { (tangent_side - adjoint_side).abs() / scale } else { 0.0 };
-            if !(error <= rtol) {
+            // A NaN error (a non-finite side) fails too.
+            if error.is_nan() || error > rtol {
                 failures.push(Failure { instance: d, tangent_side, adjoint_side, error });
             }
         }
