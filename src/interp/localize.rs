@@ -236,6 +236,8 @@ pub(crate) struct States {
     open: Vec<usize>,
     instances: Vec<Instance>,
     exits: usize,
+    /// Numbers recorded so far, kept below [`MAX_TRACE_ELEMENTS`].
+    recorded: usize,
 }
 
 struct Instance {
@@ -598,6 +600,12 @@ impl<'p> Machine<'p> {
                 }
             }
         }
+        states.recorded += values.len();
+        if states.recorded > MAX_TRACE_ELEMENTS {
+            return Err(ExecError::Runtime(format!(
+                "the routines' states at their calls take more than {MAX_TRACE_ELEMENTS} numbers, too many to compare call by call"
+            )));
+        }
         if first {
             states.open.push(states.instances.len());
             states.instances.push(Instance { routine, exit: usize::MAX, first: values, last: Vec::new() });
@@ -739,7 +747,7 @@ pub fn adjoint<'p>(original: &Driver<'p>, adjoint: &Driver<'p>, x: &[f64], rtol:
     let mut random = directions();
     let xdot: Vec<f64> = (0..original.n).map(|_| random()).collect();
     let ybar: Vec<f64> = (0..original.m).map(|_| random()).collect();
-    let states = |layout| States { layout, open: Vec::new(), instances: Vec::new(), exits: 0 };
+    let states = |layout| States { layout, open: Vec::new(), instances: Vec::new(), exits: 0, recorded: 0 };
     let dual = Watch::Dual(DualRun { steps: None, elements: 0, truncated: false, calls: Some(states(orig_layout)) });
     let (result, watch) = original.run_watched(x, Sweep::Tangent(&xdot), Some(Box::new(dual)));
     if let Err(e) = result {
