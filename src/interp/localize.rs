@@ -9,22 +9,29 @@
 //! assignment with its `statement_id`, and what the transformation adds (partials, auxiliaries,
 //! propagators, conversions) has ids no original statement has, or none. So the assignments
 //! whose ids the original routine has, in execution order, are the original's steps; both runs
-//! must take the same steps with the same values. An assignment of tangent code only stores a
-//! value: derivative components change in the propagators that follow it, in calls and in
-//! runtime calls. So a step's derivative is read where its basic block ends or before the next
-//! call, and compared with the tangent the dual run stored in that step, for the elements no
-//! later step of the same stretch overwrites (their final value is the one both runs agree on).
-//! Only active real left-hand sides carry derivatives in the tangent program; they are the
-//! ones compared.
+//! must take the same steps (else control flow parts there) with the same values (else the
+//! step's value is the first thing wrong).
+//!
+//! An assignment of tangent code stores a value only; derivative components change in the
+//! propagator that ends its stretch of the basic block, in calls and in runtime calls. So a
+//! step's derivatives settle where its stretch ends (a propagator, a call, the block's end),
+//! for the elements no later step of the stretch stores again, and only for active real
+//! left-hand sides, the ones the tangent program gives derivatives. A settled derivative is
+//! compared with the dual run's where tangent code reads it (a propagator's source) and, for
+//! the top routine's arguments and the globals, when the top routine returns: a local that is
+//! never read again needs no derivative, and the transformation may leave it unset. A
+//! propagator or runtime call that stores a settled derivative ends what is known of it. Of
+//! all the steps found wrong, the earliest is reported: everything computed from it is wrong
+//! too.
 //!
 //! When an adjoint program's Jacobian is wrong, the dot-product test is applied per routine
-//! call: the dual run gives, for each call of a routine, the tangent `ẋ` of its state (real
-//! active formals and active globals) at entry and `J ẋ` at exit; the adjoint run gives the
-//! adjoint `ȳ` of the same state where the routine's adjoint sweep starts and `Jᵀȳ` where it
-//! ends. `<ȳ, J ẋ> = <Jᵀȳ, ẋ>` must hold for every call whatever `ȳ` is. The reverse sweep
-//! meets calls in the reverse of the order in which they returned, which pairs them. The
-//! routine reported is one whose call fails with no failing call nested inside it: a callee's
-//! wrong adjoint makes its callers fail too.
+//! call. The dual run gives, for each call of a routine, the tangent `ẋ` of its state (real
+//! active formals, the host variables a contained routine uses, active globals) at entry and
+//! `J ẋ` at exit; the adjoint run gives the adjoint `ȳ` of the same state where the routine's
+//! adjoint sweep starts and `Jᵀȳ` where it ends. `<ȳ, J ẋ> = <Jᵀȳ, ẋ>` must hold for every
+//! call whatever `ȳ` is. The reverse sweep meets calls in the reverse of the order in which
+//! they returned, which pairs them. The routine reported is one whose call fails with no
+//! failing call nested inside it: a callee's wrong adjoint makes its callers fail too.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;

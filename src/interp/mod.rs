@@ -4,7 +4,10 @@
 //! resolved to slots; [`exec::Machine`] runs it: original code, tangent-linear code with
 //! derivative propagators, and adjoint replacement lists under the joint or split reversal
 //! template with the tape and checkpoint runtime. [`verify`] drives a top routine to compute
-//! Jacobians and compares them with finite differences of the original.
+//! Jacobians and compares them with finite differences of the original. On a mismatch,
+//! [`localize`] names the first wrong derivative: the original run with dual numbers
+//! ([`dual`]) beside the tangent program, or a dot-product test per routine call for an
+//! adjoint.
 //!
 //! Anything the executor cannot run is an [`ExecError::Unsupported`] naming the construct,
 //! never a silent zero.
