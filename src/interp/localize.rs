@@ -713,6 +713,11 @@ pub fn tangent<'p>(
     if let Err(e) = result {
         return not_found(format!("the transformed program fails: {}", e.reason()));
     }
+    if check.next == 0 && !check.steps.is_empty() {
+        return not_found(
+            "the transformed program runs none of the original's statements (are its routines renamed?)".into(),
+        );
+    }
     if check.next < check.steps.len() {
         let step = &check.steps[check.next];
         return Localization::ControlFlow {
