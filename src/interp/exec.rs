@@ -432,14 +432,14 @@ impl<'p> Machine<'p> {
             }
         }
         self.frames.push(Frame { routine, slots });
-        if self.watch.is_some() {
-            self.watch_call(routine, true)?;
+        let mut result = if self.watch.is_some() { self.watch_call(routine, true) } else { Ok(()) };
+        if result.is_ok() {
+            result = match &code.body {
+                Body::External => Ok(()),
+                Body::Cfg(graph) => self.run_graph(graph),
+                Body::Template(graphs) => self.run_template(graphs),
+            };
         }
-        let mut result = match &code.body {
-            Body::External => Ok(()),
-            Body::Cfg(graph) => self.run_graph(graph),
-            Body::Template(graphs) => self.run_template(graphs),
-        };
         if result.is_ok() && self.watch.is_some() {
             result = self.watch_call(routine, false);
         }
