@@ -516,3 +516,41 @@ fn verify_names_the_statement_whose_value_was_changed() {
     assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
     assert!(caught >= 20, "only {caught} changed values caught");
 }
+
+/// Statement-level preaccumulation (`-S`) puts a propagator after every statement: on every
+/// example whose `-S` tangent verifies, localization in every direction finds nothing.
+#[test]
+fn statement_level_tangents_that_verify_localize_to_nothing() {
+    use xaifbooster::passes::tangent::{Preaccumulation, TangentConfig};
+    let config =
+        Config::with_tangent(TangentConfig { preaccumulation: Preaccumulation::Statement, ..TangentConfig::default() });
+    let (mut directions, mut failures) = (0, Vec::new());
+    for dir in example_dirs("tlm.in.xaif") {
+        let example = name(&dir);
+        let input = std::fs::read(dir.join("tlm.in.xaif")).unwrap();
+        let Ok(read) = xaif::read(&input, &example, &ReadOptions::default()) else { continue };
+        let mut cg = read.call_graph;
+        if xaifbooster::pipeline::tangent(&mut cg, Catalogue::builtin(), &config).is_err() {
+            continue;
+        }
+        let output = xaif::write(&cg, &WriteOptions::default());
+        let original = read_program(&input, &example).expect("reads");
+        let transformed = read_program(&output, &example).expect("output reads");
+        let verify_config = common::verify_config(&dir, &original, Mode::Tangent, Template::Joint);
+        if verify(&original, &transformed, &verify_config).status != Status::Ok {
+            continue;
+        }
+        let orig = Driver::new(&original, &verify_config.driver).expect("driver");
+        let trans = Driver::new(&transformed, &verify_config.driver).expect("driver");
+        for direction in 0..orig.n {
+            directions += 1;
+            match localize::tangent(&orig, &trans, &orig.default_x(), direction, verify_config.rtol) {
+                Localization::NotFound { reason } if reason.contains("agree") => {}
+                other => failures.push(format!("{example}: direction {direction}: {other}")),
+            }
+        }
+    }
+    eprintln!("statement-level tangents: {directions} directions localized to nothing");
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(directions >= 400, "only {directions} directions checked");
+}
