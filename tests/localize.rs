@@ -554,3 +554,61 @@ fn statement_level_tangents_that_verify_localize_to_nothing() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(directions >= 400, "only {directions} directions checked");
 }
+
+/// `verify --dot`: with our tangent verified and a routine's adjoint broken (as above, joint
+/// template), a failing dot-product test names the broken routine. On the examples whose
+/// tangent and adjoint inputs are one document (the original of both).
+#[test]
+fn a_failing_dot_product_test_names_the_broken_routine() {
+    let (mut caught, mut wrong) = (0, Vec::new());
+    for dir in example_dirs("adm.in.xaif") {
+        let example = name(&dir);
+        if std::fs::read(dir.join("tlm.in.xaif")).ok() != std::fs::read(dir.join("adm.in.xaif")).ok() {
+            continue;
+        }
+        let (Some(tangent), Some(adjoint)) = (transform(&dir, Mode::Tangent), transform(&dir, Mode::Adjoint)) else {
+            continue;
+        };
+        let text = String::from_utf8(adjoint).expect("UTF-8");
+        let sites = adjoint_sites(&text);
+        if sites.len() < 2 {
+            continue;
+        }
+        let original = read_program(&std::fs::read(dir.join("tlm.in.xaif")).unwrap(), &example).expect("reads");
+        let config = common::verify_config(&dir, &original, Mode::Tangent, Template::Joint);
+        let transformed = read_program(&tangent, &example).expect("output reads");
+        if verify(&original, &transformed, &config).status != Status::Ok {
+            continue;
+        }
+        let temp = tempfile::tempdir().expect("temp dir");
+        let tangent_path = temp.path().join("tangent.xaif");
+        std::fs::write(&tangent_path, &tangent).expect("tangent written");
+        for (routine, begin, end) in &sites {
+            let mutant = break_adjoint_operation(&text, *begin, *end);
+            let mut flags = driver_flags(&config.driver);
+            let mutant_path = temp.path().join("adjoint.xaif");
+            std::fs::write(&mutant_path, &mutant).expect("mutant written");
+            flags.extend(["--dot".to_owned(), mutant_path.display().to_string()]);
+            let tangent_text = String::from_utf8_lossy(&tangent).into_owned();
+            let (ok, stdout) = verify_binary(&dir.join("tlm.in.xaif"), &tangent_text, "tangent", &flags, true);
+            if ok {
+                continue;
+            }
+            let json: serde_json::Value =
+                serde_json::from_str(stdout.split("--- stderr").next().unwrap_or_default().trim())
+                    .expect("verify --json prints JSON");
+            if !json["reason"].as_str().is_some_and(|r| r.starts_with("dot-product test")) {
+                continue;
+            }
+            let localized = &json["localized"];
+            if localized["kind"] == "routine" && localized["routine"] == routine.as_str() {
+                caught += 1;
+            } else {
+                wrong.push(format!("{example}: broke {routine}, verify says {localized}"));
+            }
+        }
+    }
+    eprintln!("failing dot-product tests naming the broken routine: {caught}");
+    assert!(wrong.is_empty(), "{} misnamed:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(caught >= 40, "only {caught} failing dot-product tests");
+}

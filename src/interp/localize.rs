@@ -918,6 +918,12 @@ fn dot_tests(orig: &Program, adj: &Program, calls: &States, sweeps: &States, rto
         |inner: usize, outer: usize| inner > outer && calls.instances[inner].exit < calls.instances[outer].exit;
     let innermost =
         failures.iter().filter(|f| !failures.iter().any(|g| nested(g.instance, f.instance))).min_by_key(|f| f.instance);
+    if tested == 0 {
+        return Localization::NotFound {
+            reason: "no routine the original calls has an adjoint sweep in the adjoint program (another document?)"
+                .into(),
+        };
+    }
     let Some(failure) = innermost else {
         return Localization::NotFound {
             reason: format!("every one of the {tested} routine calls passes the dot-product test"),
