@@ -73,8 +73,8 @@ pub enum Command {
     /// them) and report the first divergence: the path to it, what differs and the events
     /// around it. Exit 0 when they are equal, 1 when they differ or one is malformed
     TraceDiff(TraceDiffArgs),
-    /// Stand in for OpenAD's drivers: link this binary as oadDriver into the identity, tangent
-    /// and adjoint driver directories below DIR ($XAIFBOOSTERROOT); called through such a
+    /// Stand in for OpenAD's drivers: link this binary as oadDriver into the identity, tangent,
+    /// adjoint and trace driver directories below DIR ($XAIFBOOSTERROOT); called through such a
     /// link, it runs that driver's mode with the original's switches
     InstallDrivers(InstallDriversArgs),
 }
@@ -82,7 +82,8 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct InstallDriversArgs {
     /// OpenAD's $XAIFBOOSTERROOT: the links go to DIR/xaifBooster/system/driver/oadDriver and
-    /// DIR/xaifBooster/algorithms/BasicBlockPreaccumulation{,Reverse}/driver/oadDriver. A file
+    /// DIR/xaifBooster/algorithms/{BasicBlockPreaccumulation,BasicBlockPreaccumulationReverse,
+    /// TraceDiff}/driver/oadDriver. A file
     /// already there that is not such a link is left alone, and nothing is installed
     #[arg(value_name = "DIR")]
     pub(crate) dir: PathBuf,

@@ -389,6 +389,9 @@ pub struct VerifyOutcome {
     /// Adjoint mode: words one reverse sweep pushed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tape_words: Option<u64>,
+    /// On a mismatch: the first wrong derivative, or the routine whose adjoint is wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub localized: Option<crate::interp::localize::Localization>,
 }
 
 impl VerifyOutcome {
@@ -614,11 +617,15 @@ fn verify_output(
     };
     let tape_words = (mode == verify::Mode::Adjoint && result.status == Status::Ok).then(|| result.tape.total());
     let mut detail = result.final_line();
+    if let Some(localized) = &result.localized {
+        detail.push_str("; ");
+        detail.push_str(&localized.to_string());
+    }
     for warning in &result.warnings {
         detail.push_str("; warning: ");
         detail.push_str(warning);
     }
-    VerifyOutcome { status: result.status.word().to_owned(), detail, tape_words }
+    VerifyOutcome { status: result.status.word().to_owned(), detail, tape_words, localized: result.localized }
 }
 
 #[cfg(test)]

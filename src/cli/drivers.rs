@@ -22,10 +22,11 @@ pub const DRIVER_NAME: &str = "oadDriver";
 
 /// The drivers xaifbooster stands in for: where each sits below `$XAIFBOOSTERROOT`, the
 /// directory that names it, and the subcommand that does its work.
-pub const DRIVERS: [(&str, &str, &str); 3] = [
+pub const DRIVERS: [(&str, &str, &str); 4] = [
     ("xaifBooster/system/driver", "system", "identity"),
     ("xaifBooster/algorithms/BasicBlockPreaccumulation/driver", "BasicBlockPreaccumulation", "tangent"),
     ("xaifBooster/algorithms/BasicBlockPreaccumulationReverse/driver", "BasicBlockPreaccumulationReverse", "adjoint"),
+    ("xaifBooster/algorithms/TraceDiff/driver", "TraceDiff", "trace"),
 ];
 
 /// The command line to parse: unchanged unless the program was called as `oadDriver`, in
@@ -154,8 +155,9 @@ mod tests {
         for (dir, _, mode) in DRIVERS {
             assert_eq!(mode_of_driver(&root.join(dir).join(DRIVER_NAME)), Ok(mode));
         }
-        let trace = mode_of_driver(Path::new("/x/xaifBooster/algorithms/TraceDiff/driver/oadDriver"));
-        assert!(trace.is_err_and(|m| m.contains("TraceDiff driver")));
+        let other =
+            mode_of_driver(Path::new("/x/xaifBooster/algorithms/MemOpsTradeoffPreaccumulation/driver/oadDriver"));
+        assert!(other.is_err_and(|m| m.contains("MemOpsTradeoffPreaccumulation driver")));
         assert!(
             mode_of_driver(Path::new("/usr/bin/oadDriver")).is_err_and(|m| m.contains("not in a driver directory"))
         );

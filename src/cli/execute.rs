@@ -166,6 +166,8 @@ pub fn verify(args: &VerifyArgs) -> Outcome {
                                 if !d.ok {
                                     report.status =
                                         Status::Mismatch(format!("dot-product test error {:.2e}", d.rel_err));
+                                    // Which routine's adjoint disagrees with exact tangents, if one does.
+                                    report.localized = localize_adjoint(&original, a, &config);
                                 }
                                 report.dot = Some(d);
                             }
@@ -189,9 +191,35 @@ pub fn verify(args: &VerifyArgs) -> Outcome {
             print_findings(&[finding]);
         }
     }
+    // The statement or routine found wrong, located in the original where its source is.
+    if let Some(localized) = &report.localized {
+        use crate::interp::localize::Localization;
+        let at = match localized {
+            Localization::Statement(s) => Some((s.routine.clone(), Some(s.statement.clone()))),
+            Localization::Routine(r) => Some((r.routine.clone(), None)),
+            Localization::ControlFlow { .. } | Localization::NotFound { .. } => None,
+        };
+        if let Some((routine, statement)) = at {
+            let at = Location { routine, vertex: None, statement, symbol: None };
+            if let Some(finding) = locate_in(&args.original, &at, localized.at_location()) {
+                print_findings(&[finding]);
+            }
+        }
+    }
     args.driver.warn(&report.warnings);
     print_stdout(if args.json { format!("{}\n", report.json()) } else { report.table() })?;
     Ok(if report.status == Status::Ok { Ok(()) } else { Err(Reported(1)) })
+}
+
+/// The routine whose adjoint fails the dot-product test against exact tangents.
+fn localize_adjoint(
+    original: &Program,
+    adjoint: &Program,
+    config: &verify::VerifyConfig,
+) -> Option<crate::interp::localize::Localization> {
+    let orig = verify::Driver::new(original, &config.driver).ok()?;
+    let adj = verify::Driver::new(adjoint, &config.driver).ok()?;
+    Some(crate::interp::localize::adjoint(&orig, &adj, &orig.default_x(), config.rtol))
 }
 
 impl DriverArgs {

@@ -156,6 +156,9 @@ pub struct Machine<'p> {
     pub(crate) reals_through_integers: std::cell::Cell<bool>,
     /// The run's trace, when one is written.
     pub(crate) tracer: Option<super::tracing::Tracer<'p>>,
+    /// What `verify` records of this run to find a wrong derivative (`None`: nothing, the
+    /// usual case).
+    pub(crate) watch: Option<Box<super::localize::Watch<'p>>>,
 }
 
 /// A place in the program: a vertex of a routine's graph, and the statement of a basic block.
@@ -208,6 +211,7 @@ impl<'p> Machine<'p> {
             associated_globals: Vec::new(),
             reals_through_integers: std::cell::Cell::new(false),
             tracer: None,
+            watch: None,
         })
     }
 
@@ -461,25 +465,39 @@ impl<'p> Machine<'p> {
             }
         }
         self.frames.push(Frame { routine, slots });
-        let result = match &code.body {
-            Body::External => Ok(()),
-            Body::Cfg(graph) => self.run_graph(graph),
-            Body::Template(graphs) => self.run_template(graphs),
-        };
+        let mut result = if self.watch.is_some() { self.watch_call(routine, true) } else { Ok(()) };
+        if result.is_ok() {
+            result = match &code.body {
+                Body::External => Ok(()),
+                Body::Cfg(graph) => self.run_graph(graph),
+                Body::Template(graphs) => self.run_template(graphs),
+            };
+        }
+        if result.is_ok() && self.watch.is_some() {
+            result = self.watch_call(routine, false);
+        }
         self.frames.pop();
         self.mem.release(mark);
         result
     }
 
     fn run_template(&mut self, graphs: &'p [Option<Graph>]) -> Result<(), ExecError> {
-        let run = |m: &mut Self, placeholder: usize| match &graphs[placeholder] {
-            Some(g) => {
-                let outer = std::mem::replace(&mut m.placeholder, placeholder);
-                let result = m.run_graph(g);
-                m.placeholder = outer;
-                result
+        let run = |m: &mut Self, placeholder: usize| {
+            // The adjoint sweep proper, whose start and end a watch compares.
+            let watched = placeholder == 3 && m.watch.is_some();
+            if watched {
+                m.watch_adjoint_sweep(true)?;
             }
-            None => Ok(()),
+            let result = match &graphs[placeholder] {
+                Some(g) => {
+                    let outer = std::mem::replace(&mut m.placeholder, placeholder);
+                    let result = m.run_graph(g);
+                    m.placeholder = outer;
+                    result
+                }
+                None => Ok(()),
+            };
+            if watched && result.is_ok() { m.watch_adjoint_sweep(false) } else { result }
         };
         match self.config.template {
             Template::Split => {
@@ -578,6 +596,9 @@ impl<'p> Machine<'p> {
                             self.trace_return()?;
                         }
                     }
+                    if self.watch.is_some() {
+                        self.watch_block_end()?;
+                    }
                     // A block with an edge to itself (or back to an earlier vertex) loops.
                     if *next as usize <= at {
                         *last_loop = Some(*next as usize);
@@ -644,6 +665,14 @@ impl<'p> Machine<'p> {
 
     fn exec(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
         self.tick()?;
+        if self.watch.is_some() {
+            return self.exec_watched(stmt);
+        }
+        self.exec_statement(stmt)
+    }
+
+    /// Executes one statement (its step counted already).
+    pub(crate) fn exec_statement(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
         match stmt {
             Stmt::Assign(a) => self.assign(a),
             Stmt::Call(call) => {

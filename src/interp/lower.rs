@@ -159,6 +159,9 @@ pub struct Graph {
     pub statement_ids: Vec<Vec<String>>,
     /// Where the executor writes trace events when it traces a program itself.
     pub trace: super::tracing::GraphPlan,
+    /// The front end's source line (`lineNumber`) of each statement of a block node, 0 where
+    /// the document gives none, for reports that name a statement.
+    pub statement_lines: Vec<Vec<u64>>,
 }
 
 #[derive(Debug)]
@@ -546,6 +549,7 @@ impl Lowerer<'_> {
         let mut nodes = Vec::with_capacity(fg.vertices.len());
         let mut vertex_ids = Vec::with_capacity(fg.vertices.len());
         let mut statement_ids = Vec::with_capacity(fg.vertices.len());
+        let mut statement_lines = Vec::with_capacity(fg.vertices.len());
         for (id, vertex) in fg.vertices.iter() {
             vertex_ids.push(self.cg.name(vertex.id).to_owned());
             statement_ids.push(match &vertex.kind {
@@ -554,6 +558,19 @@ impl Lowerer<'_> {
                     .iter()
                     .filter(|s| !matches!(s, Statement::Marker(_)))
                     .map(|s| s.id().map_or_else(String::new, |id| self.cg.name(id).to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            });
+            statement_lines.push(match &vertex.kind {
+                CfgVertexKind::BasicBlock(bb) => bb
+                    .statements
+                    .iter()
+                    .filter_map(|s| match s {
+                        Statement::Marker(_) => None,
+                        Statement::Assignment(a) => Some(a.line),
+                        Statement::SubroutineCall(c) => Some(c.line),
+                        Statement::DerivativePropagator(_) | Statement::InlinableSubroutineCall(_) => Some(0),
+                    })
                     .collect(),
                 _ => Vec::new(),
             });
@@ -639,7 +656,8 @@ impl Lowerer<'_> {
         }
         match entry {
             Some(entry) => {
-                let mut graph = Graph { nodes, entry, vertex_ids, statement_ids, trace: Default::default() };
+                let mut graph =
+                    Graph { nodes, entry, vertex_ids, statement_ids, trace: Default::default(), statement_lines };
                 let planner = super::tracing::Planner {
                     cg: self.cg,
                     expr: &|e| self.expr(e),
@@ -654,6 +672,7 @@ impl Lowerer<'_> {
                 vertex_ids: Vec::new(),
                 statement_ids: Vec::new(),
                 trace: Default::default(),
+                statement_lines: Vec::new(),
             },
         }
     }

@@ -4,16 +4,21 @@
 //! resolved to slots; [`exec::Machine`] runs it: original code, tangent-linear code with
 //! derivative propagators, and adjoint replacement lists under the joint or split reversal
 //! template with the tape and checkpoint runtime. [`verify`] drives a top routine to compute
-//! Jacobians and compares them with finite differences of the original. [`tracing`] writes a
-//! run's control-flow trace (`run --trace`, `verify --trace`) in OpenAD's `OAD_trace` format.
+//! Jacobians and compares them with finite differences of the original. On a mismatch,
+//! [`localize`] names the first wrong derivative: the original run with dual numbers
+//! ([`dual`]) beside the tangent program, or a dot-product test per routine call for an
+//! adjoint. [`tracing`] writes a run's control-flow trace (`run --trace`, `verify --trace`)
+//! in OpenAD's `OAD_trace` format.
 //!
 //! Anything the executor cannot run is an [`ExecError::Unsupported`] naming the construct,
 //! never a silent zero.
 
+pub mod dual;
 pub mod eval;
 pub mod exec;
 pub mod guess;
 pub mod intrinsics;
+pub mod localize;
 pub mod lower;
 pub mod memory;
 pub mod runtime;

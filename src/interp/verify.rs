@@ -717,18 +717,16 @@ impl<'p> Driver<'p> {
         self
     }
 
+    /// The program the driver calls.
+    pub fn program(&self) -> &'p Program {
+        self.prog
+    }
+
     /// One call (two for a split adjoint) of the top routine on a fresh machine.
     pub fn run(&self, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
         if x.len() != self.n {
             return Err(ExecError::Runtime(format!("{} input values given, the routine takes {}", x.len(), self.n)));
         }
-        let config = ExecConfig {
-            template: self.config.template,
-            step_limit: self.config.step_limit,
-            max_memory: self.config.max_memory,
-            unshaped_extent: self.config.local_extent,
-            ..ExecConfig::default()
-        };
         let mut sink = match self.traces {
             Some((runs, side)) => {
                 let number = self.traced_runs.get() + 1;
@@ -744,23 +742,60 @@ impl<'p> Driver<'p> {
             }
             None => None,
         };
-        let mut machine = Machine::new(self.prog, config)?;
+        let mut machine = Machine::new(self.prog, self.exec_config())?;
         if let Some((sink, number, _)) = sink.as_mut() {
             let tracer = super::tracing::Tracer::new(&mut **sink, *number, !self.prog.traces_itself)?;
             machine.trace_into(tracer);
         }
         let result = self.drive(&mut machine, x, sweep).and_then(|r| machine.finish_trace().map(|()| r));
-        // A failure says where execution stopped.
-        let result = result.map_err(|error| match machine.location() {
-            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at: Box::new(at) },
-            _ => error,
-        });
+        let result = Self::located(&machine, result);
         drop(machine);
         // The trace of a run that failed is dropped with its destination, never kept half written.
         if let (Ok(_), Some((sink, _, label))) = (&result, sink) {
             sink.commit().map_err(|e| ExecError::Runtime(format!("trace {label}: {e}")))?;
         }
         result
+    }
+
+    /// [`Self::run`] with a watch on the machine (see [`super::localize`]), handed back after.
+    /// Untraced: localization reruns a run that was traced already.
+    pub(crate) fn run_watched(
+        &self,
+        x: &[f64],
+        sweep: Sweep<'_>,
+        watch: Option<Box<super::localize::Watch<'p>>>,
+    ) -> (Result<RunResult, ExecError>, Option<Box<super::localize::Watch<'p>>>) {
+        if x.len() != self.n {
+            let why = format!("{} input values given, the routine takes {}", x.len(), self.n);
+            return (Err(ExecError::Runtime(why)), watch);
+        }
+        let mut machine = match Machine::new(self.prog, self.exec_config()) {
+            Ok(machine) => machine,
+            Err(e) => return (Err(e), watch),
+        };
+        machine.watch = watch;
+        let result = self.drive(&mut machine, x, sweep);
+        let result = Self::located(&machine, result);
+        (result, machine.watch.take())
+    }
+
+    /// The machine's settings for one run of the top routine.
+    fn exec_config(&self) -> ExecConfig {
+        ExecConfig {
+            template: self.config.template,
+            step_limit: self.config.step_limit,
+            max_memory: self.config.max_memory,
+            unshaped_extent: self.config.local_extent,
+            ..ExecConfig::default()
+        }
+    }
+
+    /// A failure says where execution stopped.
+    fn located(machine: &Machine<'_>, result: Result<RunResult, ExecError>) -> Result<RunResult, ExecError> {
+        result.map_err(|error| match machine.location() {
+            Some(at) if error.location().is_none() => ExecError::Located { error: Box::new(error), at: Box::new(at) },
+            _ => error,
+        })
     }
 
     fn drive(&self, machine: &mut Machine<'_>, x: &[f64], sweep: Sweep<'_>) -> Result<RunResult, ExecError> {
@@ -897,6 +932,9 @@ pub struct VerifyReport {
     /// point other than the default, values of integer arguments, element counts; each with
     /// why, so that the verdict can be judged and repeated.
     pub choices: Vec<String>,
+    /// On a mismatch: the first wrong derivative (tangent) or the routine whose adjoint is
+    /// wrong, by [`super::localize`].
+    pub localized: Option<super::localize::Localization>,
 }
 
 /// Which of the two programs compared.
@@ -924,6 +962,7 @@ impl VerifyReport {
             warnings: Vec::new(),
             failure: None,
             choices: Vec::new(),
+            localized: None,
         }
     }
 
@@ -1015,6 +1054,9 @@ impl VerifyReport {
                 d.tangent_side, d.adjoint_side, d.rel_err
             );
         }
+        if let Some(localized) = &self.localized {
+            let _ = writeln!(out, "{localized}");
+        }
         out.push_str(&self.final_line());
         out.push('\n');
         out
@@ -1065,6 +1107,9 @@ impl VerifyReport {
         }
         if !self.choices.is_empty() {
             value["choices"] = serde_json::json!(self.choices);
+        }
+        if let Some(localized) = &self.localized {
+            value["localized"] = serde_json::to_value(localized).unwrap_or(serde_json::Value::Null);
         }
         if let Some(d) = &self.dot {
             value["dot"] = serde_json::json!({
@@ -1337,6 +1382,16 @@ fn compare_at(
     } else {
         Status::Ok
     };
+    if matches!(report.status, Status::Mismatch(_)) {
+        report.localized = Some(match config.mode {
+            // The input direction of the first wrong entry (the first, for wrong values).
+            Mode::Tangent => {
+                let direction = report.entries.iter().find(|e| !e.ok).map_or(0, |e| e.input);
+                super::localize::tangent(&orig, &trans, &x0, direction, config.rtol)
+            }
+            Mode::Adjoint => super::localize::adjoint(&orig, &trans, &x0, config.rtol),
+        });
+    }
     // Zero in the derivative code and in the differences alike: the call, not the
     // transformation, is what is probably wrong.
     let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();
