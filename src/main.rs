@@ -3,8 +3,6 @@
 
 use std::io::Write;
 
-use clap::Parser;
-
 use xaifbooster::cli::args::{Cli, Command};
 use xaifbooster::cli::{Reported, analyze, batch, dot, drivers, execute, manual, trace_diff, transform, validate};
 use xaifbooster::output::OutputError;
@@ -21,7 +19,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> u8 {
     xaifbooster::cli::interrupt::install();
     // Called as OpenAD's oadDriver, the driver's directory names the subcommand.
-    let cli = Cli::parse_from(drivers::command_line(std::env::args_os().collect()));
+    let cli = Cli::parse_with_hidden_switches(drivers::command_line(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Identity(args) => transform::identity(&args),
         Command::Trace(args) => transform::trace(&args),

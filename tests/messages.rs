@@ -86,3 +86,40 @@ fn verbose_validation_names_the_catalogue_in_use_and_changes_no_output() {
     let read = |name: &str| std::fs::read(out(name)).expect("output");
     assert_eq!(read("v.xaif"), read("plain.xaif"));
 }
+
+/// The switches a mode's help lists, as `-X` words at the start of a help line.
+fn listed_switches(mode: &str) -> Vec<String> {
+    let help = xaifbooster(&[mode, "--help"]);
+    assert!(help.status.success(), "{mode} --help: {}", text(&help.stderr));
+    text(&help.stdout)
+        .lines()
+        .filter_map(|line| line.trim_start().split([',', ' ']).next().map(str::to_owned))
+        .filter(|word| word.len() == 2 && word.starts_with('-'))
+        .collect()
+}
+
+#[test]
+fn each_mode_lists_only_the_switches_that_act_in_it_and_still_accepts_the_others() {
+    let adjoint_only = ["-I", "-P", "-f", "-u", "-U", "-t"];
+    let tangent_only = ["-H", "-C"];
+    let cases: [(&str, &[&str], &[&str]); 4] = [
+        ("tangent", &tangent_only, &adjoint_only),
+        ("adjoint", &adjoint_only, &tangent_only),
+        ("identity", &["-p", "-F"], &["-I", "-D", "-w", "-r", "-H"]),
+        ("trace", &["-p", "-w", "-r"], &["-I", "-P", "-f", "-D"]),
+    ];
+    for (mode, shown, hidden) in cases {
+        let listed = listed_switches(mode);
+        for switch in shown {
+            assert!(listed.iter().any(|s| s == switch), "{mode} --help lacks {switch}: {listed:?}");
+        }
+        for switch in hidden {
+            assert!(!listed.iter().any(|s| s == switch), "{mode} --help lists {switch}: {listed:?}");
+        }
+    }
+    // Hidden is not refused: OpenAD's scripts pass the same switches to every driver.
+    let input = common::shared_dir().join("corpus/ConsFold/tlm.in.xaif");
+    let tangent = xaifbooster(&["tangent", "-I", "-P", "-i", input.to_str().expect("path"), "-o", "/dev/null"]);
+    assert!(tangent.status.success(), "{}", text(&tangent.stderr));
+    assert!(text(&tangent.stderr).contains("-I (all argument intents inout) matters only to the adjoint mode"));
+}

@@ -30,6 +30,54 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Switches that act only in the adjoint mode (or, `-u -U -t`, only in the original's).
+const ADJOINT_ONLY: [&str; 6] =
+    ["all_intents_inout", "checkpoint_constant_formals", "file_order", "ask", "ignore_violations", "top_routine"];
+/// Switches that act only in the tangent mode.
+const TANGENT_ONLY: [&str; 2] = ["inline_propagators", "counters"];
+/// Pass switches that act in the differentiating modes, not in `identity`.
+const DIFFERENTIATION_ONLY: [&str; 4] = ["init_derivatives", "activity_analysis", "wrappers", "rename_all"];
+
+/// The command line as clap reads it, each mode's help showing only the switches that act in
+/// it. The others are still accepted, as the original drivers accept every switch, and a
+/// note says they do nothing; `tangent --help` listing `-I` would only mislead.
+pub fn command() -> clap::Command {
+    fn hidden(mut command: clap::Command, ids: &[&[&str]]) -> clap::Command {
+        for id in ids.iter().flat_map(|list| list.iter()) {
+            if command.get_arguments().any(|a| a.get_id() == *id) {
+                command = command.mut_arg(*id, |a| a.hide(true));
+            }
+        }
+        command
+    }
+    // Each keeps its subcommand's arguments deferred (see `Command`).
+    fn identity(c: clap::Command) -> clap::Command {
+        hidden(TransformArgs::augment_args(c), &[&ADJOINT_ONLY, &DIFFERENTIATION_ONLY])
+    }
+    fn tangent(c: clap::Command) -> clap::Command {
+        hidden(TangentArgs::augment_args(c), &[&ADJOINT_ONLY])
+    }
+    fn adjoint(c: clap::Command) -> clap::Command {
+        hidden(AdjointArgs::augment_args(c), &[&TANGENT_ONLY])
+    }
+    fn trace(c: clap::Command) -> clap::Command {
+        hidden(TransformArgs::augment_args(c), &[&ADJOINT_ONLY, &["init_derivatives"]])
+    }
+    <Cli as clap::CommandFactory>::command()
+        .mut_subcommand("identity", |c| c.defer(identity))
+        .mut_subcommand("tangent", |c| c.defer(tangent))
+        .mut_subcommand("adjoint", |c| c.defer(adjoint))
+        .mut_subcommand("trace", |c| c.defer(trace))
+}
+
+impl Cli {
+    /// Parses `args` with [`command`]; a usage error ends the process (exit 2), as clap does.
+    pub fn parse_with_hidden_switches(args: Vec<std::ffi::OsString>) -> Cli {
+        let matches = command().get_matches_from(args);
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 /// Each subcommand's arguments are built only when it runs (or when help, completions or the
 /// manual ask for them): building all of them cost about 0.4 M instructions per process, a
 /// tenth of transforming a small corpus file. (Deferred, an `Args` struct's doc comment would

@@ -3,13 +3,11 @@
 
 use std::io::Write;
 
-use clap::CommandFactory;
-
-use super::args::{Cli, CompletionsArgs};
+use super::args::CompletionsArgs;
 use super::{Outcome, print_stdout};
 
 pub fn completions(args: &CompletionsArgs) -> Outcome {
-    let mut command = Cli::command();
+    let mut command = super::args::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "xaifbooster", &mut script);
     print_stdout(String::from_utf8_lossy(&script).into_owned())?;
@@ -18,7 +16,7 @@ pub fn completions(args: &CompletionsArgs) -> Outcome {
 
 pub fn man() -> Outcome {
     let mut roff = Vec::new();
-    let mut command = Cli::command();
+    let mut command = super::args::command();
     // Builds the subcommands' deferred arguments (see `Command`).
     command.build();
     // The main page's sections one by one: clap_mangen's own list of subcommands names a page
