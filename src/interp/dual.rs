@@ -1,7 +1,7 @@
 //! Forward derivatives of the original program by dual numbers: every real carries a value and
 //! a tangent, the tangent living in the slot's derivative component (which original code never
 //! uses otherwise). An assignment evaluates its right-hand side's value exactly as
-//! [`Machine::eval`] does and its tangent by the chain rule, operation by operation, so the
+//! `Machine::eval` does and its tangent by the chain rule, operation by operation, so the
 //! tangents are the exact directional derivatives of the original code at this point, with no
 //! transformation involved. [`super::localize`] compares them with what a transformed program
 //! computes, statement by statement.

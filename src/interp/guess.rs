@@ -102,11 +102,11 @@ pub fn unshaped_locals(prog: &Program) -> Vec<String> {
 
 /// Completes `driver` with guesses for `unknowns` and returns them, worded for the verdict.
 ///
-/// Every integer argument gets the same value, the first of [`INTEGER_CANDIDATES`] with which
+/// Every integer argument gets the same value, the first of `INTEGER_CANDIDATES` with which
 /// the original program runs at the default point; with it, every vector argument without
-/// bounds gets the same element count, the smallest (up to [`MAX_COUNT`]) with which it runs:
+/// bounds gets the same element count, the smallest (up to `MAX_COUNT`) with which it runs:
 /// the least the program indexes. Local arrays without bounds get an extent only if the
-/// program cannot run without one, again the smallest that runs (up to [`MAX_EXTENT`]). If
+/// program cannot run without one, again the smallest that runs (up to `MAX_EXTENT`). If
 /// no guess runs but one stops at a construct the executor does not support, that guess is
 /// kept, so that the verdict names the construct rather than the guess.
 pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unknowns) -> Result<Vec<String>, String> {
