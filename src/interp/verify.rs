@@ -1387,9 +1387,9 @@ fn compare_at(
             // The input direction of the first wrong entry (the first, for wrong values).
             Mode::Tangent => {
                 let direction = report.entries.iter().find(|e| !e.ok).map_or(0, |e| e.input);
-                super::localize::tangent(&orig, &trans, &x0, direction, config.rtol)
+                super::localize::tangent(orig, trans, x0, direction, config.rtol)
             }
-            Mode::Adjoint => super::localize::adjoint(&orig, &trans, &x0, config.rtol),
+            Mode::Adjoint => super::localize::adjoint(orig, trans, x0, config.rtol),
         });
     }
     // Zero in the derivative code and in the differences alike: the call, not the
