@@ -617,14 +617,14 @@ fn is_traceable_header(kind: &CfgVertexKind) -> bool {
 
 /// Whether a reference is active in the original's sense: its symbol is active (whatever its
 /// type: an active integer counts) and the reference is not marked passive.
-fn is_active(cg: &CallGraph, reference: &VariableReference) -> bool {
+pub(crate) fn is_active(cg: &CallGraph, reference: &VariableReference) -> bool {
     reference.active != ActiveUse::False
         && !reference.deriv
         && reference.base_symbol().is_some_and(|symbol| cg.symbols[symbol].active)
 }
 
 /// Whether an expression reads an active variable.
-fn reads_active(cg: &CallGraph, expression: &Expression) -> bool {
+pub(crate) fn reads_active(cg: &CallGraph, expression: &Expression) -> bool {
     expression.vertices.iter().any(|(_, v)| matches!(v, ExprVertex::Variable(r) if is_active(cg, r)))
 }
 
