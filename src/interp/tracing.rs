@@ -2,48 +2,23 @@
 //!
 //! A program the `trace` mode produced (a routine whose replacement list uses
 //! `tracing_subroutine_template`, or any `oad_trace_*` call) traces itself: its placeholder 2
-//! runs, and each `oad_trace_*` call writes its event. Any other program — an original, a
-//! tangent or adjoint output — is traced by the executor, which writes the events the original
-//! engine's TraceDiff would have inserted, at the same points, so that a program and its traced
-//! or transformed version give equal traces. The rules, as the original engine's TraceDiff
-//! places its calls (the 17 stage outputs confirm them):
+//! runs, and each `oad_trace_*` call writes its event; the `oad_<intrinsic>` functions that mode
+//! renames non-smooth intrinsics to evaluate as the intrinsic and write nothing. Any other
+//! program (an original, a tangent or adjoint output) is traced by the executor, which writes
+//! the events that [`crate::passes::trace`] would insert, at the same points: its module doc is
+//! the specification, and this module follows it rule by rule (calls with their array
+//! arguments, non-smooth intrinsics, `ForLoop`/`PreLoop`/`PostLoop` with the vertex's line and
+//! every iteration counted, a `cycle`'s back edge included, and a `Branch` with an `EndBranch`,
+//! never a two-way `If`). Activity is the pass's (`passes::trace::is_active`). Index values are
+//! taken just before the statement, where the traced program computes them.
 //!
-//! - **Subroutine calls** to a routine the document defines: `<Call name line>` before the
-//!   call, `</Call>` after it; what the callee traces nests inside. `name` is the callee's
-//!   symbol, `line` the call's `lineNumber` (0 without one). Arguments are not traced (the
-//!   stage outputs have none, although the engine's later source traces them); calls of
-//!   routines the document does not define are not traced either.
-//! - **Non-smooth intrinsics** (`nonSmooth` in the catalogue: `abs`, `int`, `mod`, `sign`,
-//!   `max`, `min`, …) in an assignment of a basic block, each operation with operands in the
-//!   order of the expression's vertices: `<Call name="abs_scal" line>`, an `<Arg>` for each
-//!   active variable of its operands, `</Call>`, before the assignment. Loop headers'
-//!   assignments are not traced, nor assignments to an engine temporary (`temp="1"`): those
-//!   are what a transformation computes for itself (the tangent's partial of `abs` is a
-//!   `sign`), which the original program does not have.
-//! - **An argument** is `<Arg name>`, an `<Index val>` per subscript component of its array
-//!   reference (index, then bound and stride of a section, each one present), `</Arg>`. A
-//!   variable is active when its symbol is; values are taken before the statement runs.
-//! - **Loops** (`ForLoop`, `PreLoop`; not `PostLoop`) whose initialization, condition or update
-//!   (a `PreLoop`: condition) reads an active variable: on each entry other than from the
-//!   loop's own `EndLoop`, `<Loop line>` (the `ForLoop`'s `lineNumber`; a `PreLoop` always
-//!   traces line 0, as the original does), then `<Initialization>`, `<Condition>` and
-//!   `<Update>` each with the active arguments of that part, only for a part that has an array
-//!   reference among them. Each arrival at the `EndLoop` along its first in-edge counts an
-//!   iteration; leaving the loop by its exit edge writes `<Cfval val="iterations"/>`
-//!   `</Loop>`. A loop left another way (`exit`, `goto`) writes no end: the trace writer
-//!   closes it with the element around it.
-//! - **Branches** (`Branch`, `If`) whose condition reads an active variable, found from their
-//!   `EndBranch` by walking back along first in-edges (skipping back edges of loops, counting
-//!   nested branches): on arrival along the branch's first in-edge, `<Branch line>` and, if
-//!   the condition has an array reference among its active arguments, `<Condition>` with them
-//!   `</Condition>`. On arrival at the `EndBranch`: `<Cfval val/>` `</Branch>`, where the value
-//!   is, for an `EndBranch` with two in-edges, the condition value of the branch's edge that
-//!   in-edge comes from (0 without one), and otherwise the in-edge's number (1, 2, … in the
-//!   document's order). A branch left by a `goto` writes no end either.
-//!
-//! The events are the same whichever code runs around them: the tangent's propagators and the
-//! adjoint's taping add none, so an original and its tangent give equal traces. The writer
-//! ([`crate::trace::Writer`]) keeps the trace well formed.
+//! Two additions the pass does not need: an assignment to an engine temporary (`temp="1"`) is
+//! not traced, because a transformation's own code (the tangent's partial of `abs` is a
+//! `sign`) is not the original's; and a branch's arms are matched by walking back from the `EndBranch`
+//! along first in-edges rather than sorting the graph, which agrees on structured graphs. A
+//! loop or branch left another way (`exit`, `goto`) writes no end: the trace writer closes it
+//! with the element around it. The tangent's propagators and the adjoint's taping add no
+//! events, so an original and its tangent give equal traces.
 
 use std::io::Write;
 
@@ -167,9 +142,14 @@ impl Planner<'_> {
     }
 
     fn traced_arg(&self, r: &ir::VariableReference) -> TracedArg {
+        self.traced_arg_with(r, r.array_access())
+    }
+
+    /// `r` traced as if it had the subscripts `access`.
+    fn traced_arg_with(&self, r: &ir::VariableReference, access: Option<&ir::ArrayElementReference>) -> TracedArg {
         let name = r.base_symbol().map_or_else(String::new, |s| self.cg.symbol_name(s).to_owned());
         let mut indices = Vec::new();
-        if let Some(access) = r.array_access() {
+        if let Some(access) = access {
             for triplet in &access.indices {
                 for part in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
                     indices.push((self.expr)(part));
@@ -236,13 +216,15 @@ impl Planner<'_> {
                         .arguments
                         .iter()
                         .filter_map(|argument| match &argument.value {
-                            ir::ArgumentValue::Variable(r) => {
-                                Some(r.base_symbol().and_then(converted_from).unwrap_or(r))
-                            }
+                            ir::ArgumentValue::Variable(r) => Some(match r.base_symbol().and_then(converted_from) {
+                                // A whole array converted, an element of the temporary passed.
+                                Some(actual) => (actual, actual.array_access().or(r.array_access())),
+                                None => (r, r.array_access()),
+                            }),
                             ir::ArgumentValue::Constant(_) => None,
                         })
-                        .filter(|r| self.array_argument(r))
-                        .map(|r| self.traced_arg(r))
+                        .filter(|(r, access)| access.is_some() && self.active(r))
+                        .map(|(r, access)| self.traced_arg_with(r, access))
                         .collect();
                     StmtPlan::Call { name: self.cg.symbol_name(sym).to_owned(), line: call.line as i64, args }
                 }
@@ -330,7 +312,11 @@ impl Planner<'_> {
                     None
                 }
                 CfgVertexKind::ForLoop(f) => self.loop_plan(
-                    [f.initialization.as_ref().map(|a| &a.rhs), f.condition.as_ref(), f.update.as_ref().map(|a| &a.rhs)],
+                    [
+                        f.initialization.as_ref().map(|a| &a.rhs),
+                        f.condition.as_ref(),
+                        f.update.as_ref().map(|a| &a.rhs),
+                    ],
                     f.line,
                 ),
                 CfgVertexKind::PreLoop(c) | CfgVertexKind::PostLoop(c) => {
@@ -393,8 +379,8 @@ impl Planner<'_> {
                 .enumerate()
                 .map(|(i, (edge, entry))| {
                     let value = match (two, entry.and_then(|e| e.condition_value)) {
+                        (true, Some(0) | None) => 0,
                         (true, Some(_)) => 1,
-                        (true, None) => 0,
                         (false, _) => i as i64 + 1,
                     };
                     (raw(edge.source) as u32, value)
