@@ -172,6 +172,43 @@ impl Planner<'_> {
             .collect()
     }
 
+    /// [`Self::array_args`], where an engine temporary assigned earlier in the block (`before`)
+    /// stands for the expression assigned to it: linearization hoists an operand of a
+    /// non-smooth intrinsic (`sign(x(1), x(2))` becomes `aux = x(2)`, `sign(x(1), aux)`), and
+    /// the original traced that operand's array arguments.
+    fn array_args_through_temporaries(
+        &self,
+        e: &ir::Expression,
+        only: Option<&[bool]>,
+        before: &[Statement],
+        depth: usize,
+    ) -> Vec<TracedArg> {
+        let mut args = Vec::new();
+        for (id, vertex) in e.vertices.iter() {
+            if only.is_some_and(|o| !o[raw(id)]) {
+                continue;
+            }
+            let ExprVertex::Variable(r) = vertex else { continue };
+            let temporary = r.base_symbol().filter(|&s| self.cg.symbols[s].temp && r.array_access().is_none());
+            let hoisted = temporary.filter(|_| depth < 8).and_then(|symbol| {
+                before.iter().enumerate().rev().find_map(|(j, s)| match s {
+                    Statement::Assignment(a)
+                        if a.lhs.base_symbol() == Some(symbol) && a.lhs.array_access().is_none() =>
+                    {
+                        Some((j, a))
+                    }
+                    _ => None,
+                })
+            });
+            match hoisted {
+                Some((j, a)) => args.extend(self.array_args_through_temporaries(&a.rhs, None, &before[..j], depth + 1)),
+                None if self.array_argument(r) => args.push(self.traced_arg(r)),
+                None => {}
+            }
+        }
+        args
+    }
+
     /// Whether TypeChange made `s` to go before a call (as the trace mode recognizes it).
     fn made_before_call(&self, s: &Statement) -> bool {
         match s {
@@ -258,7 +295,7 @@ impl Planner<'_> {
                             stack.extend(&operands[v]);
                         }
                     }
-                    let args = self.array_args(e, Some(&inside));
+                    let args = self.array_args_through_temporaries(e, Some(&inside), &statements[..k], 0);
                     calls.push(IntrinsicPlan { name: name.to_owned(), line: a.line as i64, args });
                 }
                 if calls.is_empty() { StmtPlan::Nothing } else { StmtPlan::Intrinsics(calls) }
