@@ -12,13 +12,15 @@
 //! never a two-way `If`). Activity is the pass's (`passes::trace::is_active`). Index values are
 //! taken just before the statement, where the traced program computes them.
 //!
-//! Two additions the pass does not need: an assignment to an engine temporary (`temp="1"`) is
-//! not traced, because a transformation's own code (the tangent's partial of `abs` is a
-//! `sign`) is not the original's; and a branch's arms are matched by walking back from the `EndBranch`
-//! along first in-edges rather than sorting the graph, which agrees on structured graphs. A
-//! loop or branch left another way (`exit`, `goto`) writes no end: the trace writer closes it
-//! with the element around it. The tangent's propagators and the adjoint's taping add no
-//! events, so an original and its tangent give equal traces.
+//! What the pass does not need, for transformed programs: an assignment to an engine
+//! temporary (`temp="1"`) is not traced, because a transformation's own code (the tangent's
+//! partial of `abs` is a `sign`) is not the original's; an engine temporary that
+//! linearization hoisted out of a non-smooth intrinsic's operands is traced as the expression
+//! assigned to it earlier in the block. A branch's arms are matched by walking back from the
+//! `EndBranch` along first in-edges rather than by the pass's sort; the two agree on
+//! structured graphs. A loop or branch left another way (`exit`, `goto`) writes no end: the
+//! trace writer closes it with the element around it. The tangent's propagators and the
+//! adjoint's taping add no events, so an original and its tangent give equal traces.
 
 use std::io::Write;
 
