@@ -648,6 +648,9 @@ impl<'p> Machine<'p> {
                     if !back_edge || self.eval(cond, None)?.as_bool()? {
                         *body as usize
                     } else {
+                        if self.tracer.is_some() {
+                            self.trace_loop_exit(g, at)?;
+                        }
                         *exit as usize
                     }
                 }

@@ -78,9 +78,14 @@ pub enum Resolved {
     Array(ArrayIntrinsic),
 }
 
-/// The intrinsic named `name` in the catalogues, if the executor knows it.
+/// The intrinsic named `name` in the catalogues, if the executor knows it. The `trace` mode
+/// renames each non-smooth intrinsic to OpenAD's runtime version `oad_<name>` (see
+/// [`crate::passes::trace`]), which computes the same value: it resolves as `<name>`.
 pub fn resolve(name: &str) -> Option<Resolved> {
     use Elemental as E;
+    if let Some(underlying) = name.strip_prefix("oad_") {
+        return resolve(underlying);
+    }
     let e = match name {
         "add_scal_scal" => E::Add,
         "sub_scal_scal" => E::Sub,

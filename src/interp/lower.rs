@@ -822,7 +822,7 @@ impl Lowerer<'_> {
                 continue;
             }
             let args = if takes_operands { done.split_off(done.len() - operands.len()) } else { Vec::new() };
-            let is_transfer = matches!(&e.vertices[at], ExprVertex::Intrinsic(i) if self.cg.name(i.name) == "transfer");
+            let is_transfer = matches!(&e.vertices[at], ExprVertex::Intrinsic(i) if matches!(self.cg.name(i.name), "transfer" | "oad_transfer"));
             done.push(if is_transfer { self.transfer(e, operands, args) } else { self.vertex(&e.vertices[at], args) });
         }
         done.pop().expect("the root's tree")

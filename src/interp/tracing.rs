@@ -2,52 +2,29 @@
 //!
 //! A program the `trace` mode produced (a routine whose replacement list uses
 //! `tracing_subroutine_template`, or any `oad_trace_*` call) traces itself: its placeholder 2
-//! runs, and each `oad_trace_*` call writes its event. Any other program — an original, a
-//! tangent or adjoint output — is traced by the executor, which writes the events the original
-//! engine's TraceDiff would have inserted, at the same points, so that a program and its traced
-//! or transformed version give equal traces. The rules, as the original engine's TraceDiff
-//! places its calls (the 17 stage outputs confirm them):
+//! runs, and each `oad_trace_*` call writes its event; the `oad_<intrinsic>` functions that mode
+//! renames non-smooth intrinsics to evaluate as the intrinsic and write nothing. Any other
+//! program (an original, a tangent or adjoint output) is traced by the executor, which writes
+//! the events that [`crate::passes::trace`] would insert, at the same points: its module doc is
+//! the specification, and this module follows it rule by rule (calls with their array
+//! arguments, non-smooth intrinsics, `ForLoop`/`PreLoop`/`PostLoop` with the vertex's line and
+//! every iteration counted, a `cycle`'s back edge included, and a `Branch` with an `EndBranch`,
+//! never a two-way `If`). Activity is the pass's (`passes::trace::is_active`). Index values are
+//! taken just before the statement, where the traced program computes them.
 //!
-//! - **Subroutine calls** to a routine the document defines: `<Call name line>` before the
-//!   call, `</Call>` after it; what the callee traces nests inside. `name` is the callee's
-//!   symbol, `line` the call's `lineNumber` (0 without one). Arguments are not traced (the
-//!   stage outputs have none, although the engine's later source traces them); calls of
-//!   routines the document does not define are not traced either.
-//! - **Non-smooth intrinsics** (`nonSmooth` in the catalogue: `abs`, `int`, `mod`, `sign`,
-//!   `max`, `min`, …) in an assignment of a basic block, each operation with operands in the
-//!   order of the expression's vertices: `<Call name="abs_scal" line>`, an `<Arg>` for each
-//!   active variable of its operands, `</Call>`, before the assignment. Loop headers'
-//!   assignments are not traced, nor assignments to an engine temporary (`temp="1"`): those
-//!   are what a transformation computes for itself (the tangent's partial of `abs` is a
-//!   `sign`), which the original program does not have.
-//! - **An argument** is `<Arg name>`, an `<Index val>` per subscript component of its array
-//!   reference (index, then bound and stride of a section, each one present), `</Arg>`. A
-//!   variable is active when its symbol is; values are taken before the statement runs.
-//! - **Loops** (`ForLoop`, `PreLoop`; not `PostLoop`) whose initialization, condition or update
-//!   (a `PreLoop`: condition) reads an active variable: on each entry other than from the
-//!   loop's own `EndLoop`, `<Loop line>` (the `ForLoop`'s `lineNumber`; a `PreLoop` always
-//!   traces line 0, as the original does), then `<Initialization>`, `<Condition>` and
-//!   `<Update>` each with the active arguments of that part, only for a part that has an array
-//!   reference among them. Each arrival at the `EndLoop` along its first in-edge counts an
-//!   iteration; leaving the loop by its exit edge writes `<Cfval val="iterations"/>`
-//!   `</Loop>`. A loop left another way (`exit`, `goto`) writes no end: the trace writer
-//!   closes it with the element around it.
-//! - **Branches** (`Branch`, `If`) whose condition reads an active variable, found from their
-//!   `EndBranch` by walking back along first in-edges (skipping back edges of loops, counting
-//!   nested branches): on arrival along the branch's first in-edge, `<Branch line>` and, if
-//!   the condition has an array reference among its active arguments, `<Condition>` with them
-//!   `</Condition>`. On arrival at the `EndBranch`: `<Cfval val/>` `</Branch>`, where the value
-//!   is, for an `EndBranch` with two in-edges, the condition value of the branch's edge that
-//!   in-edge comes from (0 without one), and otherwise the in-edge's number (1, 2, … in the
-//!   document's order). A branch left by a `goto` writes no end either.
-//!
-//! The events are the same whichever code runs around them: the tangent's propagators and the
-//! adjoint's taping add none, so an original and its tangent give equal traces. The writer
-//! ([`crate::trace::Writer`]) keeps the trace well formed.
+//! What the pass does not need, for transformed programs: an assignment to an engine
+//! temporary (`temp="1"`) is not traced, because a transformation's own code (the tangent's
+//! partial of `abs` is a `sign`) is not the original's; an engine temporary that
+//! linearization hoisted out of a non-smooth intrinsic's operands is traced as the expression
+//! assigned to it earlier in the block. A branch's arms are matched by walking back from the
+//! `EndBranch` along first in-edges rather than by the pass's sort; the two agree on
+//! structured graphs. A loop or branch left another way (`exit`, `goto`) writes no end: the
+//! trace writer closes it with the element around it. The tangent's propagators and the
+//! adjoint's taping add no events, so an original and its tangent give equal traces.
 
 use std::io::Write;
 
-use crate::ir::{self, CallGraph, CfgVertexKind, ExprVertex, FlowGraph, Statement, VarRefVertex};
+use crate::ir::{self, CallGraph, CfgVertexKind, ExprVertex, FlowGraph, Statement};
 use crate::trace::{Event, Kind, Open, Writer};
 
 use super::ExecError;
@@ -83,8 +60,12 @@ pub enum NodePlan {
 pub struct LoopPlan {
     pub line: i64,
     pub parts: Vec<(Kind, Vec<TracedArg>)>,
-    /// The `EndLoop`s whose back edges lead here: arrivals from them are no entries.
+    /// The sources of the back edges (from the `EndLoop` or the body): arrivals from them
+    /// are no entries.
     pub back_from: Vec<u32>,
+    /// The sources of back edges other than the `EndLoop`'s: an arrival from one ends an
+    /// iteration.
+    pub counted_from: Vec<u32>,
 }
 
 #[derive(Debug)]
@@ -102,6 +83,8 @@ pub enum StmtPlan {
     Call {
         name: String,
         line: i64,
+        /// The call's array arguments.
+        args: Vec<TracedArg>,
     },
     Intrinsics(Vec<IntrinsicPlan>),
 }
@@ -149,49 +132,140 @@ pub(crate) struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// Whether a reference is active in the trace mode's sense.
     fn active(&self, r: &ir::VariableReference) -> bool {
-        r.base_symbol().is_some_and(|s| self.cg.symbols[s].active)
+        crate::passes::trace::is_active(self.cg, r)
+    }
+
+    /// An active variable reference with subscripts: what the trace mode's argument trace
+    /// records.
+    fn array_argument(&self, r: &ir::VariableReference) -> bool {
+        r.array_access().is_some() && self.active(r)
     }
 
     fn traced_arg(&self, r: &ir::VariableReference) -> TracedArg {
+        self.traced_arg_with(r, r.array_access())
+    }
+
+    /// `r` traced as if it had the subscripts `access`.
+    fn traced_arg_with(&self, r: &ir::VariableReference, access: Option<&ir::ArrayElementReference>) -> TracedArg {
         let name = r.base_symbol().map_or_else(String::new, |s| self.cg.symbol_name(s).to_owned());
         let mut indices = Vec::new();
-        for vertex in r.vertices.iter() {
-            if let VarRefVertex::ArrayElement(element) = vertex {
-                for triplet in &element.indices {
-                    for part in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
-                        indices.push((self.expr)(part));
-                    }
+        if let Some(access) = access {
+            for triplet in &access.indices {
+                for part in [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten() {
+                    indices.push((self.expr)(part));
                 }
             }
         }
         TracedArg { name, indices }
     }
 
-    /// The active variables an expression reads, in vertex order, and whether one of them is
-    /// an array reference; `only` limits them to some vertices.
-    fn active_args(&self, e: &ir::Expression, only: Option<&[bool]>) -> (Vec<TracedArg>, bool) {
+    /// The array arguments an expression reads, in vertex order; `only` limits them to some
+    /// vertices.
+    fn array_args(&self, e: &ir::Expression, only: Option<&[bool]>) -> Vec<TracedArg> {
+        e.vertices
+            .iter()
+            .filter(|(id, _)| only.is_none_or(|o| o[raw(*id)]))
+            .filter_map(|(_, vertex)| match vertex {
+                ExprVertex::Variable(r) if self.array_argument(r) => Some(self.traced_arg(r)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// [`Self::array_args`], where an engine temporary assigned earlier in the block (`before`)
+    /// stands for the expression assigned to it: linearization hoists an operand of a
+    /// non-smooth intrinsic (`sign(x(1), x(2))` becomes `aux = x(2)`, `sign(x(1), aux)`), and
+    /// the original traced that operand's array arguments.
+    fn array_args_through_temporaries(
+        &self,
+        e: &ir::Expression,
+        only: Option<&[bool]>,
+        before: &[Statement],
+        depth: usize,
+    ) -> Vec<TracedArg> {
         let mut args = Vec::new();
-        let mut array = false;
         for (id, vertex) in e.vertices.iter() {
             if only.is_some_and(|o| !o[raw(id)]) {
                 continue;
             }
-            if let ExprVertex::Variable(r) = vertex
-                && self.active(r)
-            {
-                array |= r.vertices.iter().any(|v| matches!(v, VarRefVertex::ArrayElement(_)));
-                args.push(self.traced_arg(r));
+            let ExprVertex::Variable(r) = vertex else { continue };
+            let temporary = r.base_symbol().filter(|&s| self.cg.symbols[s].temp && r.array_access().is_none());
+            let hoisted = temporary.filter(|_| depth < 8).and_then(|symbol| {
+                before.iter().enumerate().rev().find_map(|(j, s)| match s {
+                    Statement::Assignment(a)
+                        if a.lhs.base_symbol() == Some(symbol) && a.lhs.array_access().is_none() =>
+                    {
+                        Some((j, a))
+                    }
+                    _ => None,
+                })
+            });
+            match hoisted {
+                Some((j, a)) => args.extend(self.array_args_through_temporaries(&a.rhs, None, &before[..j], depth + 1)),
+                None if self.array_argument(r) => args.push(self.traced_arg(r)),
+                None => {}
             }
         }
-        (args, array)
+        args
     }
 
-    fn statement(&self, s: &Statement) -> StmtPlan {
+    /// Whether TypeChange made `s` to go before a call (as the trace mode recognizes it).
+    fn made_before_call(&self, s: &Statement) -> bool {
         match s {
+            Statement::InlinableSubroutineCall(c) => {
+                matches!(self.cg.name(c.id), "oad_allocate_matching" | "oad_convert_prior")
+            }
+            Statement::Assignment(a) => {
+                self.cg.name(a.id).starts_with("assignment_to_temporary_for_saving_value_across_statement")
+            }
+            _ => false,
+        }
+    }
+
+    /// Statement `k` of `statements` (a basic block's).
+    fn statement(&self, statements: &[Statement], k: usize) -> StmtPlan {
+        match &statements[k] {
             Statement::SubroutineCall(call) => match call.symbol {
                 Some(sym) if (self.defined)(sym) => {
-                    StmtPlan::Call { name: self.cg.symbol_name(sym).to_owned(), line: call.line as i64 }
+                    // An actual TypeChange replaced by a temporary is traced as the variable
+                    // converted into it (`oad_convert(temporary, actual)` before the call).
+                    let before = statements[..k].iter().rev().take_while(|s| self.made_before_call(s));
+                    let conversions: Vec<&ir::InlinableSubroutineCall> = before
+                        .filter_map(|s| match s {
+                            Statement::InlinableSubroutineCall(c) => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    let converted_from = |symbol: ir::SymbolId| {
+                        conversions.iter().rev().find_map(|c| match c.arguments.as_slice() {
+                            [t, a] => match (&t.value, &a.value) {
+                                (ir::ArgumentValue::Variable(t), ir::ArgumentValue::Variable(a))
+                                    if t.base_symbol() == Some(symbol) =>
+                                {
+                                    Some(a)
+                                }
+                                _ => None,
+                            },
+                            _ => None,
+                        })
+                    };
+                    let args = call
+                        .arguments
+                        .iter()
+                        .filter_map(|argument| match &argument.value {
+                            ir::ArgumentValue::Variable(r) => Some(match r.base_symbol().and_then(converted_from) {
+                                // A whole array converted, an element of the temporary passed.
+                                Some(actual) => (actual, actual.array_access().or(r.array_access())),
+                                None => (r, r.array_access()),
+                            }),
+                            ir::ArgumentValue::Constant(_) => None,
+                        })
+                        .filter(|(r, access)| access.is_some() && self.active(r))
+                        .map(|(r, access)| self.traced_arg_with(r, access))
+                        .collect();
+                    StmtPlan::Call { name: self.cg.symbol_name(sym).to_owned(), line: call.line as i64, args }
                 }
                 _ => StmtPlan::Nothing,
             },
@@ -223,7 +297,7 @@ impl Planner<'_> {
                             stack.extend(&operands[v]);
                         }
                     }
-                    let (args, _) = self.active_args(e, Some(&inside));
+                    let args = self.array_args_through_temporaries(e, Some(&inside), &statements[..k], 0);
                     calls.push(IntrinsicPlan { name: name.to_owned(), line: a.line as i64, args });
                 }
                 if calls.is_empty() { StmtPlan::Nothing } else { StmtPlan::Intrinsics(calls) }
@@ -232,59 +306,87 @@ impl Planner<'_> {
         }
     }
 
+    /// The plan of a loop headed by a vertex with these parts (initialization, condition,
+    /// update), if one of them reads an active variable.
+    fn loop_plan(&self, parts: [Option<&ir::Expression>; 3], line: u64) -> Option<LoopPlan> {
+        if !parts.iter().flatten().any(|e| crate::passes::trace::reads_active(self.cg, e)) {
+            return None;
+        }
+        let parts = [Kind::Initialization, Kind::Condition, Kind::Update]
+            .into_iter()
+            .zip(parts)
+            .filter_map(|(kind, part)| Some((kind, self.array_args(part?, None))))
+            .filter(|(_, args)| !args.is_empty())
+            .collect();
+        Some(LoopPlan {
+            line: i64::try_from(line).unwrap_or(i64::MAX),
+            parts,
+            back_from: Vec::new(),
+            counted_from: Vec::new(),
+        })
+    }
+
     /// The plan of one graph; `lowered` says which statements the lowering kept.
     pub fn plan(&self, fg: &FlowGraph, lowered: &Graph) -> GraphPlan {
         let n = fg.vertices.len();
         let kinds: Vec<&CfgVertexKind> = fg.vertices.iter().map(|(_, v)| &v.kind).collect();
         let mut ins: Vec<Vec<&ir::CfgEdge>> = vec![Vec::new(); n];
+        let mut outs: Vec<Vec<&ir::CfgEdge>> = vec![Vec::new(); n];
         for edge in &fg.edges {
             ins[raw(edge.target)].push(edge);
+            outs[raw(edge.source)].push(edge);
         }
         let mut nodes: Vec<NodePlan> = (0..n).map(|_| NodePlan::Nothing).collect();
         let mut any = false;
         for (k, (_, vertex)) in fg.vertices.iter().enumerate() {
-            match &vertex.kind {
+            let plan = match &vertex.kind {
                 CfgVertexKind::BasicBlock(block) => {
-                    let stmts: Vec<StmtPlan> = block
-                        .statements
-                        .iter()
-                        .filter(|s| !matches!(s, Statement::Marker(_)))
-                        .map(|s| self.statement(s))
-                        .collect();
+                    let statements: Vec<Statement> =
+                        block.statements.iter().filter(|s| !matches!(s, Statement::Marker(_))).cloned().collect();
+                    let stmts: Vec<StmtPlan> = (0..statements.len()).map(|k| self.statement(&statements, k)).collect();
                     if stmts.iter().any(|s| !matches!(s, StmtPlan::Nothing)) {
                         any = true;
                         nodes[k] = NodePlan::Block(stmts);
                     }
+                    None
                 }
-                CfgVertexKind::ForLoop(f) => {
-                    let empty = ir::Expression::default();
-                    let init = self.active_args(f.initialization.as_ref().map_or(&empty, |a| &a.rhs), None);
-                    let cond = self.active_args(f.condition.as_ref().unwrap_or(&empty), None);
-                    let update = self.active_args(f.update.as_ref().map_or(&empty, |a| &a.rhs), None);
-                    if init.0.is_empty() && cond.0.is_empty() && update.0.is_empty() {
-                        continue;
-                    }
-                    let parts = [(Kind::Initialization, init), (Kind::Condition, cond), (Kind::Update, update)]
-                        .into_iter()
-                        .filter(|(_, (_, array))| *array)
-                        .map(|(kind, (args, _))| (kind, args))
-                        .collect();
-                    nodes[k] = NodePlan::Loop(Box::new(LoopPlan { line: f.line as i64, parts, back_from: Vec::new() }));
+                CfgVertexKind::ForLoop(f) => self.loop_plan(
+                    [
+                        f.initialization.as_ref().map(|a| &a.rhs),
+                        f.condition.as_ref(),
+                        f.update.as_ref().map(|a| &a.rhs),
+                    ],
+                    f.line,
+                ),
+                CfgVertexKind::PreLoop(c) | CfgVertexKind::PostLoop(c) => {
+                    self.loop_plan([None, c.condition.as_ref(), None], c.line)
                 }
-                CfgVertexKind::PreLoop(c) => {
-                    let (args, array) =
-                        self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
-                    if args.is_empty() {
-                        continue;
-                    }
-                    let parts = if array { vec![(Kind::Condition, args)] } else { Vec::new() };
-                    // The original traces a PreLoop's line as 0.
-                    nodes[k] = NodePlan::Loop(Box::new(LoopPlan { line: 0, parts, back_from: Vec::new() }));
+                _ => None,
+            };
+            let Some(mut plan) = plan else { continue };
+            // Back edges come from the loop's body: what its body edge reaches without passing
+            // the header (a `cycle`'s Goto among them).
+            let body_edge = outs[k].iter().find(|e| e.condition_value == Some(1)).or(outs[k].first());
+            let mut body = vec![false; n];
+            let mut stack: Vec<usize> = body_edge.map(|e| raw(e.target)).into_iter().collect();
+            while let Some(v) = stack.pop() {
+                if v == k || std::mem::replace(&mut body[v], true) {
+                    continue;
                 }
-                _ => {}
+                stack.extend(outs[v].iter().map(|e| raw(e.target)));
             }
+            for edge in &ins[k] {
+                let source = raw(edge.source);
+                if body[source] || matches!(kinds[source], CfgVertexKind::EndLoop) {
+                    plan.back_from.push(source as u32);
+                    if !matches!(kinds[source], CfgVertexKind::EndLoop) {
+                        plan.counted_from.push(source as u32);
+                    }
+                }
+            }
+            nodes[k] = NodePlan::Loop(Box::new(plan));
         }
-        // Iterations are counted at each traced loop's EndLoop.
+        // Iterations are also counted at each traced loop's EndLoop, along its first in-edge.
         for (k, node) in lowered.nodes.iter().enumerate() {
             if let super::lower::Node::EndLoop { header } = node
                 && let Some(NodePlan::Loop(plan)) = nodes.get_mut(*header as usize)
@@ -295,7 +397,7 @@ impl Planner<'_> {
                 }
             }
         }
-        // Branches, from their EndBranch.
+        // Branches, from their EndBranch; a two-way `If` is not traced.
         for (k, kind) in kinds.iter().enumerate() {
             if !matches!(kind, CfgVertexKind::EndBranch) || ins[k].is_empty() {
                 continue;
@@ -303,18 +405,23 @@ impl Planner<'_> {
             let entries: Vec<Option<&ir::CfgEdge>> = ins[k].iter().map(|e| self.entry_edge(e, &kinds, &ins)).collect();
             let Some(Some(first_entry)) = entries.first() else { continue };
             let branch = raw(first_entry.source);
-            let (CfgVertexKind::Branch(c) | CfgVertexKind::If(c)) = kinds[branch] else { continue };
-            let (args, array) = self.active_args(c.condition.as_ref().unwrap_or(&ir::Expression::default()), None);
-            if args.is_empty() {
+            let CfgVertexKind::Branch(c) = kinds[branch] else { continue };
+            let Some(condition) = c.condition.as_ref().filter(|e| crate::passes::trace::reads_active(self.cg, e))
+            else {
                 continue;
-            }
+            };
+            let args = self.array_args(condition, None);
             let two = ins[k].len() == 2;
             let values = ins[k]
                 .iter()
                 .zip(&entries)
                 .enumerate()
                 .map(|(i, (edge, entry))| {
-                    let value = if two { entry.and_then(|e| e.condition_value).unwrap_or(0) } else { i as i64 + 1 };
+                    let value = match (two, entry.and_then(|e| e.condition_value)) {
+                        (true, Some(0) | None) => 0,
+                        (true, Some(_)) => 1,
+                        (false, _) => i as i64 + 1,
+                    };
                     (raw(edge.source) as u32, value)
                 })
                 .collect();
@@ -322,7 +429,7 @@ impl Planner<'_> {
             nodes[branch] = NodePlan::Branch(Box::new(BranchPlan {
                 line: c.line as i64,
                 from: ins[branch].first().map(|e| raw(e.source) as u32),
-                condition: array.then_some(args),
+                condition: (!args.is_empty()).then_some(args),
             }));
         }
         any |= nodes.iter().any(|n| !matches!(n, NodePlan::Nothing | NodePlan::Block(_)));
@@ -342,7 +449,7 @@ impl Planner<'_> {
         for _ in 0..=kinds.len() {
             let source = raw(edge.source);
             match kinds[source] {
-                CfgVertexKind::Branch(_) | CfgVertexKind::If(_) => {
+                CfgVertexKind::Branch(_) => {
                     if depth == 0 {
                         return Some(edge);
                     }
@@ -476,6 +583,11 @@ impl super::Machine<'_> {
         let frame = self.frames.len();
         let prev = prev.map(|p| p as u32);
         match g.trace.nodes.get(at) {
+            Some(NodePlan::Loop(plan)) if prev.is_some_and(|p| plan.counted_from.contains(&p)) => {
+                if let Some(tracer) = self.tracer.as_mut() {
+                    tracer.count_iteration(frame, g, at as u32);
+                }
+            }
             Some(NodePlan::Loop(plan)) if !prev.is_some_and(|p| plan.back_from.contains(&p)) => {
                 let mut events = vec![Event::Open(Open::with_line(Kind::Loop, plan.line))];
                 for (kind, args) in &plan.parts {
@@ -529,9 +641,10 @@ impl super::Machine<'_> {
         }
         let Some(NodePlan::Block(stmts)) = g.trace.nodes.get(node) else { return Ok(false) };
         match stmts.get(k) {
-            Some(StmtPlan::Call { name, line }) => {
-                let event = Event::Open(Open::call(name, *line));
-                self.emit_all(&[event])?;
+            Some(StmtPlan::Call { name, line, args }) => {
+                let mut events = vec![Event::Open(Open::call(name, *line))];
+                self.arg_events(args, &mut events)?;
+                self.emit_all(&events)?;
                 Ok(true)
             }
             Some(StmtPlan::Intrinsics(calls)) => {

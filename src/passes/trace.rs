@@ -27,7 +27,8 @@
 //!   order, that is an array argument, and right after it `oad_trace_ecall()`. The pair
 //!   encloses the statements TypeChange put around the call (saves, allocations, conversions
 //!   before; shape tests, conversions back after), and an actual TypeChange replaced by a
-//!   temporary is traced as the variable converted into it.
+//!   temporary is traced as the variable converted into it (with the call's subscripts when a
+//!   whole array was converted and the call passes an element of the temporary).
 //! - **Assignment**: for every non-smooth intrinsic (the catalogue's `nonSmooth`) with operands
 //!   in its right-hand side, in the expression's vertex order, before the assignment:
 //!   `oad_trace_call(intrinsic name, assignment's line)`, the argument trace of each array
@@ -57,14 +58,17 @@
 //!   `oad_trace_condition()`, its argument traces, `oad_trace_econdition()`. On every edge into
 //!   its EndBranch, a block with `oad_trace_CFval(k)` and `oad_trace_ebranch()`, where `k`
 //!   says which arm was taken: with two arms 1 for the arm whose edge out of the Branch carries
-//!   a condition value and 0 for the other; otherwise the number of the edge among the
+//!   a condition value other than 0 and 0 for the other; otherwise the number of the edge among the
 //!   EndBranch's in-edges, counted from 1 in document order.
 //!
 //! A two-way `If` (unstructured code) and its arms are not traced, as in the original, whose
 //! sort matches only a Branch with an EndBranch; nor is a Branch whose EndBranch the sort does
 //! not reach. Calls and intrinsics are traced wherever they stand.
 //!
-//! Where this differs from the original: it counts every traced loop's iterations (the
+//! Where this differs from the original: an arm whose edge out of a two-way Branch carries
+//! condition value 0 traces 0 (the original wrote 1 for any arm with a value, so an else edge
+//! marked `0` looked like the then arm; the front end never writes 0, so its programs trace as
+//! before), it counts every traced loop's iterations (the
 //! original's stack of loop counters lost its place after an untraced loop, and missed
 //! iterations that a `cycle` ends), gives a PreLoop its line (the original wrote 0), and keeps a
 //! branch edge's condition value on the edge out of the branch when a block goes on it. With
@@ -338,8 +342,15 @@ impl Tracer<'_> {
         };
         for argument in &call.arguments {
             if let ArgumentValue::Variable(reference) = &argument.value {
-                let actual = reference.base_symbol().and_then(converted_from).unwrap_or(reference);
-                self.trace_argument(actual, scope, out);
+                match reference.base_symbol().and_then(converted_from) {
+                    // A whole array converted into a temporary that the call subscripts: the
+                    // variable with the call's subscripts.
+                    Some(actual) => {
+                        let access = actual.array_access().or(reference.array_access());
+                        self.trace_argument_with(actual, access, scope, out);
+                    }
+                    None => self.trace_argument(reference, scope, out),
+                }
             }
         }
     }
@@ -368,10 +379,21 @@ impl Tracer<'_> {
 
     /// The argument trace of `reference` if it is an array argument (see the module doc).
     fn trace_argument(&mut self, reference: &VariableReference, scope: ScopeId, out: &mut Vec<Statement>) {
+        self.trace_argument_with(reference, reference.array_access(), scope, out);
+    }
+
+    /// The argument trace of `reference` as if it had the subscripts `access`.
+    fn trace_argument_with(
+        &mut self,
+        reference: &VariableReference,
+        access: Option<&ArrayElementReference>,
+        scope: ScopeId,
+        out: &mut Vec<Statement>,
+    ) {
         if !is_active(self.cg, reference) {
             return;
         }
-        let (Some(access), Some(symbol)) = (reference.array_access(), reference.base_symbol()) else { return };
+        let (Some(access), Some(symbol)) = (access, reference.base_symbol()) else { return };
         let name = self.cg.symbol_name(symbol).to_owned();
         let name = self.string(&name);
         out.push(self.event(event::ARG, vec![name]));
@@ -564,8 +586,9 @@ impl Tracer<'_> {
         for (k, edge) in arms.into_iter().enumerate() {
             let mark = work.marks[edge];
             let value = match (two, mark) {
+                // An arm entered along an edge that says "false" is the other arm.
+                (true, Some(0) | None) => 0,
                 (true, Some(_)) => 1,
-                (true, None) => 0,
                 (false, Some(value)) => value,
                 (false, None) => k as i64 + 1,
             };
@@ -617,14 +640,14 @@ fn is_traceable_header(kind: &CfgVertexKind) -> bool {
 
 /// Whether a reference is active in the original's sense: its symbol is active (whatever its
 /// type: an active integer counts) and the reference is not marked passive.
-fn is_active(cg: &CallGraph, reference: &VariableReference) -> bool {
+pub(crate) fn is_active(cg: &CallGraph, reference: &VariableReference) -> bool {
     reference.active != ActiveUse::False
         && !reference.deriv
         && reference.base_symbol().is_some_and(|symbol| cg.symbols[symbol].active)
 }
 
 /// Whether an expression reads an active variable.
-fn reads_active(cg: &CallGraph, expression: &Expression) -> bool {
+pub(crate) fn reads_active(cg: &CallGraph, expression: &Expression) -> bool {
     expression.vertices.iter().any(|(_, v)| matches!(v, ExprVertex::Variable(r) if is_active(cg, r)))
 }
 
