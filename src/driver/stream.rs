@@ -119,13 +119,7 @@ pub fn tangent(
     body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
-    refuse_whole_tree_switches(config)?;
-    let survey = survey(input, concurrency.gate)?;
-    let temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
-    let mut driver =
-        Driver::new(Some(catalogue), config, temporaries, Some(survey.bodies), Output::new(body), concurrency.gate);
-    let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
-    driver.finish(read, write)
+    surveyed(input, file, options, catalogue, config, write, body, concurrency, false)
 }
 
 /// The trace mode, routine by routine: for each, TypeChange and the tracing calls, as
@@ -143,12 +137,29 @@ pub fn trace(
     body: &mut dyn Write,
     concurrency: Concurrency,
 ) -> Result<Streamed, StreamError> {
+    surveyed(input, file, options, catalogue, config, write, body, concurrency, true)
+}
+
+/// The tangent or (`trace`) the trace mode: both invent statement ids, which must avoid every id
+/// of the document, so both survey it before the first routine.
+#[allow(clippy::too_many_arguments)]
+fn surveyed(
+    input: &[u8],
+    file: &str,
+    options: &ReadOptions,
+    catalogue: &Catalogue,
+    config: &Config,
+    write: &WriteOptions,
+    body: &mut dyn Write,
+    concurrency: Concurrency,
+    trace: bool,
+) -> Result<Streamed, StreamError> {
     refuse_whole_tree_switches(config)?;
     let survey = survey(input, concurrency.gate)?;
     let temporaries = Temporaries::with_reserved_statement_ids(survey.statement_ids);
     let mut driver =
         Driver::new(Some(catalogue), config, temporaries, Some(survey.bodies), Output::new(body), concurrency.gate);
-    driver.trace = true;
+    driver.trace = trace;
     let read = read_into(&mut driver, input, file, options, concurrency.pipelined);
     driver.finish(read, write)
 }
