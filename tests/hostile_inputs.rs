@@ -8,8 +8,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The bound: every input ends within this (checked where a class was once slow).
 const TEN_SECONDS: Duration = Duration::from_secs(10);
@@ -18,46 +18,17 @@ const TEN_SECONDS: Duration = Duration::from_secs(10);
 /// assertion (two cores shared with other builds can make anything slow).
 const HANG_GUARD: Duration = Duration::from_secs(120);
 
-/// What one run of the binary did.
-struct Outcome {
-    code: Option<i32>,
-    stderr: String,
-    took: Duration,
-}
-
 /// Runs the binary in `dir` under `ulimit -v 4194304` (4 GiB of address space), killing it
 /// after [`HANG_GUARD`]; a hang, a panic, an abort or a signal fails the test.
-fn xaifbooster(dir: &Path, args: &[&str]) -> Outcome {
-    let capture = tempfile::tempdir().expect("temporary directory");
-    let err = capture.path().join("stderr");
-    let start = Instant::now();
-    let mut child = Command::new("sh")
+fn xaifbooster(dir: &Path, args: &[&str]) -> common::Guarded {
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_xaifbooster"))
         .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("sh starts");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("xaifbooster {} did not end within {HANG_GUARD:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let outcome = Outcome {
-        code: status.code(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        took: start.elapsed(),
-    };
+        .current_dir(dir);
+    let outcome = common::run_guarded(command, &format!("xaifbooster {}", args.join(" ")), HANG_GUARD);
     assert!(
         matches!(outcome.code, Some(0 | 1)) && !outcome.stderr.contains("panicked"),
         "xaifbooster {}: exit {:?}\n{}",

@@ -7,8 +7,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// How a case reads: the first error every subcommand reports, or the warnings it reads with.
 #[derive(Clone, Copy)]
@@ -133,44 +133,11 @@ const CASES: &[(&str, Reading, Option<&str>)] = &[
     ("call_argument_without_formal", Read(&[]), Some("")),
 ];
 
-/// What one run of the binary did.
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
 /// Runs the binary in `dir` and waits at most `limit` (a hang is a failure).
-fn xaifbooster(dir: &Path, args: &[&str], limit: Duration) -> Outcome {
-    let capture = tempfile::tempdir().expect("temp dir");
-    let (out, err) = (capture.path().join("stdout"), capture.path().join("stderr"));
-    let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xaifbooster"))
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("stdout file"))
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("the binary starts");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("xaifbooster {} did not finish within {limit:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let outcome = Outcome {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        took: start.elapsed(),
-    };
+fn xaifbooster(dir: &Path, args: &[&str], limit: Duration) -> common::Guarded {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xaifbooster"));
+    command.current_dir(dir).args(args);
+    let outcome = common::run_guarded(command, &format!("xaifbooster {}", args.join(" ")), limit);
     // Exit codes 0 and 1 only: no panic (101), no abort or signal (no code).
     assert!(
         matches!(outcome.code, Some(0 | 1)) && !outcome.stderr.contains("panicked"),
@@ -197,7 +164,7 @@ fn is_located(line: &str, file: &str) -> bool {
 }
 
 /// Asserts that a run failed with the located finding `expected` (after `file:`).
-fn assert_refused(outcome: &Outcome, file: &str, expected: &str, what: &str) {
+fn assert_refused(outcome: &common::Guarded, file: &str, expected: &str, what: &str) {
     let wanted = format!("{file}:{expected}");
     assert_eq!(outcome.code, Some(1), "{what}: accepted; stderr: {}", outcome.stderr);
     assert!(outcome.stderr.lines().any(|l| l == wanted), "{what}: wanted {wanted}\nstderr: {}", outcome.stderr);
@@ -348,7 +315,7 @@ fn loops_dir() -> tempfile::TempDir {
 }
 
 /// The located finding of a run stopped by the step limit in the loop at vertex '4' of `sub`.
-fn assert_loop_stopped(outcome: &Outcome, file: &str, line_column: &str, steps: u64) {
+fn assert_loop_stopped(outcome: &common::Guarded, file: &str, line_column: &str, steps: u64) {
     assert_eq!(outcome.code, Some(1), "{file}: ran: {}", outcome.stdout);
     let (at, wanted) = (
         format!("{file}:{line_column}: ForLoop: "),

@@ -355,3 +355,43 @@ pub fn apply_driver_flags(
 
 /// The XAIF namespace, for roxmltree lookups.
 pub const XAIF: &str = "http://www.mcs.anl.gov/XAIF";
+
+/// What one guarded run of a program did.
+pub struct Guarded {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: std::time::Duration,
+}
+
+/// Runs `command` (its arguments set, its standard streams left to this function) with no
+/// input, capturing its output, and kills it after `limit`: a hang fails the test as `what`.
+pub fn run_guarded(mut command: std::process::Command, what: &str, limit: std::time::Duration) -> Guarded {
+    use std::process::Stdio;
+    let capture = tempfile::tempdir().expect("temporary directory");
+    let (out, err) = (capture.path().join("stdout"), capture.path().join("stderr"));
+    let start = std::time::Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("the program starts");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    Guarded {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+        took: start.elapsed(),
+    }
+}
