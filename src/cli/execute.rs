@@ -287,6 +287,8 @@ impl DriverArgs {
             step_limit: self.max_steps,
             counts: Vec::new(),
             local_extent: None,
+            passive_store_value: None,
+            black_boxes: false,
             guesses: Vec::new(),
         }
     }

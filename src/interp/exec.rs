@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap;
 
 use super::ExecError;
-use super::lower::{Arg, Body, Graph, Node, Program, Ref, Stmt, Storage};
+use super::lower::{Arg, Body, Callee, Graph, Node, Program, Ref, Stmt, Storage};
 use super::memory::{Binding, Dim, Memory, Tape, Value, element_count};
 
 /// The flags of the original runtime's `our_rev_mode`.
@@ -58,6 +58,14 @@ pub struct ExecConfig {
     /// store finds it without storage: the front end drops `allocate` (a passive call) from the
     /// XAIF, so a verifier that guesses the size gives it here. `None` refuses such arrays.
     pub unshaped_extent: Option<usize>,
+    /// The value every passive store the XAIF leaves out ([`super::lower::PassiveStore`])
+    /// puts in each element of the variables it defines: what a verifier guessed when the
+    /// original program cannot run without them. `None` leaves those variables as they are.
+    pub passive_store_value: Option<i64>,
+    /// Run a call of a routine without code (an external routine, or one the document only
+    /// names) as a black box that changes nothing, the harmless black box the transformations
+    /// assume. `false` refuses such calls.
+    pub black_boxes: bool,
 }
 
 /// The default step limit. The largest run in the test corpus (one call of the top routine of
@@ -75,6 +83,8 @@ impl Default for ExecConfig {
             max_memory: super::memory::DEFAULT_MAX_MEMORY,
             stack_budget: 6 << 20,
             unshaped_extent: None,
+            passive_store_value: None,
+            black_boxes: false,
         }
     }
 }
@@ -394,6 +404,9 @@ impl<'p> Machine<'p> {
         let prog = self.prog;
         let code = &prog.routines[routine];
         if matches!(code.body, Body::External) {
+            if self.config.black_boxes {
+                return Ok(());
+            }
             return Err(ExecError::Unsupported(format!("external routine {}", code.name)));
         }
         if self.frames.len() > 10_000 {
@@ -587,14 +600,20 @@ impl<'p> Machine<'p> {
                     *next as usize
                 }
                 Node::Exit => return Ok(()),
-                Node::Block { stmts, next } => {
+                Node::Block { stmts, next, passive_stores } => {
                     for (k, stmt) in stmts.iter().enumerate() {
                         self.spot = Some(Spot { routine, graph: Some(g), node: at, statement: Some(k) });
+                        if !passive_stores.is_empty() {
+                            self.passive_stores(passive_stores, k)?;
+                        }
                         let traced_call = self.tracer.is_some() && self.trace_statement(g, at, k)?;
                         self.exec(stmt)?;
                         if traced_call {
                             self.trace_return()?;
                         }
+                    }
+                    if !passive_stores.is_empty() {
+                        self.passive_stores(passive_stores, stmts.len())?;
                     }
                     if self.watch.is_some() {
                         self.watch_block_end()?;
@@ -666,6 +685,32 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Runs the passive stores that come before statement `before` of a block, if a guess
+    /// gives their value: every element of each variable they define gets it.
+    fn passive_stores(&mut self, stores: &[super::lower::PassiveStore], before: usize) -> Result<(), ExecError> {
+        let Some(value) = self.config.passive_store_value else {
+            return Ok(());
+        };
+        for store in stores.iter().filter(|s| s.before == before) {
+            for &sym in &store.targets {
+                let value = match self.prog.syms[sym as usize].ty {
+                    crate::ir::SymbolType::Integer => Value::Int(value),
+                    crate::ir::SymbolType::Real => Value::Real(value as f64),
+                    _ => continue,
+                };
+                let whole = Ref { sym, subs: Vec::new(), deriv: false, unsupported: None };
+                // An array not allocated yet has no elements to set.
+                let Ok(place) = self.place(&whole) else {
+                    continue;
+                };
+                for k in 0..place.len() {
+                    self.mem.set(place.slot(k), value.clone())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn exec(&mut self, stmt: &'p Stmt) -> Result<(), ExecError> {
         self.tick()?;
         if self.watch.is_some() {
@@ -679,7 +724,17 @@ impl<'p> Machine<'p> {
         match stmt {
             Stmt::Assign(a) => self.assign(a),
             Stmt::Call(call) => {
-                let callee = call.callee.clone().map_err(ExecError::Unsupported)?;
+                let callee = match &call.callee {
+                    Callee::Routine(k) => *k,
+                    // A black box changes nothing: its arguments need not even be bound.
+                    Callee::Undefined(_) if self.config.black_boxes => return Ok(()),
+                    Callee::Undefined(name) => {
+                        return Err(ExecError::Unsupported(format!(
+                            "call of {name} which has no control flow graph"
+                        )));
+                    }
+                    Callee::Invalid(why) => return Err(ExecError::Unsupported(why.clone())),
+                };
                 let mark = self.mem.top();
                 let mut actuals = Vec::with_capacity(call.args.len());
                 let associated = self.associated_globals.len();

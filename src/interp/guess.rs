@@ -69,6 +69,10 @@ const MAX_COUNT: usize = 64;
 /// The largest extent tried for a local array whose allocation the XAIF leaves out.
 const MAX_EXTENT: usize = 16;
 
+/// The values tried for what the passive stores the XAIF leaves out put in, in order: they
+/// are mostly indices and sizes, and the least that runs stays inside the arrays.
+const PASSIVE_STORE_CANDIDATES: [i64; 4] = [1, 2, 3, 4];
+
 /// What the driver needs and the document does not say.
 #[derive(Clone, Debug, Default)]
 pub struct Unknowns {
@@ -79,11 +83,30 @@ pub struct Unknowns {
     /// Local and module arrays declared without bounds (allocatable or automatic): the front end drops
     /// `allocate`, a passive call, so their size may be nowhere in the document.
     pub locals: Vec<String>,
+    /// The variables set by passive stores the XAIF leaves out as Markers
+    /// ([`super::lower::PassiveStore`]): without them such a variable keeps its initial
+    /// value, often an index of 0.
+    pub passive_stores: Vec<String>,
+    /// The routines without code the program calls.
+    pub black_boxes: Vec<String>,
 }
 
 impl Unknowns {
+    /// What `prog` leaves unknown whatever its driver: its left-out stores and its routines
+    /// without code.
+    pub fn of_program(prog: &Program) -> Unknowns {
+        let mut passive_stores: Vec<String> = prog.passive_stores().into_iter().flat_map(|(_, _, names)| names).collect();
+        passive_stores.sort();
+        passive_stores.dedup();
+        Unknowns { locals: unshaped_locals(prog), passive_stores, black_boxes: prog.called_without_code(), ..Unknowns::default() }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.integers.is_empty() && self.arrays.is_empty() && self.locals.is_empty()
+        self.integers.is_empty()
+            && self.arrays.is_empty()
+            && self.locals.is_empty()
+            && self.passive_stores.is_empty()
+            && self.black_boxes.is_empty()
     }
 }
 
@@ -117,36 +140,52 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
     } else {
         std::iter::once(None).chain((1..=MAX_EXTENT).map(Some)).collect()
     };
+    // Black boxes and left-out stores are tried last, outermost: a program that runs
+    // without them gets the same guesses as if it had none.
+    let black_boxes: &[bool] = if unknowns.black_boxes.is_empty() { &[false] } else { &[false, true] };
+    let stores: Vec<Option<i64>> = if unknowns.passive_stores.is_empty() {
+        vec![None]
+    } else {
+        std::iter::once(None).chain(PASSIVE_STORE_CANDIDATES.iter().copied().map(Some)).collect()
+    };
     let mut last_failure = String::new();
     let mut stopped: Option<(DriverConfig, Vec<String>, bool)> = None;
-    for &value in values {
-        for count in counts.clone() {
-            for &extent in &extents {
-                let mut trial = driver.clone();
-                for (position, _) in &unknowns.integers {
-                    trial.fixed_args.push((*position, ArgValue::Int(value)));
-                }
-                trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
-                trial.local_extent = extent;
-                let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
-                match outcome {
-                    Ok(_) => {
-                        *driver = trial;
-                        return Ok(describe(unknowns, value, count, extent));
-                    }
-                    Err(e) if e.is_unsupported() => {
-                        // A stop at an array the guess left unsized says less than a stop
-                        // past it: the later construct is what the verdict should name.
-                        let unsized_array = e.reason().contains("without a declared shape");
-                        if stopped.as_ref().is_none_or(|(_, _, earlier)| *earlier && !unsized_array) {
-                            let mut notes = describe(unknowns, value, count, extent);
-                            if !notes.is_empty() {
-                                notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
+    for &black_box in black_boxes {
+        for &store in &stores {
+            for &value in values {
+                for count in counts.clone() {
+                    for &extent in &extents {
+                        let mut trial = driver.clone();
+                        for (position, _) in &unknowns.integers {
+                            trial.fixed_args.push((*position, ArgValue::Int(value)));
+                        }
+                        trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
+                        trial.local_extent = extent;
+                        trial.passive_store_value = store;
+                        trial.black_boxes = black_box;
+                        let guess = Guess { value, count, extent, store, black_box };
+                        let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
+                        match outcome {
+                            Ok(_) => {
+                                *driver = trial;
+                                return Ok(describe(unknowns, &guess));
                             }
-                            stopped = Some((trial, notes, unsized_array));
+                            Err(e) if e.is_unsupported() => {
+                                // A stop at an array the guess left unsized says less than a
+                                // stop past it: the later construct is what the verdict
+                                // should name.
+                                let unsized_array = e.reason().contains("without a declared shape");
+                                if stopped.as_ref().is_none_or(|(_, _, earlier)| *earlier && !unsized_array) {
+                                    let mut notes = describe(unknowns, &guess);
+                                    if !notes.is_empty() {
+                                        notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
+                                    }
+                                    stopped = Some((trial, notes, unsized_array));
+                                }
+                            }
+                            Err(e) => last_failure = e.reason(),
                         }
                     }
-                    Err(e) => last_failure = e.reason(),
                 }
             }
         }
@@ -163,8 +202,18 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
     }
 }
 
+/// One combination of guesses [`complete_driver`] tries.
+struct Guess {
+    value: i64,
+    count: usize,
+    extent: Option<usize>,
+    store: Option<i64>,
+    black_box: bool,
+}
+
 /// The verdict's notes on the guesses made.
-fn describe(unknowns: &Unknowns, value: i64, count: usize, extent: Option<usize>) -> Vec<String> {
+fn describe(unknowns: &Unknowns, guess: &Guess) -> Vec<String> {
+    let &Guess { value, count, extent, store, black_box } = guess;
     let mut notes = Vec::new();
     if !unknowns.integers.is_empty() {
         let names: Vec<String> =
@@ -187,6 +236,20 @@ fn describe(unknowns: &Unknowns, value: i64, count: usize, extent: Option<usize>
         notes.push(format!(
             "extent {extent} in every dimension of the arrays declared without bounds ({}) guessed: the XAIF leaves their allocation out, and it is the least with which the original program runs",
             unknowns.locals.join(", ")
+        ));
+    }
+    if let Some(store) = store {
+        let tried: Vec<String> = PASSIVE_STORE_CANDIDATES.iter().map(i64::to_string).collect();
+        notes.push(format!(
+            "{} = {store} in every element guessed where the XAIF leaves their passive stores out as Markers: the first of {} with which the original program runs",
+            unknowns.passive_stores.join(", "),
+            tried.join(", ")
+        ));
+    }
+    if black_box {
+        notes.push(format!(
+            "{} without code in the XAIF run as black boxes that change nothing: the transformations assume an external routine has no effect on derivatives",
+            unknowns.black_boxes.join(", ")
         ));
     }
     notes

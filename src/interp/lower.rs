@@ -173,6 +173,8 @@ pub enum Node {
     Block {
         stmts: Vec<Stmt>,
         next: u32,
+        /// The passive stores among the block's Markers, in order; almost always none.
+        passive_stores: Vec<PassiveStore>,
     },
     /// `If` and `Branch`: the arm whose condition value equals the condition, else `default`.
     Branch {
@@ -207,6 +209,26 @@ pub enum Node {
     Bad(String),
 }
 
+/// A passive store the XAIF leaves out: a Marker `[passive: OPR_STID]` or `OPR_ISTORE`
+/// (OpenAD's unparser puts the assignment back from the source). The front end's du-ud chains
+/// still say what it defines: every use it reaches lists its `statement_id`. The executor
+/// leaves those variables as they are, unless a verifier's guess gives the value such a store
+/// puts in ([`super::exec::ExecConfig::passive_store_value`]).
+#[derive(Debug)]
+pub struct PassiveStore {
+    /// The Marker's `statement_id`.
+    pub marker: String,
+    /// The index of the block statement the store comes before (the statement count if last).
+    pub before: usize,
+    /// The variables it defines, by symbol index; empty if no use names it.
+    pub targets: Vec<u32>,
+}
+
+/// Whether a Marker stands for a passive store the XAIF leaves out.
+fn is_passive_store(annotation: &str) -> bool {
+    annotation.contains("[passive: OPR_STID]") || annotation.contains("[passive: OPR_ISTORE]")
+}
+
 #[derive(Debug)]
 pub enum Stmt {
     Assign(Assign),
@@ -223,9 +245,19 @@ pub struct Assign {
 
 #[derive(Debug)]
 pub struct Call {
-    /// The callee's index, or why it cannot be called.
-    pub callee: Result<usize, String>,
+    pub callee: Callee,
     pub args: Vec<(u32, Arg)>,
+}
+
+/// Whom a call statement calls.
+#[derive(Clone, Debug)]
+pub enum Callee {
+    /// A routine of the program, by index; it may have no code ([`Body::External`]).
+    Routine(usize),
+    /// A routine the document names but gives no control flow graph: its name.
+    Undefined(String),
+    /// Why the call cannot be made.
+    Invalid(String),
 }
 
 #[derive(Debug)]
@@ -307,6 +339,65 @@ impl Repr {
 }
 
 impl Program {
+    /// Every graph of every routine with code, with the routine's index.
+    fn graphs(&self) -> impl Iterator<Item = (usize, &Graph)> {
+        self.routines.iter().enumerate().flat_map(|(k, r)| {
+            let graphs: Vec<&Graph> = match &r.body {
+                Body::External => Vec::new(),
+                Body::Cfg(g) => vec![g],
+                Body::Template(gs) => gs.iter().flatten().collect(),
+            };
+            graphs.into_iter().map(move |g| (k, g))
+        })
+    }
+
+    /// The passive stores the XAIF leaves out whose targets the du-ud chains name: `(routine,
+    /// Marker statement id, variable names)`, sorted, each once (an adjoint repeats a store in
+    /// several sweeps).
+    pub fn passive_stores(&self) -> Vec<(String, String, Vec<String>)> {
+        let mut stores = Vec::new();
+        for (routine, g) in self.graphs() {
+            for node in &g.nodes {
+                if let Node::Block { passive_stores, .. } = node {
+                    for store in passive_stores.iter().filter(|s| !s.targets.is_empty()) {
+                        let mut names: Vec<String> =
+                            store.targets.iter().map(|&t| self.syms[t as usize].name.clone()).collect();
+                        names.sort();
+                        stores.push((self.routines[routine].name.clone(), store.marker.clone(), names));
+                    }
+                }
+            }
+        }
+        stores.sort();
+        stores.dedup();
+        stores
+    }
+
+    /// The routines without code that some call statement names, sorted.
+    pub fn called_without_code(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for (_, g) in self.graphs() {
+            for node in &g.nodes {
+                if let Node::Block { stmts, .. } = node {
+                    for s in stmts {
+                        match s {
+                            Stmt::Call(Call { callee: Callee::Undefined(name), .. }) => names.push(name.clone()),
+                            Stmt::Call(Call { callee: Callee::Routine(k), .. })
+                                if matches!(self.routines[*k].body, Body::External) =>
+                            {
+                                names.push(self.routines[*k].name.clone())
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Every routine some call statement targets.
     pub fn called_routines(&self) -> rustc_hash::FxHashSet<usize> {
         let mut called = rustc_hash::FxHashSet::default();
@@ -314,7 +405,7 @@ impl Program {
             for node in &g.nodes {
                 if let Node::Block { stmts, .. } = node {
                     for s in stmts {
-                        if let Stmt::Call(Call { callee: Ok(k), .. }) = s {
+                        if let Stmt::Call(Call { callee: Callee::Routine(k), .. }) = s {
                             called.insert(*k);
                         }
                     }
@@ -519,15 +610,82 @@ pub fn lower(cg: &CallGraph) -> Program {
             _ => None,
         })
         .flat_map(|b| &b.statements)
-        .filter(|s| match s {
-            Statement::Marker(m) => {
-                let annotation = cg.name(m.annotation);
-                annotation.contains("[passive: OPR_STID]") || annotation.contains("[passive: OPR_ISTORE]")
-            }
-            _ => false,
-        })
+        .filter(|s| matches!(s, Statement::Marker(m) if is_passive_store(cg.name(m.annotation))))
         .count();
     Program { routines, syms, global_slots, passive_stores_left_out, traces_itself: super::tracing::traces_itself(cg) }
+}
+
+/// The variable references a flow graph reads, in document order: right-hand sides,
+/// subscripts (of left-hand sides too), conditions, loop headers and call arguments. Not
+/// left-hand sides themselves, and not derivative propagators: their du-ud sets are not
+/// chains of definitions reaching a use.
+mod uses {
+    use crate::ir::{Assignment, ArgumentValue, CfgVertexKind, ExprVertex, Expression, FlowGraph, Statement, VarRefVertex, VariableReference};
+
+    pub fn each_use<'g>(fg: &'g FlowGraph, f: &mut impl FnMut(&'g VariableReference)) {
+        for (_, vertex) in fg.vertices.iter() {
+            match &vertex.kind {
+                CfgVertexKind::BasicBlock(bb) => {
+                    for statement in &bb.statements {
+                        match statement {
+                            Statement::Assignment(a) => assignment(a, f),
+                            Statement::SubroutineCall(call) => arguments(call.arguments.iter().map(|a| &a.value), f),
+                            Statement::InlinableSubroutineCall(call) => {
+                                arguments(call.arguments.iter().map(|a| &a.value), f)
+                            }
+                            Statement::Marker(_) | Statement::DerivativePropagator(_) => {}
+                        }
+                    }
+                }
+                CfgVertexKind::If(c) | CfgVertexKind::PreLoop(c) | CfgVertexKind::PostLoop(c) | CfgVertexKind::Branch(c) => {
+                    c.condition.iter().for_each(|e| expression(e, f));
+                }
+                CfgVertexKind::ForLoop(l) => {
+                    [&l.initialization, &l.update].into_iter().flatten().for_each(|a| assignment(a, f));
+                    l.condition.iter().for_each(|e| expression(e, f));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn arguments<'g>(values: impl Iterator<Item = &'g ArgumentValue>, f: &mut impl FnMut(&'g VariableReference)) {
+        for value in values {
+            if let ArgumentValue::Variable(r) = value {
+                reference(r, f);
+            }
+        }
+    }
+
+    fn assignment<'g>(a: &'g Assignment, f: &mut impl FnMut(&'g VariableReference)) {
+        subscripts(&a.lhs, f);
+        expression(&a.rhs, f);
+    }
+
+    fn expression<'g>(e: &'g Expression, f: &mut impl FnMut(&'g VariableReference)) {
+        for (_, vertex) in e.vertices.iter() {
+            match vertex {
+                ExprVertex::Variable(r) => reference(r, f),
+                ExprVertex::FunctionCall(call) => call.arguments.iter().for_each(|r| reference(r, f)),
+                ExprVertex::Constant(_) | ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_) => {}
+            }
+        }
+    }
+
+    fn reference<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
+        subscripts(r, f);
+        f(r);
+    }
+
+    fn subscripts<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
+        for vertex in &r.vertices {
+            if let VarRefVertex::ArrayElement(access) = vertex {
+                for triplet in &access.indices {
+                    [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten().for_each(|e| expression(e, f));
+                }
+            }
+        }
+    }
 }
 
 fn raw<T>(id: la_arena::Idx<T>) -> usize {
@@ -545,6 +703,7 @@ impl Lowerer<'_> {
         for edge in &fg.edges {
             outs[raw(edge.source)].push(edge);
         }
+        let defined = self.passive_store_targets(fg);
         let mut entry = None;
         let mut nodes = Vec::with_capacity(fg.vertices.len());
         let mut vertex_ids = Vec::with_capacity(fg.vertices.len());
@@ -599,9 +758,22 @@ impl Lowerer<'_> {
                     single("Entry").map(|next| Node::Entry { next })
                 }
                 CfgVertexKind::Exit => Ok(Node::Exit),
-                CfgVertexKind::BasicBlock(bb) => single("BasicBlock").map(|next| Node::Block {
-                    stmts: bb.statements.iter().filter_map(|s| self.stmt(s)).collect(),
-                    next,
+                CfgVertexKind::BasicBlock(bb) => single("BasicBlock").map(|next| {
+                    let mut stmts = Vec::with_capacity(bb.statements.len());
+                    let mut passive_stores = Vec::new();
+                    for statement in &bb.statements {
+                        match statement {
+                            Statement::Marker(m) if is_passive_store(self.cg.name(m.annotation)) => {
+                                passive_stores.push(PassiveStore {
+                                    marker: self.cg.name(m.id).to_owned(),
+                                    before: stmts.len(),
+                                    targets: defined.get(&m.id).cloned().unwrap_or_default(),
+                                })
+                            }
+                            _ => stmts.extend(self.stmt(statement)),
+                        }
+                    }
+                    Node::Block { stmts, next, passive_stores }
                 }),
                 CfgVertexKind::If(c) | CfgVertexKind::Branch(c) => {
                     let arms =
@@ -677,17 +849,50 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The variables each passive-store Marker of `fg` defines, by the du-ud chains of the
+    /// uses in `fg`.
+    fn passive_store_targets(&self, fg: &FlowGraph) -> FxHashMap<ir::Name, Vec<u32>> {
+        let mut defined: FxHashMap<ir::Name, Vec<u32>> = FxHashMap::default();
+        for (_, vertex) in fg.vertices.iter() {
+            if let CfgVertexKind::BasicBlock(bb) = &vertex.kind {
+                for statement in &bb.statements {
+                    if let Statement::Marker(m) = statement
+                        && is_passive_store(self.cg.name(m.annotation))
+                    {
+                        defined.insert(m.id, Vec::new());
+                    }
+                }
+            }
+        }
+        if defined.is_empty() {
+            return defined;
+        }
+        uses::each_use(fg, &mut |r| {
+            let (Some(set), Some(base)) = (r.du_ud, r.base_symbol()) else {
+                return;
+            };
+            for statement in &self.cg.duud_sets[set.0 as usize].statements {
+                if let Some(targets) = defined.get_mut(statement)
+                    && !targets.contains(&(raw(base) as u32))
+                {
+                    targets.push(raw(base) as u32);
+                }
+            }
+        });
+        defined
+    }
+
     fn stmt(&self, s: &Statement) -> Option<Stmt> {
         Some(match s {
             Statement::Assignment(a) => Stmt::Assign(self.assign(a)),
             Statement::SubroutineCall(call) => {
-                let callee =
-                    match call.symbol {
-                        Some(sym) => self.routine_by_symbol.get(&sym).copied().ok_or_else(|| {
-                            format!("call of {} which has no control flow graph", self.cg.symbol_name(sym))
-                        }),
-                        None => Err("call without a callee symbol".to_owned()),
-                    };
+                let callee = match call.symbol {
+                    Some(sym) => match self.routine_by_symbol.get(&sym) {
+                        Some(&k) => Callee::Routine(k),
+                        None => Callee::Undefined(self.cg.symbol_name(sym).to_owned()),
+                    },
+                    None => Callee::Invalid("call without a callee symbol".to_owned()),
+                };
                 let args = call.arguments.iter().map(|a| (a.position, self.arg(&a.value))).collect();
                 Stmt::Call(Call { callee, args })
             }

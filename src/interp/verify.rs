@@ -56,6 +56,11 @@ pub struct DriverConfig {
     /// The extent of local arrays declared without bounds whose allocation the XAIF leaves
     /// out ([`ExecConfig::unshaped_extent`]), when guessed.
     pub local_extent: Option<usize>,
+    /// What the passive stores the XAIF leaves out put in, when guessed
+    /// ([`ExecConfig::passive_store_value`]).
+    pub passive_store_value: Option<i64>,
+    /// Routines without code run as black boxes that change nothing ([`ExecConfig::black_boxes`]).
+    pub black_boxes: bool,
     /// What [`infer_driver`] guessed (values of integer arguments, element counts) and why;
     /// the verdict repeats it.
     pub guesses: Vec<String>,
@@ -78,6 +83,8 @@ impl Default for DriverConfig {
             max_memory: ExecConfig::default().max_memory,
             counts: Vec::new(),
             local_extent: None,
+            passive_store_value: None,
+            black_boxes: false,
             guesses: Vec::new(),
         }
     }
@@ -452,7 +459,7 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
         })
         .map(|&(p, sym)| (p, prog.syms[sym.into_raw().into_u32() as usize].name.clone()))
         .collect();
-    let unknowns = super::guess::Unknowns { integers: missing, arrays, locals: super::guess::unshaped_locals(prog) };
+    let unknowns = super::guess::Unknowns { integers: missing, arrays, ..super::guess::Unknowns::of_program(prog) };
     if !unknowns.is_empty() {
         let guessed = super::guess::complete_driver(prog, &mut driver, &unknowns).map_err(|why| {
             let names: Vec<String> =
@@ -788,6 +795,8 @@ impl<'p> Driver<'p> {
             step_limit: self.config.step_limit,
             max_memory: self.config.max_memory,
             unshaped_extent: self.config.local_extent,
+            passive_store_value: self.config.passive_store_value,
+            black_boxes: self.config.black_boxes,
             ..ExecConfig::default()
         }
     }
