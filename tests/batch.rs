@@ -422,8 +422,10 @@ fn the_whole_corpus_verifies_and_every_other_verdict_names_its_cause() {
         "without a declared shape",
         // A derived type: the XAIF names it opaque and describes no components.
         "of type opaque",
+        // A guess for left-out stores with which no derivative flows.
+        "the check would prove nothing",
     ];
-    for (mode, least_ok, files) in [("tangent", 178, 190), ("adjoint", 168, 182)] {
+    for (mode, least_ok, files) in [("tangent", 185, 190), ("adjoint", 178, 182)] {
         let report_file = dir.path().join(format!("{mode}.json"));
         let mut command = xaifbooster();
         command.args(["batch", mode]);
@@ -470,11 +472,26 @@ fn the_whole_corpus_verifies_and_every_other_verdict_names_its_cause() {
         expect_ok("nestedFunc2", "taken from their intent inout");
         expect_ok("sideEffect_6", "verify: OK");
         expect_ok("argumentShapeMismatch1", "verify: OK");
+        // Values that passive stores left out as Markers put in, and routines without code.
+        for (example, variable) in [("intMaxVal", "I_3"), ("minVal", "I_3"), ("argArrayIndexOverwrite7", "A_3")] {
+            expect_ok(example, &format!("{variable} = 1 (in every element) guessed for the passive stores"));
+        }
+        for example in ["externalCalls1", "externalCalls2", "argumentConversion_4e", "argumentConversion_4f"] {
+            expect_ok(example, "calls of barext__25, which has no code in the XAIF, run as black boxes that change nothing");
+        }
         if mode == "tangent" {
             expect_ok("allocatedFunction", "extent 2 in every dimension of the arrays declared without bounds (A_3)");
             let (status, detail) = &details["argumentConversion_6"];
             assert_eq!(status, "UNSUPPORTED");
             assert!(detail.contains("global T_25 is modified by its own name"), "{detail}");
+        } else {
+            for (example, variable) in [("Loop_simple_9a", "K_5"), ("Loop_simple_9b", "K_5"), ("Loop_simple_4b", "J_5")] {
+                expect_ok(example, &format!("{variable} = 1 (in every element) guessed for the passive stores"));
+            }
+            // The only values that run skip the loop that carries every derivative.
+            let (status, detail) = &details["Loop_simple_12"];
+            assert_eq!(status, "UNSUPPORTED");
+            assert!(detail.contains("Jacobian is entirely zero: the check would prove nothing"), "{detail}");
         }
     }
 }

@@ -206,9 +206,10 @@ fn run_time_failures_are_located_with_their_source_line() {
     assert_eq!(verify.status.code(), Some(1));
     assert!(text(&verify.stderr).contains(&format!("{file}:2002:5: Branch: ")), "{}", text(&verify.stderr));
     assert!(text(&verify.stderr).contains("(source line 174)"), "{}", text(&verify.stderr));
-    // A failing statement: its element, statement id and source line.
+    // A failing statement: its element, statement id and source line (an explicit driver
+    // guesses no value for the store the XAIF leaves out, so the index stays 0).
     let int_max = corpus("intMaxVal", "tlm.in.xaif");
-    let run = xaifbooster(&["run", &int_max]);
+    let run = xaifbooster(&["run", &int_max, "--inputs", "1", "--outputs", "2"]);
     assert_eq!(run.status.code(), Some(1));
     let stderr = text(&run.stderr);
     let last = stderr.lines().last().unwrap_or("");
@@ -283,4 +284,46 @@ fn batch_verify_infers_the_driver_as_verify_does() {
         serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
     let detail = report["files"][0]["verify"]["detail"].as_str().expect("detail").to_owned();
     assert!(detail.starts_with("verify: OK 2x2 jacobian"), "{detail}");
+}
+
+/// A program that cannot run from its XAIF alone (an index set by a passive store the front
+/// end left out, a call of a routine without code) verifies through the binary with both
+/// choices named, repeatable as flags; a broken partial under those choices is still found.
+#[test]
+fn left_out_stores_and_routines_without_code_are_guessed_and_named() {
+    let original = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/interp/passive_store.xaif");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tangent = dir.path().join("tangent.xaif");
+    let tangent = tangent.to_str().expect("UTF-8 path");
+    let made = xaifbooster(&["tangent", "-i", original, "-o", tangent]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let verify = |transformed: &str, flags: &[&str]| {
+        let mut args = vec!["verify", "--original", original, "--transformed", transformed, "--mode", "tangent"];
+        args.extend(flags);
+        xaifbooster(&args)
+    };
+    let output = verify(tangent, &[]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("verify: OK 2x2 jacobian"), "{stdout}");
+    assert!(stdout.contains("K = 1 (in every element) guessed for the passive stores"), "{stdout}");
+    assert!(stdout.contains("calls of ext__9, which has no code in the XAIF, run as black boxes"), "{stdout}");
+    assert!(stderr.contains("(as --inputs 1 --outputs 2 --passive-stores 1 --black-boxes)"), "{stderr}");
+    // The flags repeat the run; another value is another program: dy(1)/dx(2) = 2 x(2) = 2.
+    let output = verify(tangent, &["--inputs", "1", "--outputs", "2", "--passive-stores", "2", "--black-boxes"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(table_jacobian(&stdout).iter().any(|&(i, j, v)| (i, j) == (1, 2) && (v - 2.0).abs() < 1e-12), "{stdout}");
+    // Without them an explicit driver says what is missing and which flag supplies it.
+    let output = verify(tangent, &["--inputs", "1", "--outputs", "2"]);
+    assert!(!output.status.success());
+    assert!(text(&output.stdout).contains("--black-boxes runs it as a black box"), "{}", text(&output.stdout));
+    // A wrong partial (cos -> sin) is a mismatch whatever was guessed.
+    let broken = dir.path().join("broken.xaif");
+    let source = std::fs::read_to_string(tangent).expect("tangent output");
+    assert_eq!(source.matches("cos_scal").count(), 1, "one partial of sin");
+    std::fs::write(&broken, source.replace("cos_scal", "sin_scal")).expect("write");
+    let output = verify(broken.to_str().expect("UTF-8 path"), &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stdout).contains("verify: MISMATCH"), "{}", text(&output.stdout));
 }

@@ -182,7 +182,47 @@ fn external_routine_is_unsupported_by_name() {
     let prog = program(&testdata("external.xaif"));
     let driver = Driver::new(&prog, &DriverConfig::default()).expect("driver");
     let err = driver.run(&[0.5, 1.0], Sweep::Plain).unwrap_err();
-    assert_eq!(err.to_string(), "unsupported: external routine ext__9 (at routine head, vertex '2', statement 'e1')");
+    assert_eq!(
+        err.to_string(),
+        "unsupported: external routine ext__9 (--black-boxes runs it as a black box that changes nothing) (at routine head, vertex '2', statement 'e1')"
+    );
+    // As a black box it changes nothing, so the program runs (and computes nothing).
+    let config = DriverConfig { black_boxes: true, ..DriverConfig::default() };
+    let driver = Driver::new(&prog, &config).expect("driver");
+    assert_eq!(driver.run(&[0.5, 1.0], Sweep::Plain).expect("runs").y, vec![0.0; 3]);
+}
+
+/// `passive_store.xaif` computes `y = (x(k) * x(2), sin(x(1)))` after a call of a routine
+/// without code, with `k` set by a passive store the front end left out as a Marker. Without
+/// a value for the store `k` stays 0, out of bounds; with one, every store the du-ud chains
+/// attribute to the Marker puts it in; the routine without code runs only as a black box.
+#[test]
+fn passive_stores_left_out_and_black_boxes() {
+    let prog = program(&testdata("passive_store.xaif"));
+    assert_eq!(prog.passive_stores(), vec![("head".to_owned(), "m1".to_owned(), vec!["K".to_owned()])]);
+    assert_eq!(prog.called_without_code(), vec!["ext__9".to_owned()]);
+    let x = [0.5, 3.0];
+    let run = |config: DriverConfig| Driver::new(&prog, &config).expect("driver").run(&x, Sweep::Plain);
+    let refused = run(DriverConfig { passive_store_value: Some(2), ..DriverConfig::default() }).unwrap_err();
+    assert!(refused.to_string().contains("call of ext__9 which has no control flow graph"), "{refused}");
+    let missing = run(DriverConfig { black_boxes: true, ..DriverConfig::default() }).unwrap_err();
+    assert!(missing.to_string().contains("index 0 of dimension 1 of X out of bounds 1:2"), "{missing}");
+    for (k, y1) in [(1, 0.5 * 3.0), (2, 3.0 * 3.0)] {
+        let y = run(DriverConfig { black_boxes: true, passive_store_value: Some(k), ..DriverConfig::default() })
+            .expect("runs")
+            .y;
+        assert_eq!(y, vec![y1, 0.5f64.sin()], "k = {k}");
+    }
+    // The inferred driver makes both choices and says so; with a value given it guesses none.
+    let (driver, _) = xaifbooster::interp::verify::infer_driver(&prog, &DriverConfig::default()).expect("inferred");
+    assert_eq!((driver.passive_store_value, driver.black_boxes), (Some(1), true));
+    let notes = driver.guesses.join("; ");
+    assert!(notes.contains("K = 1 (in every element) guessed for the passive stores"), "{notes}");
+    assert!(notes.contains("calls of ext__9, which has no code in the XAIF, run as black boxes"), "{notes}");
+    let given = DriverConfig { passive_store_value: Some(2), ..DriverConfig::default() };
+    let (driver, _) = xaifbooster::interp::verify::infer_driver(&prog, &given).expect("inferred");
+    assert_eq!((driver.passive_store_value, driver.black_boxes), (Some(2), true));
+    assert!(!driver.guesses.join("; ").contains("guessed for the passive stores"), "{:?}", driver.guesses);
 }
 
 proptest! {

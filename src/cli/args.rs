@@ -332,6 +332,15 @@ pub(crate) struct DriverArgs {
     /// Number of outputs, for an output argument declared without bounds
     #[arg(long)]
     pub(crate) m: Option<usize>,
+    /// The value the passive stores the XAIF leaves out as Markers put in every element of
+    /// the variables they define (by the du-ud chains) [default: none; guessed only if the
+    /// original program cannot run without]
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    pub(crate) passive_stores: Option<i64>,
+    /// Run calls of routines without code as black boxes that change nothing [default: only
+    /// if the original program cannot run otherwise]
+    #[arg(long)]
+    pub(crate) black_boxes: bool,
     /// Reversal template for adjoint files
     #[arg(long, value_parser = ["joint", "split"], default_value = "joint")]
     pub(crate) template: String,

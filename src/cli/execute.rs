@@ -287,8 +287,8 @@ impl DriverArgs {
             step_limit: self.max_steps,
             counts: Vec::new(),
             local_extent: None,
-            passive_store_value: None,
-            black_boxes: false,
+            passive_store_value: self.passive_stores,
+            black_boxes: self.black_boxes,
             guesses: Vec::new(),
         }
     }

@@ -407,7 +407,10 @@ impl<'p> Machine<'p> {
             if self.config.black_boxes {
                 return Ok(());
             }
-            return Err(ExecError::Unsupported(format!("external routine {}", code.name)));
+            return Err(ExecError::Unsupported(format!(
+                "external routine {} (--black-boxes runs it as a black box that changes nothing)",
+                code.name
+            )));
         }
         if self.frames.len() > 10_000 {
             return Err(ExecError::Runtime("call depth exceeds 10000".into()));
@@ -730,7 +733,7 @@ impl<'p> Machine<'p> {
                     Callee::Undefined(_) if self.config.black_boxes => return Ok(()),
                     Callee::Undefined(name) => {
                         return Err(ExecError::Unsupported(format!(
-                            "call of {name} which has no control flow graph"
+                            "call of {name} which has no control flow graph (--black-boxes runs it as a black box that changes nothing)"
                         )));
                     }
                     Callee::Invalid(why) => return Err(ExecError::Unsupported(why.clone())),

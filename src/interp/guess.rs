@@ -161,8 +161,12 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
                         }
                         trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
                         trial.local_extent = extent;
-                        trial.passive_store_value = store;
-                        trial.black_boxes = black_box;
+                        if !unknowns.passive_stores.is_empty() {
+                            trial.passive_store_value = store;
+                        }
+                        if !unknowns.black_boxes.is_empty() {
+                            trial.black_boxes = black_box;
+                        }
                         let guess = Guess { value, count, extent, store, black_box };
                         let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
                         match outcome {
@@ -241,15 +245,18 @@ fn describe(unknowns: &Unknowns, guess: &Guess) -> Vec<String> {
     if let Some(store) = store {
         let tried: Vec<String> = PASSIVE_STORE_CANDIDATES.iter().map(i64::to_string).collect();
         notes.push(format!(
-            "{} = {store} in every element guessed where the XAIF leaves their passive stores out as Markers: the first of {} with which the original program runs",
+            "{} = {store} (in every element) guessed for the passive stores the XAIF leaves out as Markers: the first of {} with which the original program runs",
             unknowns.passive_stores.join(", "),
             tried.join(", ")
         ));
     }
     if black_box {
+        let (names, has) = match unknowns.black_boxes.as_slice() {
+            [one] => (one.clone(), "has"),
+            many => (many.join(", "), "have"),
+        };
         notes.push(format!(
-            "{} without code in the XAIF run as black boxes that change nothing: the transformations assume an external routine has no effect on derivatives",
-            unknowns.black_boxes.join(", ")
+            "calls of {names}, which {has} no code in the XAIF, run as black boxes that change nothing: the transformations assume an external routine has no effect on derivatives"
         ));
     }
     notes

@@ -459,7 +459,13 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
         })
         .map(|&(p, sym)| (p, prog.syms[sym.into_raw().into_u32() as usize].name.clone()))
         .collect();
-    let unknowns = super::guess::Unknowns { integers: missing, arrays, ..super::guess::Unknowns::of_program(prog) };
+    let mut unknowns = super::guess::Unknowns { integers: missing, arrays, ..super::guess::Unknowns::of_program(prog) };
+    if config.passive_store_value.is_some() {
+        unknowns.passive_stores.clear();
+    }
+    if config.black_boxes {
+        unknowns.black_boxes.clear();
+    }
     if !unknowns.is_empty() {
         let guessed = super::guess::complete_driver(prog, &mut driver, &unknowns).map_err(|why| {
             let names: Vec<String> =
@@ -501,6 +507,12 @@ pub fn infer_driver(prog: &Program, config: &DriverConfig) -> Result<(DriverConf
     }
     for (p, v) in &driver.fixed_args {
         flags.push(format!("--arg {p}={}", show_value(*v)));
+    }
+    if let Some(value) = driver.passive_store_value {
+        flags.push(format!("--passive-stores {value}"));
+    }
+    if driver.black_boxes {
+        flags.push("--black-boxes".to_owned());
     }
     inferred.flags = flags;
     Ok((driver, inferred))
@@ -884,8 +896,9 @@ fn classify_original(e: ExecError, original: &Program) -> Status {
     if e.is_unsupported() {
         Status::Unsupported(why)
     } else if original.passive_stores_left_out > 0 {
+        let hint = if original.passive_stores().is_empty() { "" } else { "; --passive-stores gives them a value" };
         Status::Unsupported(format!(
-            "original program fails: {why} (the XAIF leaves {} passive stores out as Markers, so values they set are missing)",
+            "original program fails: {why} (the XAIF leaves {} passive stores out as Markers, so values they set are missing{hint})",
             original.passive_stores_left_out
         ))
     } else {
@@ -1151,7 +1164,19 @@ fn compare_at(
     // Zero in the derivative code and in the differences alike: the call, not the
     // transformation, is what is probably wrong.
     let both: Vec<f64> = ad.iter().zip(&fd).map(|(a, f)| if *a == 0.0 && *f == 0.0 { 0.0 } else { 1.0 }).collect();
-    report.warnings = zero_jacobian_warnings(&both, n, m, &orig.input_labels(), original.passive_stores_left_out);
+    // A guess for left-out stores that makes every derivative zero (a loop the guessed
+    // value skips) leaves nothing the check could find wrong.
+    if let Some(value) = config.driver.passive_store_value
+        && matches!(report.status, Status::Ok)
+        && both.iter().all(|v| *v == 0.0)
+    {
+        report.status = Status::Unsupported(format!(
+            "with {value}, the value guessed for the passive stores the XAIF leaves out as Markers (the first with which the original program runs), the {m}x{n} Jacobian is entirely zero: the check would prove nothing"
+        ));
+        return (report, outside);
+    }
+    let left_out = if config.driver.passive_store_value.is_some() { 0 } else { original.passive_stores_left_out };
+    report.warnings = zero_jacobian_warnings(&both, n, m, &orig.input_labels(), left_out);
     (report, outside)
 }
 
