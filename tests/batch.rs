@@ -477,7 +477,10 @@ fn the_whole_corpus_verifies_and_every_other_verdict_names_its_cause() {
             expect_ok(example, &format!("{variable} = 1 (in every element) guessed for the passive stores"));
         }
         for example in ["externalCalls1", "externalCalls2", "argumentConversion_4e", "argumentConversion_4f"] {
-            expect_ok(example, "calls of barext__25, which has no code in the XAIF, run as black boxes that change nothing");
+            expect_ok(
+                example,
+                "calls of barext__25, which has no code in the XAIF, run as black boxes that change nothing",
+            );
         }
         if mode == "tangent" {
             expect_ok("allocatedFunction", "extent 2 in every dimension of the arrays declared without bounds (A_3)");
@@ -485,7 +488,8 @@ fn the_whole_corpus_verifies_and_every_other_verdict_names_its_cause() {
             assert_eq!(status, "UNSUPPORTED");
             assert!(detail.contains("global T_25 is modified by its own name"), "{detail}");
         } else {
-            for (example, variable) in [("Loop_simple_9a", "K_5"), ("Loop_simple_9b", "K_5"), ("Loop_simple_4b", "J_5")] {
+            for (example, variable) in [("Loop_simple_9a", "K_5"), ("Loop_simple_9b", "K_5"), ("Loop_simple_4b", "J_5")]
+            {
                 expect_ok(example, &format!("{variable} = 1 (in every element) guessed for the passive stores"));
             }
             // The only values that run skip the loop that carries every derivative.

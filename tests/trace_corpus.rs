@@ -90,13 +90,15 @@ fn traced_corpus_programs_trace_as_their_originals() {
     // the same.
     assert!(differ.is_empty(), "{differ:#?}");
     assert!(traced_failed.is_empty(), "{traced_failed:#?}");
-    assert!(equal >= 179, "{equal} equal");
+    assert!(equal >= 186, "{equal} equal");
     assert!(with_events >= 98, "{with_events} with events");
     // The originals the executor cannot run, by reason (none of them is about tracing).
     let count = |class: &str| not_run.iter().filter(|(_, c)| *c == class).count();
-    assert!(not_run.len() <= 11, "{not_run:#?}");
-    assert_eq!(count("calls a routine without a body"), 4, "{not_run:#?}");
-    assert_eq!(count("an index out of bounds with the default inputs"), 3, "{not_run:#?}");
+    // Calls of routines without a body run as black boxes, and indices set by stores the XAIF
+    // leaves out get a guessed value (each named in the run's note).
+    assert!(not_run.len() <= 4, "{not_run:#?}");
+    assert_eq!(count("calls a routine without a body"), 0, "{not_run:#?}");
+    assert_eq!(count("an index out of bounds with the default inputs"), 0, "{not_run:#?}");
     assert_eq!(count("an array without a declared shape"), 1, "{not_run:#?}");
     assert_eq!(count("a non-conforming alias of a global"), 1, "{not_run:#?}");
     assert_eq!(count("a variable of opaque type"), 1, "{not_run:#?}");

@@ -95,10 +95,16 @@ impl Unknowns {
     /// What `prog` leaves unknown whatever its driver: its left-out stores and its routines
     /// without code.
     pub fn of_program(prog: &Program) -> Unknowns {
-        let mut passive_stores: Vec<String> = prog.passive_stores().into_iter().flat_map(|(_, _, names)| names).collect();
+        let mut passive_stores: Vec<String> =
+            prog.passive_stores().into_iter().flat_map(|(_, _, names)| names).collect();
         passive_stores.sort();
         passive_stores.dedup();
-        Unknowns { locals: unshaped_locals(prog), passive_stores, black_boxes: prog.called_without_code(), ..Unknowns::default() }
+        Unknowns {
+            locals: unshaped_locals(prog),
+            passive_stores,
+            black_boxes: prog.called_without_code(),
+            ..Unknowns::default()
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -615,79 +615,6 @@ pub fn lower(cg: &CallGraph) -> Program {
     Program { routines, syms, global_slots, passive_stores_left_out, traces_itself: super::tracing::traces_itself(cg) }
 }
 
-/// The variable references a flow graph reads, in document order: right-hand sides,
-/// subscripts (of left-hand sides too), conditions, loop headers and call arguments. Not
-/// left-hand sides themselves, and not derivative propagators: their du-ud sets are not
-/// chains of definitions reaching a use.
-mod uses {
-    use crate::ir::{Assignment, ArgumentValue, CfgVertexKind, ExprVertex, Expression, FlowGraph, Statement, VarRefVertex, VariableReference};
-
-    pub fn each_use<'g>(fg: &'g FlowGraph, f: &mut impl FnMut(&'g VariableReference)) {
-        for (_, vertex) in fg.vertices.iter() {
-            match &vertex.kind {
-                CfgVertexKind::BasicBlock(bb) => {
-                    for statement in &bb.statements {
-                        match statement {
-                            Statement::Assignment(a) => assignment(a, f),
-                            Statement::SubroutineCall(call) => arguments(call.arguments.iter().map(|a| &a.value), f),
-                            Statement::InlinableSubroutineCall(call) => {
-                                arguments(call.arguments.iter().map(|a| &a.value), f)
-                            }
-                            Statement::Marker(_) | Statement::DerivativePropagator(_) => {}
-                        }
-                    }
-                }
-                CfgVertexKind::If(c) | CfgVertexKind::PreLoop(c) | CfgVertexKind::PostLoop(c) | CfgVertexKind::Branch(c) => {
-                    c.condition.iter().for_each(|e| expression(e, f));
-                }
-                CfgVertexKind::ForLoop(l) => {
-                    [&l.initialization, &l.update].into_iter().flatten().for_each(|a| assignment(a, f));
-                    l.condition.iter().for_each(|e| expression(e, f));
-                }
-                _ => {}
-            }
-        }
-    }
-
-    fn arguments<'g>(values: impl Iterator<Item = &'g ArgumentValue>, f: &mut impl FnMut(&'g VariableReference)) {
-        for value in values {
-            if let ArgumentValue::Variable(r) = value {
-                reference(r, f);
-            }
-        }
-    }
-
-    fn assignment<'g>(a: &'g Assignment, f: &mut impl FnMut(&'g VariableReference)) {
-        subscripts(&a.lhs, f);
-        expression(&a.rhs, f);
-    }
-
-    fn expression<'g>(e: &'g Expression, f: &mut impl FnMut(&'g VariableReference)) {
-        for (_, vertex) in e.vertices.iter() {
-            match vertex {
-                ExprVertex::Variable(r) => reference(r, f),
-                ExprVertex::FunctionCall(call) => call.arguments.iter().for_each(|r| reference(r, f)),
-                ExprVertex::Constant(_) | ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_) => {}
-            }
-        }
-    }
-
-    fn reference<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
-        subscripts(r, f);
-        f(r);
-    }
-
-    fn subscripts<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
-        for vertex in &r.vertices {
-            if let VarRefVertex::ArrayElement(access) = vertex {
-                for triplet in &access.indices {
-                    [&triplet.index, &triplet.bound, &triplet.stride].into_iter().flatten().for_each(|e| expression(e, f));
-                }
-            }
-        }
-    }
-}
-
 fn raw<T>(id: la_arena::Idx<T>) -> usize {
     id.into_raw().into_u32() as usize
 }
@@ -763,13 +690,12 @@ impl Lowerer<'_> {
                     let mut passive_stores = Vec::new();
                     for statement in &bb.statements {
                         match statement {
-                            Statement::Marker(m) if is_passive_store(self.cg.name(m.annotation)) => {
-                                passive_stores.push(PassiveStore {
+                            Statement::Marker(m) if is_passive_store(self.cg.name(m.annotation)) => passive_stores
+                                .push(PassiveStore {
                                     marker: self.cg.name(m.id).to_owned(),
                                     before: stmts.len(),
                                     targets: defined.get(&m.id).cloned().unwrap_or_default(),
-                                })
-                            }
+                                }),
                             _ => stmts.extend(self.stmt(statement)),
                         }
                     }
@@ -867,7 +793,7 @@ impl Lowerer<'_> {
         if defined.is_empty() {
             return defined;
         }
-        uses::each_use(fg, &mut |r| {
+        ir::visit::each_use(fg, &mut |r| {
             let (Some(set), Some(base)) = (r.du_ud, r.base_symbol()) else {
                 return;
             };

@@ -133,3 +133,78 @@ fn reference(r: &mut VariableReference, f: &mut impl FnMut(&mut VariableReferenc
     }
     f(r);
 }
+
+/// Calls `f` on the variable references a flow graph reads, in document order: right-hand sides,
+/// subscripts (of left-hand sides too), conditions, loop headers and call arguments. Not
+/// left-hand sides themselves, and not derivative propagators: their du-ud sets are not
+/// chains of definitions reaching a use.
+pub fn each_use<'g>(fg: &'g FlowGraph, f: &mut impl FnMut(&'g VariableReference)) {
+    for (_, vertex) in fg.vertices.iter() {
+        match &vertex.kind {
+            CfgVertexKind::BasicBlock(bb) => {
+                for statement in &bb.statements {
+                    match statement {
+                        Statement::Assignment(a) => use_assignment(a, f),
+                        Statement::SubroutineCall(call) => use_arguments(call.arguments.iter().map(|a| &a.value), f),
+                        Statement::InlinableSubroutineCall(call) => {
+                            use_arguments(call.arguments.iter().map(|a| &a.value), f)
+                        }
+                        Statement::Marker(_) | Statement::DerivativePropagator(_) => {}
+                    }
+                }
+            }
+            CfgVertexKind::If(c)
+            | CfgVertexKind::PreLoop(c)
+            | CfgVertexKind::PostLoop(c)
+            | CfgVertexKind::Branch(c) => {
+                c.condition.iter().for_each(|e| use_expression(e, f));
+            }
+            CfgVertexKind::ForLoop(l) => {
+                [&l.initialization, &l.update].into_iter().flatten().for_each(|a| use_assignment(a, f));
+                l.condition.iter().for_each(|e| use_expression(e, f));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn use_arguments<'g>(values: impl Iterator<Item = &'g ArgumentValue>, f: &mut impl FnMut(&'g VariableReference)) {
+    for value in values {
+        if let ArgumentValue::Variable(r) = value {
+            use_reference(r, f);
+        }
+    }
+}
+
+fn use_assignment<'g>(a: &'g Assignment, f: &mut impl FnMut(&'g VariableReference)) {
+    use_subscripts(&a.lhs, f);
+    use_expression(&a.rhs, f);
+}
+
+fn use_expression<'g>(e: &'g Expression, f: &mut impl FnMut(&'g VariableReference)) {
+    for (_, vertex) in e.vertices.iter() {
+        match vertex {
+            ExprVertex::Variable(r) => use_reference(r, f),
+            ExprVertex::FunctionCall(call) => call.arguments.iter().for_each(|r| use_reference(r, f)),
+            ExprVertex::Constant(_) | ExprVertex::Intrinsic(_) | ExprVertex::BooleanOperation(_) => {}
+        }
+    }
+}
+
+fn use_reference<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
+    use_subscripts(r, f);
+    f(r);
+}
+
+fn use_subscripts<'g>(r: &'g VariableReference, f: &mut impl FnMut(&'g VariableReference)) {
+    for vertex in &r.vertices {
+        if let VarRefVertex::ArrayElement(access) = vertex {
+            for triplet in &access.indices {
+                [&triplet.index, &triplet.bound, &triplet.stride]
+                    .into_iter()
+                    .flatten()
+                    .for_each(|e| use_expression(e, f));
+            }
+        }
+    }
+}
