@@ -135,8 +135,10 @@ pub fn unshaped_locals(prog: &Program) -> Vec<String> {
 /// the original program runs at the default point; with it, every vector argument without
 /// bounds gets the same element count, the smallest (up to `MAX_COUNT`) with which it runs:
 /// the least the program indexes. Local arrays without bounds get an extent only if the
-/// program cannot run without one, again the smallest that runs (up to `MAX_EXTENT`). If
-/// no guess runs but one stops at a construct the executor does not support, that guess is
+/// program cannot run without one, again the smallest that runs (up to `MAX_EXTENT`). Only
+/// if nothing runs without them do the passive stores left out as Markers get a value (the
+/// first of `PASSIVE_STORE_CANDIDATES`) and routines without code run as black boxes. If no
+/// guess runs but one stops at a construct the executor does not support, that guess is
 /// kept, so that the verdict names the construct rather than the guess.
 pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unknowns) -> Result<Vec<String>, String> {
     let values: &[i64] = if unknowns.integers.is_empty() { &[0] } else { &INTEGER_CANDIDATES };
@@ -154,50 +156,50 @@ pub fn complete_driver(prog: &Program, driver: &mut DriverConfig, unknowns: &Unk
     } else {
         std::iter::once(None).chain(PASSIVE_STORE_CANDIDATES.iter().copied().map(Some)).collect()
     };
+    let guesses = black_boxes.iter().flat_map(|&black_box| {
+        let (stores, extents, counts) = (&stores, &extents, &counts);
+        stores.iter().flat_map(move |&store| {
+            values.iter().flat_map(move |&value| {
+                counts.clone().flat_map(move |count| {
+                    extents.iter().map(move |&extent| Guess { value, count, extent, store, black_box })
+                })
+            })
+        })
+    });
     let mut last_failure = String::new();
     let mut stopped: Option<(DriverConfig, Vec<String>, bool)> = None;
-    for &black_box in black_boxes {
-        for &store in &stores {
-            for &value in values {
-                for count in counts.clone() {
-                    for &extent in &extents {
-                        let mut trial = driver.clone();
-                        for (position, _) in &unknowns.integers {
-                            trial.fixed_args.push((*position, ArgValue::Int(value)));
-                        }
-                        trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, count)));
-                        trial.local_extent = extent;
-                        if !unknowns.passive_stores.is_empty() {
-                            trial.passive_store_value = store;
-                        }
-                        if !unknowns.black_boxes.is_empty() {
-                            trial.black_boxes = black_box;
-                        }
-                        let guess = Guess { value, count, extent, store, black_box };
-                        let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
-                        match outcome {
-                            Ok(_) => {
-                                *driver = trial;
-                                return Ok(describe(unknowns, &guess));
-                            }
-                            Err(e) if e.is_unsupported() => {
-                                // A stop at an array the guess left unsized says less than a
-                                // stop past it: the later construct is what the verdict
-                                // should name.
-                                let unsized_array = e.reason().contains("without a declared shape");
-                                if stopped.as_ref().is_none_or(|(_, _, earlier)| *earlier && !unsized_array) {
-                                    let mut notes = describe(unknowns, &guess);
-                                    if !notes.is_empty() {
-                                        notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
-                                    }
-                                    stopped = Some((trial, notes, unsized_array));
-                                }
-                            }
-                            Err(e) => last_failure = e.reason(),
-                        }
+    for guess in guesses {
+        let mut trial = driver.clone();
+        for (position, _) in &unknowns.integers {
+            trial.fixed_args.push((*position, ArgValue::Int(guess.value)));
+        }
+        trial.counts.extend(unknowns.arrays.iter().map(|(position, _)| (*position, guess.count)));
+        trial.local_extent = guess.extent;
+        if !unknowns.passive_stores.is_empty() {
+            trial.passive_store_value = guess.store;
+        }
+        if !unknowns.black_boxes.is_empty() {
+            trial.black_boxes = guess.black_box;
+        }
+        let outcome = Driver::new(prog, &trial).and_then(|d| d.run(&d.default_x(), Sweep::Plain));
+        match outcome {
+            Ok(_) => {
+                *driver = trial;
+                return Ok(describe(unknowns, &guess));
+            }
+            Err(e) if e.is_unsupported() => {
+                // A stop at an array the guess left unsized says less than a stop past it:
+                // the later construct is what the verdict should name.
+                let unsized_array = e.reason().contains("without a declared shape");
+                if stopped.as_ref().is_none_or(|(_, _, earlier)| *earlier && !unsized_array) {
+                    let mut notes = describe(unknowns, &guess);
+                    if !notes.is_empty() {
+                        notes.push("unchecked guesses: the original program stops at a construct the executor does not support".to_owned());
                     }
+                    stopped = Some((trial, notes, unsized_array));
                 }
             }
+            Err(e) => last_failure = e.reason(),
         }
     }
     match stopped {
