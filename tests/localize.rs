@@ -48,6 +48,25 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-8 * a.abs().max(b.abs()).max(1.0)
 }
 
+/// Localizes the tangent of every input direction of a verified example: each must find the
+/// derivatives in agreement, else a failure is recorded. Returns the directions checked.
+fn localized_to_nothing(
+    example: &str,
+    orig: &Driver<'_>,
+    trans: &Driver<'_>,
+    x: &[f64],
+    rtol: f64,
+    failures: &mut Vec<String>,
+) -> usize {
+    for direction in 0..orig.n {
+        match localize::tangent(orig, trans, x, direction, rtol) {
+            Localization::NotFound { reason } if reason.contains("agree") => {}
+            other => failures.push(format!("{example}: direction {direction}: {other}")),
+        }
+    }
+    orig.n
+}
+
 /// On every example whose tangent verifies, the original run with dual numbers gives the same
 /// Jacobian as the tangent program (an independent check of the dual numbers: no
 /// transformation is involved in them), and localization in every direction finds nothing.
@@ -83,13 +102,7 @@ fn dual_numbers_agree_with_every_verified_tangent() {
             continue;
         }
         checked += 1;
-        for direction in 0..orig.n {
-            directions += 1;
-            match localize::tangent(&orig, &trans, &x, direction, config.rtol) {
-                Localization::NotFound { reason } if reason.contains("agree") => {}
-                other => failures.push(format!("{example}: direction {direction}: {other}")),
-            }
-        }
+        directions += localized_to_nothing(&example, &orig, &trans, &x, config.rtol, &mut failures);
     }
     eprintln!("dual Jacobians checked on {checked} examples, {directions} directions localized to nothing");
     assert!(failures.is_empty(), "{failures:#?}");
@@ -542,13 +555,8 @@ fn statement_level_tangents_that_verify_localize_to_nothing() {
         }
         let orig = Driver::new(&original, &verify_config.driver).expect("driver");
         let trans = Driver::new(&transformed, &verify_config.driver).expect("driver");
-        for direction in 0..orig.n {
-            directions += 1;
-            match localize::tangent(&orig, &trans, &orig.default_x(), direction, verify_config.rtol) {
-                Localization::NotFound { reason } if reason.contains("agree") => {}
-                other => failures.push(format!("{example}: direction {direction}: {other}")),
-            }
-        }
+        directions +=
+            localized_to_nothing(&example, &orig, &trans, &orig.default_x(), verify_config.rtol, &mut failures);
     }
     eprintln!("statement-level tangents: {directions} directions localized to nothing");
     assert!(failures.is_empty(), "{failures:#?}");

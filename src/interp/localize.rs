@@ -738,12 +738,7 @@ fn statement_ids(prog: &Program) -> FxHashMap<&str, FxHashSet<&str>> {
     let mut ids: FxHashMap<&str, FxHashSet<&str>> = FxHashMap::default();
     for routine in &prog.routines {
         let set = ids.entry(routine.name.as_str()).or_default();
-        let graphs: Vec<&super::lower::Graph> = match &routine.body {
-            Body::External => Vec::new(),
-            Body::Cfg(g) => vec![g],
-            Body::Template(gs) => gs.iter().flatten().collect(),
-        };
-        for g in graphs {
+        for g in routine.body.graphs() {
             set.extend(g.statement_ids.iter().flatten().filter(|id| !id.is_empty()).map(String::as_str));
         }
     }

@@ -150,6 +150,18 @@ pub enum Body {
     Template(Vec<Option<Graph>>),
 }
 
+impl Body {
+    /// The graphs of its code: none, the control flow graph, or each placeholder's.
+    pub fn graphs(&self) -> impl Iterator<Item = &Graph> {
+        let (cfg, placeholders): (Option<&Graph>, &[Option<Graph>]) = match self {
+            Body::External => (None, &[]),
+            Body::Cfg(g) => (Some(g), &[]),
+            Body::Template(gs) => (None, gs),
+        };
+        cfg.into_iter().chain(placeholders.iter().flatten())
+    }
+}
+
 #[derive(Debug)]
 pub struct Graph {
     pub nodes: Vec<Node>,
@@ -341,14 +353,21 @@ impl Repr {
 impl Program {
     /// Every graph of every routine with code, with the routine's index.
     fn graphs(&self) -> impl Iterator<Item = (usize, &Graph)> {
-        self.routines.iter().enumerate().flat_map(|(k, r)| {
-            let graphs: Vec<&Graph> = match &r.body {
-                Body::External => Vec::new(),
-                Body::Cfg(g) => vec![g],
-                Body::Template(gs) => gs.iter().flatten().collect(),
-            };
-            graphs.into_iter().map(move |g| (k, g))
-        })
+        self.routines.iter().enumerate().flat_map(|(k, r)| r.body.graphs().map(move |g| (k, g)))
+    }
+
+    /// Every call statement of the program.
+    fn calls(&self) -> impl Iterator<Item = &Call> {
+        self.graphs()
+            .flat_map(|(_, g)| &g.nodes)
+            .flat_map(|node| match node {
+                Node::Block { stmts, .. } => stmts.as_slice(),
+                _ => &[],
+            })
+            .filter_map(|s| match s {
+                Stmt::Call(call) => Some(call),
+                _ => None,
+            })
     }
 
     /// The passive stores the XAIF leaves out whose targets the du-ud chains name: `(routine,
@@ -375,24 +394,16 @@ impl Program {
 
     /// The routines without code that some call statement names, sorted.
     pub fn called_without_code(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        for (_, g) in self.graphs() {
-            for node in &g.nodes {
-                if let Node::Block { stmts, .. } = node {
-                    for s in stmts {
-                        match s {
-                            Stmt::Call(Call { callee: Callee::Undefined(name), .. }) => names.push(name.clone()),
-                            Stmt::Call(Call { callee: Callee::Routine(k), .. })
-                                if matches!(self.routines[*k].body, Body::External) =>
-                            {
-                                names.push(self.routines[*k].name.clone())
-                            }
-                            _ => {}
-                        }
-                    }
+        let mut names: Vec<String> = self
+            .calls()
+            .filter_map(|call| match &call.callee {
+                Callee::Undefined(name) => Some(name.clone()),
+                Callee::Routine(k) if matches!(self.routines[*k].body, Body::External) => {
+                    Some(self.routines[*k].name.clone())
                 }
-            }
-        }
+                _ => None,
+            })
+            .collect();
         names.sort();
         names.dedup();
         names
@@ -400,26 +411,12 @@ impl Program {
 
     /// Every routine some call statement targets.
     pub fn called_routines(&self) -> rustc_hash::FxHashSet<usize> {
-        let mut called = rustc_hash::FxHashSet::default();
-        let mut visit = |g: &Graph| {
-            for node in &g.nodes {
-                if let Node::Block { stmts, .. } = node {
-                    for s in stmts {
-                        if let Stmt::Call(Call { callee: Callee::Routine(k), .. }) = s {
-                            called.insert(*k);
-                        }
-                    }
-                }
-            }
-        };
-        for r in &self.routines {
-            match &r.body {
-                Body::External => {}
-                Body::Cfg(g) => visit(g),
-                Body::Template(gs) => gs.iter().flatten().for_each(&mut visit),
-            }
-        }
-        called
+        self.calls()
+            .filter_map(|call| match call.callee {
+                Callee::Routine(k) => Some(k),
+                _ => None,
+            })
+            .collect()
     }
 }
 

@@ -211,19 +211,6 @@ impl Planner<'_> {
         args
     }
 
-    /// Whether TypeChange made `s` to go before a call (as the trace mode recognizes it).
-    fn made_before_call(&self, s: &Statement) -> bool {
-        match s {
-            Statement::InlinableSubroutineCall(c) => {
-                matches!(self.cg.name(c.id), "oad_allocate_matching" | "oad_convert_prior")
-            }
-            Statement::Assignment(a) => {
-                self.cg.name(a.id).starts_with("assignment_to_temporary_for_saving_value_across_statement")
-            }
-            _ => false,
-        }
-    }
-
     /// Statement `k` of `statements` (a basic block's).
     fn statement(&self, statements: &[Statement], k: usize) -> StmtPlan {
         match &statements[k] {
@@ -231,7 +218,8 @@ impl Planner<'_> {
                 Some(sym) if (self.defined)(sym) => {
                     // An actual TypeChange replaced by a temporary is traced as the variable
                     // converted into it (`oad_convert(temporary, actual)` before the call).
-                    let before = statements[..k].iter().rev().take_while(|s| self.made_before_call(s));
+                    let before =
+                        statements[..k].iter().rev().take_while(|s| crate::passes::trace::made_before_call(self.cg, s));
                     let conversions: Vec<&ir::InlinableSubroutineCall> = before
                         .filter_map(|s| match s {
                             Statement::InlinableSubroutineCall(c) => Some(c),

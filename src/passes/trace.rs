@@ -264,7 +264,7 @@ impl Tracer<'_> {
                 .enumerate()
                 .filter(|(_, s)| matches!(s, Statement::SubroutineCall(c) if c.symbol.is_some_and(|s| self.bodies.contains(&s))))
                 .map(|(k, _)| {
-                    let before = statements[..k].iter().rev().take_while(|s| self.made_before_call(s)).count();
+                    let before = statements[..k].iter().rev().take_while(|s| made_before_call(self.cg, s)).count();
                     let after = statements[k + 1..].iter().take_while(|s| self.made_after_call(s)).count();
                     (k - before, k, k + after)
                 })
@@ -293,20 +293,6 @@ impl Tracer<'_> {
                 }
             }
             block.statements = out;
-        }
-    }
-
-    /// Whether TypeChange made `statement` to go before a call (a save of a subscript the
-    /// call may overwrite, an allocation, a conversion into a temporary): its ids.
-    fn made_before_call(&self, statement: &Statement) -> bool {
-        match statement {
-            Statement::InlinableSubroutineCall(c) => {
-                matches!(self.cg.name(c.id), "oad_allocate_matching" | "oad_convert_prior")
-            }
-            Statement::Assignment(a) => {
-                self.cg.name(a.id).starts_with("assignment_to_temporary_for_saving_value_across_statement")
-            }
-            _ => false,
         }
     }
 
@@ -908,5 +894,20 @@ impl<'g> Work<'g> {
     fn finish(self) {
         let edges = self.edges.into_iter().zip(self.alive).filter(|(_, alive)| *alive).map(|(e, _)| e).collect();
         self.graph.edges = edges;
+    }
+}
+
+/// Whether TypeChange made `statement` to go before a call (a save of a subscript the call may
+/// overwrite, an allocation, a conversion into a temporary), by the ids it gives them. The
+/// executor's own tracing recognizes them the same way.
+pub(crate) fn made_before_call(cg: &CallGraph, statement: &Statement) -> bool {
+    match statement {
+        Statement::InlinableSubroutineCall(c) => {
+            matches!(cg.name(c.id), "oad_allocate_matching" | "oad_convert_prior")
+        }
+        Statement::Assignment(a) => {
+            cg.name(a.id).starts_with("assignment_to_temporary_for_saving_value_across_statement")
+        }
+        _ => false,
     }
 }
